@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Data flow, one target per concern:
+// bytes -> frames -> messages (MemoWire) -> store (MemoCore, MemoSQLite) -> subject (MemoCore)
+// TLS (MemoTLS) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
+let package = Package(
+    name: "memo",
+    products: [
+        .library(name: "MemoWire", targets: ["MemoWire"]),
+        .executable(name: "memo-server", targets: ["memo-server"]),
+        .executable(name: "memo-client", targets: ["memo-client"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(name: "MemoCore"),
+        .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite"]),
+        .target(name: "MemoWire", dependencies: ["MemoCore"]),
+        .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
+        .target(name: "MemoNet"),
+        .executableTarget(name: "memo-server", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
+        .executableTarget(name: "memo-client", dependencies: ["MemoWire", "MemoTLS"]),
+        .testTarget(
+            name: "MemoWireTests",
+            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

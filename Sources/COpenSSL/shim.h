@@ -1,0 +1,23 @@
+#ifndef COPENSSL_SHIM_H
+#define COPENSSL_SHIM_H
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/rand.h>
+
+// Macros Swift cannot import become small inline functions with the CMemoSSL_ prefix.
+static inline long CMemoSSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline long CMemoSSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long CMemoSSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
+static inline long CMemoSSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+static inline size_t CMemoSSL_BIO_pending(BIO *bio) { return BIO_ctrl_pending(bio); }
+#endif

@@ -1,0 +1,53 @@
+import Foundation
+
+/// A memo: the seeds' `Memo` (content and insert date) plus what a shared store needs to order and guard edits.
+public struct Memo: Sendable, Hashable, Identifiable {
+    /// Chosen by whoever creates it, so that a retried create can be recognised.
+    public var id: UUID
+    /// Valid UTF-8 (Swift strings always are once decoded), at most `MemoLimits.maxContentBytes` bytes.
+    public var content: String
+    /// Microseconds since the Unix epoch; set once when the memo is created.
+    public var insertMicros: Int64
+    /// Microseconds since the Unix epoch of the last change.
+    public var updateMicros: Int64
+    /// The global revision of this memo's last change.
+    public var revision: UInt64
+
+    public init(id: UUID, content: String, insertMicros: Int64, updateMicros: Int64, revision: UInt64) {
+        self.id = id
+        self.content = content
+        self.insertMicros = insertMicros
+        self.updateMicros = updateMicros
+        self.revision = revision
+    }
+
+    public var insertDate: Date { Date(unixMicros: insertMicros) }
+    public var updateDate: Date { Date(unixMicros: updateMicros) }
+}
+
+extension Date {
+    /// A date from microseconds since the Unix epoch, the unit of every timestamp in this project.
+    public init(unixMicros: Int64) {
+        self.init(timeIntervalSince1970: Double(unixMicros) / 1_000_000)
+    }
+
+    /// Microseconds since the Unix epoch, rounded to the nearest microsecond.
+    public var unixMicros: Int64 {
+        Int64((timeIntervalSince1970 * 1_000_000).rounded())
+    }
+}
+
+/// Named limits shared by the stores, the codec and the server.
+public enum MemoLimits {
+    /// The largest memo content, in UTF-8 bytes.
+    public static let maxContentBytes = 64 * 1024
+    /// How many changes a store keeps for subscribers that resume from a revision.
+    public static let defaultHistoryCapacity = 100_000
+
+    /// Checks content against the limits.
+    /// - Throws: `MemoError.contentTooLarge` when it is over `maxContentBytes`.
+    public static func validate(content: String) throws(MemoError) {
+        let size = content.utf8.count
+        if size > maxContentBytes { throw .contentTooLarge(size: size, limit: maxContentBytes) }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// The seeds' `MemoStorageType`, async instead of `Observable`.
+///
+/// Three homes implement it: `MemoryStore`, `SQLiteStore` (the server's) and the client's remote store, so that a
+/// view model cannot tell them apart. Every method throws `MemoError`.
+public protocol MemoStorage: AnyObject, Sendable {
+    /// Creates a memo. With an `id` that already holds the same content it returns that memo unchanged (so a retry
+    /// is harmless); with different content it throws `conflict`.
+    /// - Parameters:
+    ///   - id: the new memo's id; nil lets the store pick one.
+    ///   - insertDate: the insert date to keep (an import); nil means now.
+    @discardableResult
+    func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo
+
+    /// The memo with this id. - Throws: `MemoError.notFound`.
+    func get(id: UUID) async throws -> Memo
+
+    /// The seeds' `memoList()`: a subject holding every memo, newest first, re-sent after every change.
+    func memoList() -> Subject<[Memo]>
+
+    /// Replaces a memo's content, keeping its id, insert date and position.
+    /// - Parameter expectedRevision: when given, the update happens only if the memo is still at it.
+    /// - Throws: `notFound`, `conflict` on a revision mismatch, `contentTooLarge`.
+    @discardableResult
+    func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo
+
+    /// Deletes a memo and returns it as it was.
+    /// - Throws: `notFound` (unlike the seeds' silent no-op), `conflict` on a revision mismatch.
+    @discardableResult
+    func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo
+}
+
+extension MemoStorage {
+    /// The seeds' `createMemo(content:)`.
+    @discardableResult
+    public func createMemo(content: String) async throws -> Memo {
+        try await create(content: content, id: nil, insertDate: nil)
+    }
+
+    /// The seeds' `update(memo:content:)`: last writer wins, as in the seeds.
+    @discardableResult
+    public func update(memo: Memo, content: String) async throws -> Memo {
+        try await update(id: memo.id, content: content, expectedRevision: nil)
+    }
+
+    /// The seeds' `delete(memo:)`.
+    @discardableResult
+    public func delete(memo: Memo) async throws -> Memo {
+        try await delete(id: memo.id, expectedRevision: nil)
+    }
+}
+
+/// A store that publishes its changes with revisions: what the server serves to subscribers.
+public protocol ChangeFeed: Sendable {
+    /// The revision of the last change.
+    var revision: UInt64 { get }
+
+    /// Watches the store: `handler` first gets a snapshot, or (resuming) `resumed` and every change after the
+    /// revision, or `historyGone`; then every later change, in revision order, each once. The handler is never
+    /// called twice at a time and must not block; the first events may arrive before this returns.
+    func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription
+
+    /// The current memos, newest first, and the revision they are at.
+    func snapshot() -> (revision: UInt64, memos: [Memo])
+}

@@ -1,0 +1,184 @@
+import Foundation
+
+/// A write the stores know how to plan and apply.
+public enum WriteOp: Sendable, Hashable {
+    /// Creates a memo with this id, or returns the existing one when the id already holds the same content.
+    case create(id: UUID, content: String, insertMicros: Int64?)
+    case update(id: UUID, content: String, expectedRevision: UInt64?)
+    case delete(id: UUID, expectedRevision: UInt64?)
+}
+
+/// What planning a write gave.
+public enum WriteOutcome: Sendable, Hashable {
+    /// The write changes the store.
+    case change(Change)
+    /// A create that repeats an existing memo (same id, same content): nothing changes.
+    case existing(Memo)
+
+    public var memo: Memo {
+        switch self {
+        case .change(let change): return change.memo
+        case .existing(let memo): return memo
+        }
+    }
+}
+
+/// The memos of a store, in memory, ordered newest first by insert date. Both stores keep one; the SQLite store
+/// also writes every change to disk before it is applied here.
+public struct MemoTable: Sendable {
+    struct Key: Comparable, Hashable {
+        var insert: Int64
+        var id: UUID
+
+        static func < (a: Key, b: Key) -> Bool {
+            if a.insert != b.insert { return a.insert < b.insert }
+            return a.id.orderingValue < b.id.orderingValue
+        }
+    }
+
+    private var byID: [UUID: Memo] = [:]
+    /// Ascending by (insert date, id); the list is this order reversed.
+    private var order: [Key] = []
+    /// The revision of the last change applied.
+    public private(set) var revision: UInt64
+    /// The latest insert date handed out, so that the store's own insert dates are unique and increasing.
+    public private(set) var lastInsertMicros: Int64 = 0
+
+    public init(revision: UInt64 = 0) {
+        self.revision = revision
+    }
+
+    /// Builds a table from stored memos (any order).
+    public init(memos: [Memo], revision: UInt64) {
+        self.revision = revision
+        byID.reserveCapacity(memos.count)
+        order.reserveCapacity(memos.count)
+        for memo in memos {
+            byID[memo.id] = memo
+            order.append(Key(insert: memo.insertMicros, id: memo.id))
+            lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
+        }
+        order.sort()
+    }
+
+    public var count: Int { byID.count }
+
+    public func memo(_ id: UUID) -> Memo? { byID[id] }
+
+    /// Every memo, newest first.
+    public var list: [Memo] { order.reversed().map { byID[$0.id]! } }
+
+    /// Applies a change planned against this table.
+    public mutating func apply(_ change: Change) {
+        precondition(change.revision == revision + 1, "changes must be applied in revision order")
+        revision = change.revision
+        let memo = change.memo
+        let key = Key(insert: memo.insertMicros, id: memo.id)
+        switch change.kind {
+        case .created:
+            byID[memo.id] = memo
+            lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
+            if order.isEmpty || order[order.count - 1] < key {
+                order.append(key)  // the common case: the newest memo
+            } else {
+                order.insert(key, at: insertionIndex(of: key))
+            }
+        case .updated:
+            byID[memo.id] = memo
+        case .deleted:
+            byID[memo.id] = nil
+            let index = insertionIndex(of: key)
+            if index < order.count, order[index] == key { order.remove(at: index) }
+        }
+    }
+
+    /// The first index whose key is not less than `key`.
+    private func insertionIndex(of key: Key) -> Int {
+        var low = 0
+        var high = order.count
+        while low < high {
+            let mid = (low + high) / 2
+            if order[mid] < key { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}
+
+/// Plans a batch of writes against a table without changing it, so that a store can make them durable first.
+/// Writes later in a batch see the effects of earlier ones through an overlay.
+public struct WritePlanner {
+    private var overlay: [UUID: Memo?] = [:]
+    public private(set) var revision: UInt64
+    private var lastInsertMicros: Int64
+
+    public init(startingAt table: borrowing MemoTable) {
+        revision = table.revision
+        lastInsertMicros = table.lastInsertMicros
+    }
+
+    private func current(_ id: UUID, in table: borrowing MemoTable) -> Memo? {
+        if let entry = overlay[id] { return entry }
+        return table.memo(id)
+    }
+
+    /// Plans one write.
+    /// - Parameters:
+    ///   - nowMicros: the time of the write, microseconds since the Unix epoch.
+    /// - Throws: `MemoError` for a write that must not happen (not found, conflict, content too large).
+    public mutating func plan(
+        _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64
+    ) throws(MemoError) -> WriteOutcome {
+        switch op {
+        case .create(let id, let content, let insertMicros):
+            try MemoLimits.validate(content: content)
+            if let existing = current(id, in: table) {
+                if existing.content == content { return .existing(existing) }
+                throw .conflict(id: id, expected: nil, actual: existing.revision)
+            }
+            let insert: Int64
+            if let insertMicros {
+                insert = insertMicros
+            } else {
+                insert = max(nowMicros, lastInsertMicros + 1)
+            }
+            lastInsertMicros = max(lastInsertMicros, insert)
+            revision += 1
+            let memo = Memo(
+                id: id, content: content, insertMicros: insert, updateMicros: max(nowMicros, insert),
+                revision: revision)
+            overlay[id] = memo
+            return .change(Change(revision: revision, kind: .created, memo: memo))
+        case .update(let id, let content, let expected):
+            try MemoLimits.validate(content: content)
+            guard var memo = current(id, in: table) else { throw .notFound(id) }
+            if let expected, expected != memo.revision {
+                throw .conflict(id: id, expected: expected, actual: memo.revision)
+            }
+            revision += 1
+            memo.content = content
+            memo.updateMicros = max(nowMicros, memo.updateMicros)
+            memo.revision = revision
+            overlay[id] = memo
+            return .change(Change(revision: revision, kind: .updated, memo: memo))
+        case .delete(let id, let expected):
+            guard var memo = current(id, in: table) else { throw .notFound(id) }
+            if let expected, expected != memo.revision {
+                throw .conflict(id: id, expected: expected, actual: memo.revision)
+            }
+            revision += 1
+            memo.revision = revision
+            overlay[id] = .some(nil)
+            return .change(Change(revision: revision, kind: .deleted, memo: memo))
+        }
+    }
+}
+
+extension UUID {
+    /// The UUID's 16 bytes as one big-endian number, for a total order that is the same on every platform.
+    var orderingValue: (UInt64, UInt64) {
+        withUnsafeBytes(of: uuid) { raw in
+            (UInt64(bigEndian: raw.loadUnaligned(as: UInt64.self)),
+             UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+    }
+}

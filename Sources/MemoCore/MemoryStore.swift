@@ -1,0 +1,65 @@
+import Foundation
+
+/// The seeds' `MemoryStorage`: every memo in memory, for tests, view models and `--store memory`.
+public final class MemoryStore: MemoStorage, ChangeFeed {
+    private let core: StoreCore
+    private let clock: @Sendable () -> Int64
+
+    /// - Parameters:
+    ///   - memos: memos to start with (the seeds start with two dummies; tests pass their own).
+    ///   - historyCapacity: how many changes are kept for resuming watchers.
+    ///   - clock: microseconds since the Unix epoch; tests may pass a fixed clock.
+    public init(
+        memos: [Memo] = [],
+        historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
+        clock: @escaping @Sendable () -> Int64 = { Date().unixMicros }
+    ) {
+        let revision = memos.map(\.revision).max() ?? 0
+        core = StoreCore(
+            table: MemoTable(memos: memos, revision: revision),
+            history: ChangeHistory(capacity: historyCapacity, head: revision))
+        self.clock = clock
+    }
+
+    private func write(_ op: WriteOp) throws(MemoError) -> Memo {
+        switch core.planAndApply([op], nowMicros: clock())[0] {
+        case .success(let outcome): return outcome.memo
+        case .failure(let error): throw error
+        }
+    }
+
+    public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
+        try write(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
+    }
+
+    public func get(id: UUID) async throws -> Memo {
+        try core.memo(id)
+    }
+
+    public func memoList() -> Subject<[Memo]> {
+        core.memoList()
+    }
+
+    public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
+        try write(.update(id: id, content: content, expectedRevision: expectedRevision))
+    }
+
+    public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
+        try write(.delete(id: id, expectedRevision: expectedRevision))
+    }
+
+    public var revision: UInt64 { core.revision }
+
+    public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
+        core.watch(from: start, handler)
+    }
+
+    public func snapshot() -> (revision: UInt64, memos: [Memo]) {
+        core.snapshot()
+    }
+
+    /// Stops the store; later calls throw `closed`.
+    public func close() {
+        core.close()
+    }
+}

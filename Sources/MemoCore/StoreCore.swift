@@ -1,0 +1,169 @@
+import Foundation
+import Synchronization
+
+/// The part every store shares: the table, the change history, the list subject and the watchers.
+///
+/// A store plans writes against the table, makes them durable its own way, then applies them here. Applying
+/// queues each change for every watcher under the same lock that orders revisions, and delivers after the lock
+/// is released, so watchers see changes in revision order and a handler may call back into the store.
+public final class StoreCore: Sendable {
+    private struct Inner {
+        var table: MemoTable
+        var history: ChangeHistory
+        var list: Subject<[Memo]>?
+        var closed = false
+    }
+
+    private let inner: Mutex<Inner>
+    private let events = Subject<WatchEvent>()
+
+    public init(table: MemoTable, history: ChangeHistory) {
+        precondition(table.revision == history.head, "the history must end at the table's revision")
+        inner = Mutex(Inner(table: table, history: history))
+    }
+
+    /// The revision of the last applied change.
+    public var revision: UInt64 { inner.withLock { $0.table.revision } }
+
+    /// The oldest revision a watcher can resume from.
+    public var oldestResumable: UInt64 { inner.withLock { $0.history.oldestResumable } }
+
+    /// Reads the table under the lock.
+    public func read<Result>(_ body: (borrowing MemoTable) throws(MemoError) -> Result) throws(MemoError) -> Result {
+        try inner.withLock { inner throws(MemoError) -> Result in
+            if inner.closed { throw .closed }
+            return try body(inner.table)
+        }
+    }
+
+    /// The memo with `id`. - Throws: `notFound`, `closed`.
+    public func memo(_ id: UUID) throws(MemoError) -> Memo {
+        try read { table throws(MemoError) -> Memo in
+            guard let memo = table.memo(id) else { throw .notFound(id) }
+            return memo
+        }
+    }
+
+    /// Plans writes against the current table; nothing changes until `apply`.
+    /// Only one thread at a time may plan and apply (the store's writer), or plans could collide.
+    public func plan(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
+        inner.withLock { inner in
+            if inner.closed { return ops.map { _ in .failure(.closed) } }
+            var planner = WritePlanner(startingAt: inner.table)
+            return ops.map { op in
+                do throws(MemoError) {
+                    return .success(try planner.plan(op, in: inner.table, nowMicros: nowMicros))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+    }
+
+    /// Plans and applies in one step, for a store with nothing to make durable.
+    public func planAndApply(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
+        var pending: [Subject<WatchEvent>.PendingDelivery] = []
+        var listPending: Subject<[Memo]>.PendingDelivery?
+        let results = inner.withLock { inner in
+            if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
+            var planner = WritePlanner(startingAt: inner.table)
+            var results: [Result<WriteOutcome, MemoError>] = []
+            var changes: [Change] = []
+            for op in ops {
+                do throws(MemoError) {
+                    let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros)
+                    if case .change(let change) = outcome { changes.append(change) }
+                    results.append(.success(outcome))
+                } catch {
+                    results.append(.failure(error))
+                }
+            }
+            (pending, listPending) = applyLocked(changes, to: &inner)
+            return results
+        }
+        deliver(pending, listPending)
+        return results
+    }
+
+    /// Applies changes that were planned (and made durable) in revision order, and tells the watchers.
+    public func apply(_ changes: [Change]) {
+        guard !changes.isEmpty else { return }
+        let (pending, listPending) = inner.withLock { inner in applyLocked(changes, to: &inner) }
+        deliver(pending, listPending)
+    }
+
+    private func applyLocked(
+        _ changes: [Change], to inner: inout Inner
+    ) -> ([Subject<WatchEvent>.PendingDelivery], Subject<[Memo]>.PendingDelivery?) {
+        guard !changes.isEmpty else { return ([], nil) }
+        var pending: [Subject<WatchEvent>.PendingDelivery] = []
+        pending.reserveCapacity(changes.count)
+        for change in changes {
+            inner.table.apply(change)
+            inner.history.append(change)
+            pending.append(events.enqueue(.change(change)))
+        }
+        // The whole list is built once per batch, and only when someone holds the list subject.
+        let listPending = inner.list.map { $0.enqueue(inner.table.list) }
+        return (pending, listPending)
+    }
+
+    private func deliver(
+        _ pending: [Subject<WatchEvent>.PendingDelivery], _ listPending: Subject<[Memo]>.PendingDelivery?
+    ) {
+        for delivery in pending { events.deliver(delivery) }
+        if let listPending { inner.withLock { $0.list }?.deliver(listPending) }
+    }
+
+    /// The seeds' list subject, made on first use.
+    public func memoList() -> Subject<[Memo]> {
+        inner.withLock { inner in
+            if let list = inner.list { return list }
+            let list = Subject(inner.table.list)
+            inner.list = list
+            return list
+        }
+    }
+
+    /// The current memos and their revision.
+    public func snapshot() -> (revision: UInt64, memos: [Memo]) {
+        inner.withLock { ($0.table.revision, $0.table.list) }
+    }
+
+    /// See `ChangeFeed.watch`.
+    public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
+        let (subject, subscription, pending) = inner.withLock { inner in
+            var prefix: [WatchEvent]
+            var live = true
+            switch start {
+            case .snapshot:
+                prefix = [.snapshot(revision: inner.table.revision, memos: inner.table.list)]
+            case .after(let revision):
+                do throws(MemoError) {
+                    let changes = try inner.history.changes(after: revision)
+                    prefix = [.resumed(head: inner.table.revision)]
+                    prefix.append(contentsOf: changes.map { .change($0) })
+                } catch {
+                    prefix = [.historyGone(requested: revision, oldestAvailable: inner.history.oldestResumable)]
+                    live = false
+                }
+            }
+            // A gone history ends the watch: its one event goes through a subject of its own.
+            let subject = live ? events : Subject<WatchEvent>()
+            let (subscription, pending) = subject.subscribeDeferred(prefix: prefix, handler)
+            return (subject, subscription, pending)
+        }
+        subject.deliver(pending)
+        return subscription
+    }
+
+    /// Stops the store: later calls fail with `closed`, watchers stop.
+    public func close() {
+        let list = inner.withLock { inner in
+            inner.closed = true
+            return inner.list
+        }
+        events.complete()
+        list?.complete()
+    }
+}

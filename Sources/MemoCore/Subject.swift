@@ -1,0 +1,194 @@
+import Synchronization
+
+/// Something that can be stopped; stopping twice is harmless.
+public protocol Cancellable: Sendable {
+    func cancel()
+}
+
+/// The seeds' `BehaviorSubject` (and `PublishSubject`) without RxSwift.
+///
+/// A subject made with an initial value replays its current value to each new subscriber, then every later value;
+/// one made without replays nothing. Each subscriber gets every value in the order `send` was called, exactly
+/// once, and never two at a time: each subscriber has its own queue, drained by whichever thread finds it idle,
+/// and no lock is held while a handler runs, so a handler may call `send` or `subscribe` itself.
+public final class Subject<Value: Sendable>: Sendable {
+    private struct Subscriber {
+        let handler: @Sendable (Value) -> Void
+        var queue = FIFO<Value>()
+        var draining = false
+    }
+
+    private struct State {
+        var current: Value?
+        var subscribers: [UInt64: Subscriber] = [:]
+        var nextID: UInt64 = 0
+        var completed = false
+    }
+
+    private let state: Mutex<State>
+    private let replays: Bool
+
+    /// A subject that replays `initial` and then the latest value to each new subscriber.
+    public init(_ initial: Value) {
+        state = Mutex(State(current: initial))
+        replays = true
+    }
+
+    /// A subject that replays nothing: subscribers see only values sent after they subscribed.
+    public init() {
+        state = Mutex(State(current: nil))
+        replays = false
+    }
+
+    /// The latest value sent (or the initial one); nil for a subject that does not replay and has seen nothing.
+    public var value: Value? { state.withLock { $0.current } }
+
+    /// How many subscriptions are live.
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// Sends `value` to every subscriber, after everything sent before it.
+    public func send(_ value: Value) {
+        deliver(enqueue(value))
+    }
+
+    /// Subscribes `handler`: it first gets `prefix` (in order), then the current value when this subject
+    /// replays, then every value sent afterwards. Delivery of what is already there happens before this returns,
+    /// unless another thread is delivering to the same subscriber.
+    /// - Returns: a subscription; cancelling it stops delivery and frees the handler.
+    @discardableResult
+    public func subscribe(
+        prefix: [Value] = [],
+        _ handler: @escaping @Sendable (Value) -> Void
+    ) -> Subscription {
+        let (subscription, pending) = subscribeDeferred(prefix: prefix, handler)
+        deliver(pending)
+        return subscription
+    }
+
+    /// Subscribers that have values waiting and nobody delivering them.
+    struct PendingDelivery {
+        fileprivate var ids: [UInt64]
+    }
+
+    /// Queues `value` for every subscriber without running a handler, so that a store can queue under its own
+    /// lock (keeping revision order) and deliver after releasing it.
+    func enqueue(_ value: Value) -> PendingDelivery {
+        state.withLock { state in
+            guard !state.completed else { return PendingDelivery(ids: []) }
+            if replays { state.current = value }
+            var ready: [UInt64] = []
+            for id in state.subscribers.keys {
+                state.subscribers[id]!.queue.append(value)
+                if !state.subscribers[id]!.draining {
+                    state.subscribers[id]!.draining = true
+                    ready.append(id)
+                }
+            }
+            return PendingDelivery(ids: ready)
+        }
+    }
+
+    /// `subscribe` without delivering: the caller passes the result to `deliver` once it holds no lock.
+    func subscribeDeferred(
+        prefix: [Value], _ handler: @escaping @Sendable (Value) -> Void
+    ) -> (Subscription, PendingDelivery) {
+        let id: UInt64 = state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            var subscriber = Subscriber(handler: handler)
+            for value in prefix { subscriber.queue.append(value) }
+            if let current = state.current, replays { subscriber.queue.append(current) }
+            subscriber.draining = true
+            state.subscribers[id] = subscriber
+            return id
+        }
+        return (Subscription { [weak self] in self?.remove(id) }, PendingDelivery(ids: [id]))
+    }
+
+    /// Runs the handlers of the subscribers `pending` names until their queues are empty.
+    func deliver(_ pending: PendingDelivery) {
+        for id in pending.ids { drain(id) }
+    }
+
+    /// Ends every subscription; later sends are ignored.
+    public func complete() {
+        state.withLock { state in
+            state.completed = true
+            state.subscribers.removeAll()
+        }
+    }
+
+    private func remove(_ id: UInt64) {
+        // The handler is released outside the lock: its deinit may do anything.
+        let removed = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        _ = removed
+    }
+
+    private func drain(_ id: UInt64) {
+        while true {
+            let next: (Value, @Sendable (Value) -> Void)? = state.withLock { state in
+                // Mutate in place: copying the subscriber out would copy its queue.
+                guard let handler = state.subscribers[id]?.handler else { return nil }
+                if let value = state.subscribers[id]!.queue.popFirst() { return (value, handler) }
+                state.subscribers[id]!.draining = false
+                return nil
+            }
+            guard let (value, handler) = next else { return }
+            handler(value)
+        }
+    }
+}
+
+extension Subject {
+    /// The subject as an `AsyncSequence`: the values a subscription would get, buffered without bound; ending the
+    /// iteration cancels the subscription.
+    public var values: AsyncStream<Value> {
+        AsyncStream { continuation in
+            let subscription = subscribe { continuation.yield($0) }
+            continuation.onTermination = { _ in subscription.cancel() }
+        }
+    }
+}
+
+/// A live subscription to a subject. Cancelling it (or cancelling twice) stops delivery; dropping it does not,
+/// so that fire-and-forget subscriptions stay alive as the seeds' `disposed(by:)` bags keep them.
+public final class Subscription: Cancellable {
+    private let onCancel: Mutex<(@Sendable () -> Void)?>
+
+    init(_ onCancel: @escaping @Sendable () -> Void) {
+        self.onCancel = Mutex(onCancel)
+    }
+
+    public func cancel() {
+        let action = onCancel.withLock { action in
+            defer { action = nil }
+            return action
+        }
+        action?()
+    }
+}
+
+/// A first-in first-out queue with amortised O(1) append and removal.
+struct FIFO<Element> {
+    private var items: [Element] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == items.count }
+    var count: Int { items.count - head }
+
+    mutating func append(_ element: Element) { items.append(element) }
+
+    mutating func popFirst() -> Element? {
+        guard head < items.count else { return nil }
+        let element = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return element
+    }
+}

@@ -1,0 +1,1 @@
+// The epoll event loop and non-blocking sockets live here.

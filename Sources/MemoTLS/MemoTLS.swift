@@ -1,0 +1,1 @@
+// TLS on the system OpenSSL lives here.

@@ -1,0 +1,2 @@
+// The frame codec lives here.
+@_exported import MemoCore
