@@ -64,3 +64,16 @@ public protocol ChangeFeed: Sendable {
     /// The current memos, newest first, and the revision they are at.
     func snapshot() -> (revision: UInt64, memos: [Memo])
 }
+
+/// What the server needs of a store: the storage protocol and the change feed, plus a callback form of writes
+/// (so that I/O threads never wait on a write) and synchronous reads of the in-memory table.
+public protocol ServingStore: MemoStorage, ChangeFeed {
+    /// Submits a write; `completion` runs once, on any thread, after the write is durable (or has failed).
+    func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void)
+
+    /// The memo with this id, read without waiting. - Throws: `notFound`, `closed`.
+    func memo(_ id: UUID) throws(MemoError) -> Memo
+
+    /// Finishes the writes already submitted, then closes; later calls fail with `closed`.
+    func close()
+}

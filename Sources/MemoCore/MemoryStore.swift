@@ -1,7 +1,7 @@
 import Foundation
 
 /// The seeds' `MemoryStorage`: every memo in memory, for tests, view models and `--store memory`.
-public final class MemoryStore: MemoStorage, ChangeFeed {
+public final class MemoryStore: ServingStore {
     private let core: StoreCore
     private let clock: @Sendable () -> Int64
 
@@ -56,6 +56,14 @@ public final class MemoryStore: MemoStorage, ChangeFeed {
 
     public func snapshot() -> (revision: UInt64, memos: [Memo]) {
         core.snapshot()
+    }
+
+    public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
+        completion(core.planAndApply([op], nowMicros: clock())[0])
+    }
+
+    public func memo(_ id: UUID) throws(MemoError) -> Memo {
+        try core.memo(id)
     }
 
     /// Stops the store; later calls throw `closed`.

@@ -1,1 +1,167 @@
+import Dispatch
+import Foundation
 import MemoCore
+import Synchronization
+
+/// The server's durable store: every memo in a SQLite file (WAL, `synchronous=FULL`), and in memory for reads.
+///
+/// Writes go to one writer thread that takes every write waiting and commits them in one transaction (group
+/// commit), so fifty writers pay for one fsync rather than fifty. A write completes only after its transaction
+/// is committed; then it is applied to the in-memory table and published to watchers. The change history lives
+/// in the file too, so that watchers can resume across a restart.
+public final class SQLiteStore: ServingStore {
+    private struct Request {
+        let op: WriteOp
+        let completion: @Sendable (Result<WriteOutcome, MemoError>) -> Void
+    }
+
+    private struct Queue {
+        var requests: [Request] = []
+        var closing = false
+        var closed = false
+    }
+
+    /// The largest number of writes committed in one transaction.
+    public static let maxBatch = 1024
+
+    public let path: String
+    private let core: StoreCore
+    private let queue = Mutex(Queue())
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let clock: @Sendable () -> Int64
+    private let transactions = Atomic<Int>(0)
+
+    /// Opens or creates the store at `path`, creating its folder when missing, and loads every memo and the
+    /// last `historyCapacity` changes.
+    /// - Throws: `MemoError.storage` when the file cannot be opened or read.
+    public init(
+        path: String,
+        historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
+        clock: @escaping @Sendable () -> Int64 = { Date().unixMicros }
+    ) throws(MemoError) {
+        self.path = path
+        self.clock = clock
+        let folder = (path as NSString).deletingLastPathComponent
+        if !folder.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw .storage("cannot create \(folder): \(error.localizedDescription)")
+            }
+        }
+        let database = try SQLiteDatabase(path: path)
+        let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
+        let (table, history) = try schema.load()
+        core = StoreCore(table: table, history: history)
+        // The writer thread owns the connection from here on.
+        let writer = try SQLiteWriter(schema: schema)
+        let thread = Thread { [self] in self.run(writer) }
+        thread.name = "memo-sqlite-writer"
+        thread.start()
+    }
+
+    // MARK: Writer
+
+    private func run(_ writer: SQLiteWriter) {
+        while true {
+            wake.wait()
+            let (batch, closing) = queue.withLock { queue in
+                let count = min(queue.requests.count, Self.maxBatch)
+                let batch = Array(queue.requests.prefix(count))
+                queue.requests.removeFirst(count)
+                return (batch, queue.closing && queue.requests.isEmpty)
+            }
+            if !batch.isEmpty { commit(batch, with: writer) }
+            if closing { break }
+        }
+        writer.close()
+        core.close()
+        finished.signal()
+    }
+
+    private func commit(_ batch: [Request], with writer: SQLiteWriter) {
+        var results = core.plan(batch.map(\.op), nowMicros: clock())
+        let changes = results.compactMap { result -> Change? in
+            if case .success(.change(let change)) = result { return change }
+            return nil
+        }
+        do throws(MemoError) {
+            try writer.write(changes, head: changes.last?.revision ?? core.revision)
+            if !changes.isEmpty { transactions.add(1, ordering: .relaxed) }
+            core.apply(changes)
+        } catch {
+            // Nothing of the batch is stored: every write that would have changed the store fails alike.
+            for index in results.indices {
+                if case .success(.change) = results[index] { results[index] = .failure(error) }
+            }
+        }
+        for (request, result) in zip(batch, results) { request.completion(result) }
+    }
+
+    /// How many transactions have been committed since opening: with group commit, fewer than the writes.
+    public var transactionCount: Int { transactions.load(ordering: .relaxed) }
+
+    // MARK: ServingStore
+
+    public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
+        let accepted = queue.withLock { queue in
+            guard !queue.closing else { return false }
+            queue.requests.append(Request(op: op, completion: completion))
+            return true
+        }
+        if accepted { wake.signal() } else { completion(.failure(.closed)) }
+    }
+
+    private func write(_ op: WriteOp) async throws -> Memo {
+        try await withCheckedThrowingContinuation { continuation in
+            submit(op) { result in continuation.resume(with: result.map(\.memo).mapError { $0 as Error }) }
+        }
+    }
+
+    public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
+        try await write(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
+    }
+
+    public func get(id: UUID) async throws -> Memo {
+        try core.memo(id)
+    }
+
+    public func memo(_ id: UUID) throws(MemoError) -> Memo {
+        try core.memo(id)
+    }
+
+    public func memoList() -> Subject<[Memo]> {
+        core.memoList()
+    }
+
+    public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
+        try await write(.update(id: id, content: content, expectedRevision: expectedRevision))
+    }
+
+    public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
+        try await write(.delete(id: id, expectedRevision: expectedRevision))
+    }
+
+    public var revision: UInt64 { core.revision }
+
+    public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
+        core.watch(from: start, handler)
+    }
+
+    public func snapshot() -> (revision: UInt64, memos: [Memo]) {
+        core.snapshot()
+    }
+
+    /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
+    public func close() {
+        let first = queue.withLock { queue in
+            defer { queue.closing = true }
+            return !queue.closing
+        }
+        guard first else { return }
+        wake.signal()
+        finished.wait()
+        finished.signal()  // a second `close` racing this one also returns
+    }
+}

@@ -1,0 +1,148 @@
+internal import CSQLite
+import MemoCore
+
+/// One SQLite connection. It is used by one thread at a time: the store opens it, then hands it to its writer
+/// thread for good.
+final class SQLiteDatabase {
+    private var handle: OpaquePointer?
+    let path: String
+
+    /// Opens (creating when missing) the database at `path` in WAL mode with `synchronous=FULL`.
+    /// - Throws: `MemoError.storage` with SQLite's message.
+    init(path: String) throws(MemoError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw .storage("cannot open \(path): \(message)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        // A writer waits for a reader (e.g. the sqlite3 shell) instead of failing at once.
+        sqlite3_busy_timeout(db, 5_000)
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=FULL")
+        try execute("PRAGMA foreign_keys=OFF")
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the connection; later calls fail.
+    func close() {
+        if let handle {
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
+    /// Runs SQL that returns no rows.
+    func execute(_ sql: String) throws(MemoError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(message)
+            throw error(rc, text)
+        }
+    }
+
+    func prepare(_ sql: String) throws(MemoError) -> SQLiteStatement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else { throw error(rc, lastMessage) }
+        return SQLiteStatement(stmt, database: self)
+    }
+
+    var lastMessage: String {
+        handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed"
+    }
+
+    /// Maps an SQLite result code to the store's error: a full disk is told apart so that clients can see it.
+    func error(_ rc: Int32, _ message: String) -> MemoError {
+        switch rc & 0xff {
+        case SQLITE_FULL: return .storageFull("\(path): \(message)")
+        default: return .storage("\(path): \(message)")
+        }
+    }
+}
+
+/// A prepared statement, reset after every use.
+final class SQLiteStatement {
+    private let stmt: OpaquePointer
+    private unowned let database: SQLiteDatabase
+
+    init(_ stmt: OpaquePointer, database: SQLiteDatabase) {
+        self.stmt = stmt
+        self.database = database
+    }
+
+    deinit {
+        sqlite3_finalize(stmt)
+    }
+
+    func bind(_ index: Int32, _ value: Int64) {
+        sqlite3_bind_int64(stmt, index, value)
+    }
+
+    func bind(_ index: Int32, _ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress, !utf8.isEmpty else {
+                _ = CSQLite_bind_text(stmt, index, "", 0)
+                return
+            }
+            base.withMemoryRebound(to: CChar.self, capacity: utf8.count) { chars in
+                _ = CSQLite_bind_text(stmt, index, chars, Int32(utf8.count))
+            }
+        }
+    }
+
+    func bind(_ index: Int32, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            _ = CSQLite_bind_blob(stmt, index, raw.baseAddress, Int32(raw.count))
+        }
+    }
+
+    /// Steps once. - Returns: true when a row is ready, false when done.
+    func step() throws(MemoError) -> Bool {
+        let rc = sqlite3_step(stmt)
+        switch rc {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let message = database.lastMessage
+            sqlite3_reset(stmt)
+            throw database.error(rc, message)
+        }
+    }
+
+    /// Runs a statement that returns no rows, then resets it.
+    func run() throws(MemoError) {
+        defer { reset() }
+        while try step() {}
+    }
+
+    func reset() {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+
+    func string(_ column: Int32) -> String {
+        guard let text = sqlite3_column_text(stmt, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    func bytes(_ column: Int32) -> [UInt8] {
+        guard let blob = sqlite3_column_blob(stmt, column) else { return [] }
+        let count = Int(sqlite3_column_bytes(stmt, column))
+        return Array(UnsafeRawBufferPointer(start: blob, count: count))
+    }
+}

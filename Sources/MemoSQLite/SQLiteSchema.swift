@@ -1,0 +1,188 @@
+import Foundation
+import MemoCore
+
+/// The file's tables, and reading them back into a table and a history.
+///
+/// - `memos`: one row per live memo.
+/// - `changes`: the last changes (at least `historyCapacity`), each with the memo as it was after the change.
+/// - `meta`: `schema` (the format version) and `head` (the revision of the last committed change).
+final class SQLiteSchema {
+    static let version: Int64 = 1
+
+    let database: SQLiteDatabase
+    let historyCapacity: Int
+
+    init(database: SQLiteDatabase, historyCapacity: Int) throws(MemoError) {
+        self.database = database
+        self.historyCapacity = historyCapacity
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS memos (
+                id BLOB PRIMARY KEY, content TEXT NOT NULL,
+                insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, revision INTEGER NOT NULL);
+            CREATE TABLE IF NOT EXISTS changes (
+                revision INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, content TEXT NOT NULL,
+                insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL);
+            INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', 1), ('head', 0);
+            """)
+        let stored = try value(of: "schema")
+        guard stored == Self.version else {
+            throw .storage("\(database.path) has schema version \(stored); this build reads version \(Self.version)")
+        }
+    }
+
+    private func value(of key: String) throws(MemoError) -> Int64 {
+        let statement = try database.prepare("SELECT value FROM meta WHERE key = ?")
+        statement.bind(1, key)
+        defer { statement.reset() }
+        guard try statement.step() else { throw .storage("\(database.path): meta has no \(key)") }
+        return statement.int64(0)
+    }
+
+    /// Reads every memo and the history.
+    func load() throws(MemoError) -> (MemoTable, ChangeHistory) {
+        let head = UInt64(try value(of: "head"))
+        var memos: [Memo] = []
+        let select = try database.prepare("SELECT id, content, insert_us, update_us, revision FROM memos")
+        while try select.step() {
+            guard let id = UUID(bytes: select.bytes(0)) else {
+                throw .storage("\(database.path): a memo has a malformed id")
+            }
+            memos.append(Memo(
+                id: id, content: select.string(1), insertMicros: select.int64(2), updateMicros: select.int64(3),
+                revision: UInt64(select.int64(4))))
+        }
+        select.reset()
+
+        let oldest = head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0
+        let changesQuery = try database.prepare("""
+            SELECT revision, kind, id, content, insert_us, update_us FROM changes
+            WHERE revision > ? ORDER BY revision
+            """)
+        changesQuery.bind(1, Int64(oldest))
+        var changes: [Change] = []
+        while try changesQuery.step() {
+            let revision = UInt64(changesQuery.int64(0))
+            guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: changesQuery.int64(1))),
+                let id = UUID(bytes: changesQuery.bytes(2))
+            else { throw .storage("\(database.path): change \(revision) is malformed") }
+            let memo = Memo(
+                id: id, content: changesQuery.string(3), insertMicros: changesQuery.int64(4),
+                updateMicros: changesQuery.int64(5), revision: revision)
+            changes.append(Change(revision: revision, kind: kind, memo: memo))
+        }
+        changesQuery.reset()
+        // Keep only the contiguous run that ends at head.
+        var firstKept = changes.count
+        while firstKept > 0, changes[firstKept - 1].revision == head - UInt64(changes.count - firstKept) {
+            firstKept -= 1
+        }
+        let kept = changes[firstKept...]
+        var history = ChangeHistory(capacity: historyCapacity, head: head - UInt64(kept.count))
+        for change in kept { history.append(change) }
+        return (MemoTable(memos: memos, revision: head), history)
+    }
+}
+
+/// Writes committed batches.
+// @unchecked Sendable: the store makes it on the opening thread and hands it to its writer thread, the only
+// thread that touches it (and its connection) from then on.
+final class SQLiteWriter: @unchecked Sendable {
+    private let schema: SQLiteSchema
+    private let begin: SQLiteStatement
+    private let commit: SQLiteStatement
+    private let rollback: SQLiteStatement
+    private let insertMemo: SQLiteStatement
+    private let updateMemo: SQLiteStatement
+    private let deleteMemo: SQLiteStatement
+    private let insertChange: SQLiteStatement
+    private let setHead: SQLiteStatement
+    private let trim: SQLiteStatement
+    private var writesSinceTrim = 0
+
+    init(schema: SQLiteSchema) throws(MemoError) {
+        self.schema = schema
+        let db = schema.database
+        begin = try db.prepare("BEGIN IMMEDIATE")
+        commit = try db.prepare("COMMIT")
+        rollback = try db.prepare("ROLLBACK")
+        insertMemo = try db.prepare(
+            "INSERT INTO memos (id, content, insert_us, update_us, revision) VALUES (?, ?, ?, ?, ?)")
+        updateMemo = try db.prepare("UPDATE memos SET content = ?, update_us = ?, revision = ? WHERE id = ?")
+        deleteMemo = try db.prepare("DELETE FROM memos WHERE id = ?")
+        insertChange = try db.prepare(
+            "INSERT INTO changes (revision, kind, id, content, insert_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
+        setHead = try db.prepare("UPDATE meta SET value = ? WHERE key = 'head'")
+        trim = try db.prepare("DELETE FROM changes WHERE revision <= ?")
+    }
+
+    /// Commits `changes` in one transaction; on any error nothing of them is stored.
+    func write(_ changes: [Change], head: UInt64) throws(MemoError) {
+        guard !changes.isEmpty else { return }
+        try begin.run()
+        do throws(MemoError) {
+            for change in changes { try write(change) }
+            setHead.bind(1, Int64(head))
+            try setHead.run()
+            writesSinceTrim += changes.count
+            if writesSinceTrim >= 1024, head > UInt64(schema.historyCapacity) {
+                writesSinceTrim = 0
+                trim.bind(1, Int64(head - UInt64(schema.historyCapacity)))
+                try trim.run()
+            }
+            try commit.run()
+        } catch {
+            try? rollback.run()
+            throw error
+        }
+    }
+
+    private func write(_ change: Change) throws(MemoError) {
+        let memo = change.memo
+        let id = memo.id.bytes
+        switch change.kind {
+        case .created:
+            insertMemo.bind(1, id)
+            insertMemo.bind(2, memo.content)
+            insertMemo.bind(3, memo.insertMicros)
+            insertMemo.bind(4, memo.updateMicros)
+            insertMemo.bind(5, Int64(memo.revision))
+            try insertMemo.run()
+        case .updated:
+            updateMemo.bind(1, memo.content)
+            updateMemo.bind(2, memo.updateMicros)
+            updateMemo.bind(3, Int64(memo.revision))
+            updateMemo.bind(4, id)
+            try updateMemo.run()
+        case .deleted:
+            deleteMemo.bind(1, id)
+            try deleteMemo.run()
+        }
+        insertChange.bind(1, Int64(change.revision))
+        insertChange.bind(2, Int64(change.kind.rawValue))
+        insertChange.bind(3, id)
+        insertChange.bind(4, memo.content)
+        insertChange.bind(5, memo.insertMicros)
+        insertChange.bind(6, memo.updateMicros)
+        try insertChange.run()
+    }
+
+    func close() {
+        schema.database.close()
+    }
+}
+
+extension UUID {
+    /// The 16 bytes of the UUID, as stored and sent.
+    public var bytes: [UInt8] {
+        withUnsafeBytes(of: uuid) { Array($0) }
+    }
+
+    /// A UUID from exactly 16 bytes.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes) }
+        self.init(uuid: value)
+    }
+}

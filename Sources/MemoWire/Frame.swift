@@ -1,0 +1,90 @@
+/// Protocol constants.
+public enum WireProtocol {
+    /// The protocol version this build speaks (the only one so far).
+    public static let version: UInt16 = 1
+    /// The default largest frame, length prefix included.
+    public static let defaultMaxFrameSize = 1 << 20
+    /// The smallest frame: the length prefix, the type and the request id.
+    public static let headerSize = 9
+}
+
+/// One frame: `u32 length | u8 type | u32 request id | payload`, where length counts everything after itself.
+public struct Frame: Hashable, Sendable {
+    public var type: UInt8
+    public var requestID: UInt32
+    public var payload: [UInt8]
+
+    public init(type: UInt8, requestID: UInt32, payload: [UInt8]) {
+        self.type = type
+        self.requestID = requestID
+        self.payload = payload
+    }
+
+    /// The frame's bytes, length prefix first.
+    public var bytes: [UInt8] {
+        var writer = WireWriter(capacity: WireProtocol.headerSize + payload.count)
+        writer.u32(UInt32(5 + payload.count))
+        writer.u8(type)
+        writer.u32(requestID)
+        writer.bytes.append(contentsOf: payload)
+        return writer.bytes
+    }
+}
+
+/// Cuts a byte stream into frames. Feed it whatever a read returned; it returns nothing for a partial frame and
+/// keeps the bytes, and it rejects a length over the limit as soon as the four length bytes are in, before it
+/// allocates anything for the frame.
+public struct FrameDecoder: Sendable {
+    public let maxFrameSize: Int
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+
+    public init(maxFrameSize: Int = WireProtocol.defaultMaxFrameSize) {
+        precondition(maxFrameSize >= WireProtocol.headerSize, "the frame limit must hold a frame header")
+        self.maxFrameSize = maxFrameSize
+    }
+
+    /// Bytes received and not yet returned as frames.
+    public var bufferedByteCount: Int { buffer.count - readIndex }
+
+    public mutating func append<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compact()
+        buffer.append(contentsOf: bytes)
+    }
+
+    private mutating func compact() {
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= 64 * 1024)
+            readIndex = 0
+        } else if readIndex > 4096 && readIndex * 2 > buffer.count {
+            buffer.removeFirst(readIndex)
+            readIndex = 0
+        }
+    }
+
+    /// The next whole frame, or nil when more bytes are needed.
+    /// - Throws: `frameTooLarge` or `frameTooShort`; the stream cannot be resynchronised after either.
+    public mutating func next() throws(WireError) -> Frame? {
+        let available = buffer.count - readIndex
+        guard available >= 4 else { return nil }
+        var length: UInt32 = 0
+        for i in 0..<4 { length = length << 8 | UInt32(buffer[readIndex + i]) }
+        guard UInt64(length) + 4 <= UInt64(maxFrameSize) else {
+            throw .frameTooLarge(length: length, limit: maxFrameSize)
+        }
+        guard length >= 5 else { throw .frameTooShort(length: length) }
+        guard available >= 4 + Int(length) else { return nil }
+        let start = readIndex + 4
+        let type = buffer[start]
+        var requestID: UInt32 = 0
+        for i in 1...4 { requestID = requestID << 8 | UInt32(buffer[start + i]) }
+        let payload = Array(buffer[(start + 5)..<(start + Int(length))])
+        readIndex = start + Int(length)
+        return Frame(type: type, requestID: requestID, payload: payload)
+    }
+}

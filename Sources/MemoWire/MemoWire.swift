@@ -1,2 +1,0 @@
-// The frame codec lives here.
-@_exported import MemoCore

@@ -1,0 +1,212 @@
+import Foundation
+
+extension Message {
+    /// The whole frame for this message.
+    public func frame(requestID: UInt32) -> [UInt8] {
+        var writer = WireWriter(capacity: 64)
+        encode(into: &writer, requestID: requestID)
+        return writer.bytes
+    }
+
+    /// Appends the whole frame for this message.
+    public func encode(into writer: inout WireWriter, requestID: UInt32) {
+        let start = writer.bytes.count
+        writer.u32(0)  // patched below
+        writer.u8(kind.rawValue)
+        writer.u32(requestID)
+        encodePayload(into: &writer)
+        writer.patchU32(UInt32(writer.bytes.count - start - 4), at: start)
+    }
+
+    private func encodePayload(into w: inout WireWriter) {
+        switch self {
+        case .hello(let minVersion, let maxVersion, let client):
+            w.u16(minVersion)
+            w.u16(maxVersion)
+            w.string(client)
+        case .create(let id, let insertMicros, let content):
+            w.u8((id == nil ? 0 : 1) | (insertMicros == nil ? 0 : 2))
+            if let id { w.uuid(id) }
+            if let insertMicros { w.i64(insertMicros) }
+            w.string(content)
+        case .get(let id):
+            w.uuid(id)
+        case .list, .ok:
+            break
+        case .update(let id, let expected, let content):
+            w.uuid(id)
+            Self.encodeExpected(expected, into: &w)
+            w.string(content)
+        case .delete(let id, let expected):
+            w.uuid(id)
+            Self.encodeExpected(expected, into: &w)
+        case .subscribe(let after):
+            if let after {
+                w.u8(1)
+                w.u64(after)
+            } else {
+                w.u8(0)
+            }
+        case .unsubscribe(let subscription):
+            w.u32(subscription)
+        case .ping(let nonce), .pong(let nonce):
+            w.u64(nonce)
+        case .welcome(let version, let revision, let maxFrameSize, let role, let server):
+            w.u16(version)
+            w.u64(revision)
+            w.u32(maxFrameSize)
+            w.u8(role.rawValue)
+            w.string(server)
+        case .memo(let memo):
+            w.memo(memo)
+        case .memos(let revision, let last, let memos), .snapshot(let revision, let last, let memos):
+            w.u64(revision)
+            w.u8(last ? 1 : 0)
+            w.u32(UInt32(memos.count))
+            for memo in memos { w.memo(memo) }
+        case .subscribed(let head):
+            w.u64(head)
+        case .change(let change):
+            w.u64(change.revision)
+            w.u8(change.kind.rawValue)
+            w.memo(change.memo)
+        case .historyGone(let requested, let oldest):
+            w.u64(requested)
+            w.u64(oldest)
+        case .error(let code, let message), .goingAway(let code, let message):
+            w.u16(code.rawValue)
+            w.string(message)
+        }
+    }
+
+    private static func encodeExpected(_ expected: UInt64?, into w: inout WireWriter) {
+        if let expected {
+            w.u8(1)
+            w.u64(expected)
+        } else {
+            w.u8(0)
+        }
+    }
+
+    /// Decodes a frame's message.
+    /// - Throws: `WireError` for an unknown type, a field past the end, invalid UTF-8, an undefined value, a count
+    ///   that cannot fit, or bytes left over.
+    public init(frame: Frame) throws(WireError) {
+        guard let kind = Kind(rawValue: frame.type) else { throw .unknownMessageType(frame.type) }
+        var r = WireReader(frame.payload)
+        switch kind {
+        case .hello:
+            self = .hello(minVersion: try r.u16("min version"), maxVersion: try r.u16("max version"),
+                          client: try r.string("client name"))
+        case .create:
+            let flags = try r.u8("create flags")
+            guard flags & ~3 == 0 else { throw .invalidValue(field: "create flags", value: UInt64(flags)) }
+            let id = flags & 1 != 0 ? try r.uuid("memo id") : nil
+            let insert = flags & 2 != 0 ? try r.i64("insert date") : nil
+            self = .create(id: id, insertMicros: insert, content: try r.string("content"))
+        case .get:
+            self = .get(id: try r.uuid("memo id"))
+        case .list:
+            self = .list
+        case .update:
+            let id = try r.uuid("memo id")
+            let expected = try Self.decodeExpected(&r)
+            self = .update(id: id, expectedRevision: expected, content: try r.string("content"))
+        case .delete:
+            let id = try r.uuid("memo id")
+            self = .delete(id: id, expectedRevision: try Self.decodeExpected(&r))
+        case .subscribe:
+            let mode = try r.u8("subscribe mode")
+            switch mode {
+            case 0: self = .subscribe(after: nil)
+            case 1: self = .subscribe(after: try r.u64("revision"))
+            default: throw .invalidValue(field: "subscribe mode", value: UInt64(mode))
+            }
+        case .unsubscribe:
+            self = .unsubscribe(subscription: try r.u32("subscription"))
+        case .ping:
+            self = .ping(nonce: try r.u64("nonce"))
+        case .pong:
+            self = .pong(nonce: try r.u64("nonce"))
+        case .welcome:
+            let version = try r.u16("version")
+            let revision = try r.u64("revision")
+            let maxFrame = try r.u32("max frame size")
+            let rawRole = try r.u8("role")
+            guard let role = Role(rawValue: rawRole) else {
+                throw .invalidValue(field: "role", value: UInt64(rawRole))
+            }
+            self = .welcome(version: version, revision: revision, maxFrameSize: maxFrame, role: role,
+                            server: try r.string("server name"))
+        case .memo:
+            self = .memo(try r.memo())
+        case .ok:
+            self = .ok
+        case .memos, .snapshot:
+            let revision = try r.u64("revision")
+            let flags = try r.u8("chunk flags")
+            guard flags & ~1 == 0 else { throw .invalidValue(field: "chunk flags", value: UInt64(flags)) }
+            let count = try r.count("memo count", minimumSize: Self.memoFixedSize)
+            var memos: [Memo] = []
+            memos.reserveCapacity(count)
+            for _ in 0..<count { memos.append(try r.memo()) }
+            self = kind == .memos
+                ? .memos(revision: revision, last: flags == 1, memos: memos)
+                : .snapshot(revision: revision, last: flags == 1, memos: memos)
+        case .subscribed:
+            self = .subscribed(head: try r.u64("head"))
+        case .change:
+            let revision = try r.u64("revision")
+            let rawKind = try r.u8("change kind")
+            guard let changeKind = ChangeKind(rawValue: rawKind) else {
+                throw .invalidValue(field: "change kind", value: UInt64(rawKind))
+            }
+            self = .change(Change(revision: revision, kind: changeKind, memo: try r.memo()))
+        case .historyGone:
+            self = .historyGone(requested: try r.u64("requested"), oldestAvailable: try r.u64("oldest available"))
+        case .error:
+            self = .error(code: ErrorCode(rawValue: try r.u16("error code")), message: try r.string("message"))
+        case .goingAway:
+            self = .goingAway(code: ErrorCode(rawValue: try r.u16("error code")), message: try r.string("message"))
+        }
+        try r.finish()
+    }
+
+    private static func decodeExpected(_ r: inout WireReader) throws(WireError) -> UInt64? {
+        let flag = try r.u8("expected-revision flag")
+        switch flag {
+        case 0: return nil
+        case 1: return try r.u64("expected revision")
+        default: throw .invalidValue(field: "expected-revision flag", value: UInt64(flag))
+        }
+    }
+}
+
+extension Message {
+    /// Splits memos into `snapshot` (or `memos`) messages whose frames each fit in `maxFrameSize`; always at least
+    /// one message, the last one flagged.
+    public static func chunks(
+        of memos: [Memo], revision: UInt64, maxFrameSize: Int = WireProtocol.defaultMaxFrameSize, snapshot: Bool
+    ) -> [Message] {
+        let budget = maxFrameSize - WireProtocol.headerSize - 8 - 1 - 4
+        var result: [Message] = []
+        var chunk: [Memo] = []
+        var size = 0
+        func make(_ memos: [Memo], last: Bool) -> Message {
+            snapshot ? .snapshot(revision: revision, last: last, memos: memos)
+                : .memos(revision: revision, last: last, memos: memos)
+        }
+        for memo in memos {
+            let memoSize = memoFixedSize + memo.content.utf8.count
+            if size + memoSize > budget, !chunk.isEmpty {
+                result.append(make(chunk, last: false))
+                chunk.removeAll(keepingCapacity: true)
+                size = 0
+            }
+            chunk.append(memo)
+            size += memoSize
+        }
+        result.append(make(chunk, last: true))
+        return result
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// The role a client's certificate gives it.
+public enum Role: UInt8, Sendable, Hashable {
+    case readWrite = 1
+    case readOnly = 2
+}
+
+/// Every message of the protocol. PROTOCOL.md gives each one's bytes.
+public enum Message: Sendable, Hashable {
+    // Requests, client to server.
+    case hello(minVersion: UInt16, maxVersion: UInt16, client: String)
+    case create(id: UUID?, insertMicros: Int64?, content: String)
+    case get(id: UUID)
+    case list
+    case update(id: UUID, expectedRevision: UInt64?, content: String)
+    case delete(id: UUID, expectedRevision: UInt64?)
+    /// From a snapshot (nil) or every change after a revision.
+    case subscribe(after: UInt64?)
+    case unsubscribe(subscription: UInt32)
+    case ping(nonce: UInt64)
+
+    // Responses, server to client, with the request's id.
+    case welcome(version: UInt16, revision: UInt64, maxFrameSize: UInt32, role: Role, server: String)
+    case memo(Memo)
+    /// A chunk of the answer to `list`; the last chunk has `last` set.
+    case memos(revision: UInt64, last: Bool, memos: [Memo])
+    case ok
+    case pong(nonce: UInt64)
+
+    // Pushed on a subscription, with the subscribe request's id.
+    case snapshot(revision: UInt64, last: Bool, memos: [Memo])
+    case subscribed(head: UInt64)
+    case change(Change)
+    case historyGone(requested: UInt64, oldestAvailable: UInt64)
+
+    // Either way: an error answers the request with its id (0: the connection), going-away precedes a close.
+    case error(code: ErrorCode, message: String)
+    case goingAway(code: ErrorCode, message: String)
+
+    /// The type byte of each message.
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        case hello = 0x01, create = 0x02, get = 0x03, list = 0x04, update = 0x05, delete = 0x06
+        case subscribe = 0x07, unsubscribe = 0x08, ping = 0x09
+        case welcome = 0x41, memo = 0x42, memos = 0x43, ok = 0x44, pong = 0x45
+        case snapshot = 0x61, subscribed = 0x62, change = 0x63, historyGone = 0x64
+        case error = 0x7E, goingAway = 0x7F
+    }
+
+    public var kind: Kind {
+        switch self {
+        case .hello: return .hello
+        case .create: return .create
+        case .get: return .get
+        case .list: return .list
+        case .update: return .update
+        case .delete: return .delete
+        case .subscribe: return .subscribe
+        case .unsubscribe: return .unsubscribe
+        case .ping: return .ping
+        case .welcome: return .welcome
+        case .memo: return .memo
+        case .memos: return .memos
+        case .ok: return .ok
+        case .pong: return .pong
+        case .snapshot: return .snapshot
+        case .subscribed: return .subscribed
+        case .change: return .change
+        case .historyGone: return .historyGone
+        case .error: return .error
+        case .goingAway: return .goingAway
+        }
+    }
+
+    /// Bytes of a memo on the wire before its content.
+    public static let memoFixedSize = 16 + 8 + 8 + 8 + 4
+}

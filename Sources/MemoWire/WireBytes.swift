@@ -1,0 +1,144 @@
+import Foundation
+
+/// Appends big-endian fields to a byte array.
+public struct WireWriter {
+    public var bytes: [UInt8]
+
+    public init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func u8(_ value: UInt8) { bytes.append(value) }
+
+    public mutating func u16(_ value: UInt16) {
+        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: value))
+    }
+
+    public mutating func u32(_ value: UInt32) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func u64(_ value: UInt64) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func i64(_ value: Int64) { u64(UInt64(bitPattern: value)) }
+
+    public mutating func uuid(_ value: UUID) {
+        withUnsafeBytes(of: value.uuid) { bytes.append(contentsOf: $0) }
+    }
+
+    /// A u32 byte count, then the UTF-8 bytes.
+    public mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            u32(UInt32(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    public mutating func memo(_ memo: Memo) {
+        uuid(memo.id)
+        u64(memo.revision)
+        i64(memo.insertMicros)
+        i64(memo.updateMicros)
+        string(memo.content)
+    }
+
+    /// Writes `value` at `offset` (for a length known only at the end).
+    public mutating func patchU32(_ value: UInt32, at offset: Int) {
+        withUnsafeBytes(of: value.bigEndian) { raw in
+            for i in 0..<4 { bytes[offset + i] = raw[i] }
+        }
+    }
+}
+
+/// Reads big-endian fields from a frame's payload; every read checks the bounds first and throws, never traps.
+public struct WireReader {
+    private let bytes: [UInt8]
+    private var index: Int
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        index = 0
+    }
+
+    public var remaining: Int { bytes.count - index }
+
+    private mutating func take(_ count: Int, _ field: String) throws(WireError) -> Int {
+        guard count <= remaining else { throw .truncated(field: field) }
+        defer { index += count }
+        return index
+    }
+
+    public mutating func u8(_ field: String) throws(WireError) -> UInt8 {
+        bytes[try take(1, field)]
+    }
+
+    public mutating func u16(_ field: String) throws(WireError) -> UInt16 {
+        let at = try take(2, field)
+        return UInt16(bytes[at]) << 8 | UInt16(bytes[at + 1])
+    }
+
+    public mutating func u32(_ field: String) throws(WireError) -> UInt32 {
+        let at = try take(4, field)
+        var value: UInt32 = 0
+        for i in 0..<4 { value = value << 8 | UInt32(bytes[at + i]) }
+        return value
+    }
+
+    public mutating func u64(_ field: String) throws(WireError) -> UInt64 {
+        let at = try take(8, field)
+        var value: UInt64 = 0
+        for i in 0..<8 { value = value << 8 | UInt64(bytes[at + i]) }
+        return value
+    }
+
+    public mutating func i64(_ field: String) throws(WireError) -> Int64 {
+        Int64(bitPattern: try u64(field))
+    }
+
+    public mutating func uuid(_ field: String) throws(WireError) -> UUID {
+        let at = try take(16, field)
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { raw in
+            for i in 0..<16 { raw[i] = bytes[at + i] }
+        }
+        return UUID(uuid: value)
+    }
+
+    public mutating func string(_ field: String) throws(WireError) -> String {
+        let length = try u32(field + " length")
+        guard Int(length) <= remaining else { throw .countTooLarge(field: field + " length", count: UInt64(length)) }
+        let at = try take(Int(length), field)
+        guard let text = String(validating: bytes[at..<(at + Int(length))], as: UTF8.self) else {
+            throw .invalidUTF8(field: field)
+        }
+        return text
+    }
+
+    public mutating func memo() throws(WireError) -> Memo {
+        let id = try uuid("memo id")
+        let revision = try u64("memo revision")
+        let insert = try i64("memo insert date")
+        let update = try i64("memo update date")
+        let content = try string("memo content")
+        return Memo(id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision)
+    }
+
+    /// Reads a u32 count of items, each at least `minimumSize` bytes, checking it fits before anything is made.
+    public mutating func count(_ field: String, minimumSize: Int) throws(WireError) -> Int {
+        let count = try u32(field)
+        guard UInt64(count) * UInt64(minimumSize) <= UInt64(remaining) else {
+            throw .countTooLarge(field: field, count: UInt64(count))
+        }
+        return Int(count)
+    }
+
+    /// Throws when bytes are left over.
+    public func finish() throws(WireError) {
+        if remaining != 0 { throw .trailingBytes(count: remaining) }
+    }
+}

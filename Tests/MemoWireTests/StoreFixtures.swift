@@ -1,0 +1,83 @@
+import Foundation
+import MemoCore
+import MemoSQLite
+import Synchronization
+import Testing
+
+/// The stores every storage test runs against.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    func make(historyCapacity: Int = MemoLimits.defaultHistoryCapacity) throws -> StoreHandle {
+        switch self {
+        case .memory:
+            return StoreHandle(store: MemoryStore(historyCapacity: historyCapacity), directory: nil)
+        case .sqlite:
+            let directory = try TemporaryDirectory()
+            let store = try SQLiteStore(path: directory.path + "/memos.sqlite", historyCapacity: historyCapacity)
+            return StoreHandle(store: store, directory: directory)
+        }
+    }
+}
+
+/// A store under test and the folder its file lives in; closing it closes the store.
+struct StoreHandle {
+    let store: any ServingStore
+    let directory: TemporaryDirectory?
+
+    var path: String? { directory.map { $0.path + "/memos.sqlite" } }
+}
+
+/// A folder removed when the last reference goes away.
+final class TemporaryDirectory: Sendable {
+    let path: String
+
+    init() throws {
+        let template = NSTemporaryDirectory() + "memo-test-XXXXXX"
+        var bytes = Array(template.utf8CString)
+        guard mkdtemp(&bytes) != nil else { throw POSIXError(.EIO) }
+        path = String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// Collects what a subject or watch delivers, and lets a test wait for a count without sleeping.
+final class Recorder<Value: Sendable>: Sendable {
+    private struct State {
+        var values: [Value] = []
+        var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    var values: [Value] { state.withLock { $0.values } }
+
+    func record(_ value: Value) {
+        let ready = state.withLock { state in
+            state.values.append(value)
+            let count = state.values.count
+            let ready = state.waiters.filter { $0.0 <= count }.map(\.1)
+            state.waiters.removeAll { $0.0 <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Waits until at least `count` values arrived.
+    func wait(for count: Int) async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state in
+                if state.values.count >= count { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
