@@ -1,0 +1,247 @@
+import Foundation
+import MemoWire
+import Testing
+
+/// One message of every kind, with values that exercise each field.
+let sampleMessages: [Message] = {
+    let id = UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0")!
+    let memo = Memo(id: id, content: "안녕하세요\n둘째 줄 🎉", insertMicros: 1_795_000_000_123_456,
+                    updateMicros: 1_795_000_100_000_000, revision: 42)
+    let other = Memo(id: UUID(), content: "", insertMicros: -5, updateMicros: 0, revision: UInt64.max)
+    return [
+        .hello(minVersion: 1, maxVersion: 3, client: "memo-client/1"),
+        .create(id: nil, insertMicros: nil, content: "plain"),
+        .create(id: id, insertMicros: nil, content: "with id"),
+        .create(id: id, insertMicros: 77, content: "with id and date"),
+        .create(id: nil, insertMicros: Int64.min, content: ""),
+        .get(id: id),
+        .list,
+        .update(id: id, expectedRevision: nil, content: "수정"),
+        .update(id: id, expectedRevision: 41, content: "guarded"),
+        .delete(id: id, expectedRevision: nil),
+        .delete(id: id, expectedRevision: 0),
+        .subscribe(after: nil),
+        .subscribe(after: 0),
+        .subscribe(after: 123_456_789),
+        .unsubscribe(subscription: 9),
+        .ping(nonce: 0xDEAD_BEEF),
+        .welcome(version: 1, revision: 42, maxFrameSize: 1 << 20, role: .readOnly, server: "memo-server"),
+        .memo(memo),
+        .memos(revision: 42, last: true, memos: [memo, other]),
+        .memos(revision: 0, last: false, memos: []),
+        .ok,
+        .pong(nonce: 7),
+        .snapshot(revision: 42, last: false, memos: [other]),
+        .subscribed(head: 42),
+        .change(Change(revision: 43, kind: .created, memo: memo)),
+        .change(Change(revision: 44, kind: .updated, memo: memo)),
+        .change(Change(revision: 45, kind: .deleted, memo: other)),
+        .historyGone(requested: 3, oldestAvailable: 10),
+        .error(code: .conflict, message: "memo is at revision 44, not 41"),
+        .error(code: ErrorCode(rawValue: 999), message: "a code from a newer server"),
+        .goingAway(code: .shuttingDown, message: "server is shutting down"),
+    ]
+}()
+
+/// Decodes every frame in `chunks`, fed in that order.
+func decodeAll(_ chunks: [[UInt8]], maxFrameSize: Int = WireProtocol.defaultMaxFrameSize) throws -> [Frame] {
+    var decoder = FrameDecoder(maxFrameSize: maxFrameSize)
+    var frames: [Frame] = []
+    for chunk in chunks {
+        decoder.append(chunk)
+        while let frame = try decoder.next() { frames.append(frame) }
+    }
+    #expect(decoder.bufferedByteCount == 0)
+    return frames
+}
+
+func decodeMessage(_ bytes: [UInt8]) throws(WireError) -> Message {
+    var decoder = FrameDecoder()
+    decoder.append(bytes)
+    guard let frame = try decoder.next() else { throw .truncated(field: "frame") }
+    return try Message(frame: frame)
+}
+
+@Suite("Codec: frames and messages")
+struct CodecTests {
+    @Test func everyKindOfMessageIsCovered() {
+        #expect(Set(sampleMessages.map(\.kind)) == Set(Message.Kind.allCases))
+    }
+
+    @Test(arguments: sampleMessages)
+    func everyMessageRoundTrips(message: Message) throws {
+        let bytes = message.frame(requestID: 0x0102_0304)
+        var decoder = FrameDecoder()
+        decoder.append(bytes)
+        let frame = try #require(try decoder.next())
+        #expect(frame.requestID == 0x0102_0304)
+        #expect(frame.type == message.kind.rawValue)
+        #expect(try Message(frame: frame) == message)
+        #expect(frame.bytes == bytes)
+    }
+
+    @Test func oneByteAtATimeAllAtOnceAndOneFramePerReadAgree() throws {
+        let frames = sampleMessages.enumerated().map { $1.frame(requestID: UInt32($0)) }
+        let stream = frames.flatMap { $0 }
+        let allAtOnce = try decodeAll([stream])
+        let byteByByte = try decodeAll(stream.map { [$0] })
+        let perFrame = try decodeAll(frames)
+        // Odd chunk sizes cut frames and length prefixes anywhere.
+        let oddChunks = stride(from: 0, to: stream.count, by: 7).map { Array(stream[$0..<min($0 + 7, stream.count)]) }
+        let odd = try decodeAll(oddChunks)
+        #expect(allAtOnce.count == sampleMessages.count)
+        #expect(byteByByte == allAtOnce)
+        #expect(perFrame == allAtOnce)
+        #expect(odd == allAtOnce)
+        #expect(try allAtOnce.map { try Message(frame: $0) } == sampleMessages)
+    }
+
+    @Test func aPartialFrameWaitsForMoreAndConsumesNothing() throws {
+        let bytes = Message.get(id: UUID()).frame(requestID: 5)
+        var decoder = FrameDecoder()
+        decoder.append(bytes.dropLast())
+        #expect(try decoder.next() == nil)
+        #expect(decoder.bufferedByteCount == bytes.count - 1)
+        decoder.append([bytes.last!])
+        #expect(try decoder.next()?.requestID == 5)
+    }
+
+    @Test func aLengthOverTheLimitIsRefusedFromTheFourLengthBytesAlone() {
+        var decoder = FrameDecoder(maxFrameSize: 1 << 20)
+        decoder.append([0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(throws: WireError.frameTooLarge(length: UInt32.max, limit: 1 << 20)) { try decoder.next() }
+        var edge = FrameDecoder(maxFrameSize: 1 << 20)
+        edge.append([0x00, 0x10, 0x00, 0x00])  // 1 MiB after the prefix: 4 bytes over
+        #expect(throws: WireError.frameTooLarge(length: 1 << 20, limit: 1 << 20)) { try edge.next() }
+        var fits = FrameDecoder(maxFrameSize: 1 << 20)
+        fits.append([0x00, 0x0F, 0xFF, 0xFC])  // exactly the limit: waits for the body
+        #expect(throws: Never.self) { try fits.next() }
+    }
+
+    @Test func lengthsTooShortForAHeaderAreRefused() {
+        for length: UInt8 in [0, 1, 4] {
+            var decoder = FrameDecoder()
+            decoder.append([0, 0, 0, length, 0x01, 0, 0, 0, 0])
+            #expect(throws: WireError.frameTooShort(length: UInt32(length))) { try decoder.next() }
+        }
+    }
+
+    @Test func malformedMessagesGiveTypedErrors() {
+        let id = UUID()
+        func frame(_ type: UInt8, _ payload: [UInt8]) -> Frame { Frame(type: type, requestID: 1, payload: payload) }
+        let cases: [(Frame, WireError)] = [
+            (frame(0x00, []), .unknownMessageType(0x00)),
+            (frame(0x3F, [1, 2]), .unknownMessageType(0x3F)),
+            (frame(0x03, Array(id.bytes.prefix(10))), .truncated(field: "memo id")),
+            (frame(0x09, [0, 0, 0]), .truncated(field: "nonce")),
+            (frame(0x09, [0, 0, 0, 0, 0, 0, 0, 1, 0xAA]), .trailingBytes(count: 1)),
+            (frame(0x04, [0]), .trailingBytes(count: 1)),
+            (frame(0x02, [0, 0, 0, 0, 2, 0xC3, 0x28]), .invalidUTF8(field: "content")),
+            (frame(0x02, [0, 0, 0, 0, 3, 0xED, 0xA0, 0x80]), .invalidUTF8(field: "content")),  // a surrogate
+            (frame(0x02, [0, 0xFF, 0xFF, 0xFF, 0xFF]), .countTooLarge(field: "content length", count: 0xFFFF_FFFF)),
+            (frame(0x02, [4]), .invalidValue(field: "create flags", value: 4)),
+            (frame(0x07, [2]), .invalidValue(field: "subscribe mode", value: 2)),
+            (frame(0x06, id.bytes + [7]), .invalidValue(field: "expected-revision flag", value: 7)),
+            (frame(0x61, [0, 0, 0, 0, 0, 0, 0, 1, 0, 0xFF, 0xFF, 0xFF, 0xFF]),
+             .countTooLarge(field: "memo count", count: 0xFFFF_FFFF)),
+            (frame(0x61, [0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0]), .invalidValue(field: "chunk flags", value: 2)),
+            (frame(0x63, [0, 0, 0, 0, 0, 0, 0, 1, 9] + id.bytes), .invalidValue(field: "change kind", value: 9)),
+            (frame(0x41, [0, 1] + [UInt8](repeating: 0, count: 12) + [3]), .invalidValue(field: "role", value: 3)),
+        ]
+        for (frame, expected) in cases {
+            #expect(throws: expected) { try Message(frame: frame) }
+        }
+    }
+
+    @Test func errorsMapToProtocolCodes() {
+        #expect(WireError.frameTooLarge(length: 9, limit: 8).code == .frameTooLarge)
+        #expect(WireError.unknownMessageType(0).code == .unknownMessageType)
+        #expect(WireError.invalidUTF8(field: "x").code == .invalidUTF8)
+        #expect(WireError.trailingBytes(count: 1).code == .malformedFrame)
+        #expect(ErrorCode(MemoError.notFound(UUID())) == .notFound)
+        #expect(ErrorCode(MemoError.storageFull("x")) == .storageFull)
+        #expect(ErrorCode.conflict.description == "201 conflict")
+    }
+
+    @Test func randomBytesNeverCrashTheDecoders() {
+        var generator = SeededGenerator(seed: 0x5EED)
+        var decodedFrames = 0
+        for _ in 0..<20_000 {
+            let count = Int.random(in: 0..<64, using: &generator)
+            var bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            // Make many of them plausible frames so the message decoder is reached.
+            if bytes.count >= 9, Bool.random(using: &generator) {
+                let length = UInt32(bytes.count - 4)
+                bytes[0] = 0; bytes[1] = 0; bytes[2] = UInt8(length >> 8); bytes[3] = UInt8(length & 0xFF)
+                bytes[4] = Message.Kind.allCases.randomElement(using: &generator)!.rawValue
+            }
+            var decoder = FrameDecoder(maxFrameSize: 4096)
+            decoder.append(bytes)
+            while let frame = try? decoder.next() {
+                decodedFrames += 1
+                _ = try? Message(frame: frame)
+            }
+        }
+        #expect(decodedFrames > 1000)
+    }
+
+    @Test func snapshotChunksFitTheFrameLimitAndKeepEveryMemoInOrder() throws {
+        let memos = (0..<5_000).map { i in
+            Memo(id: UUID(), content: String(repeating: "메모", count: i % 300), insertMicros: Int64(i),
+                 updateMicros: Int64(i), revision: UInt64(i + 1))
+        }
+        let limit = 64 * 1024
+        let chunks = Message.chunks(of: memos, revision: 5_000, maxFrameSize: limit, snapshot: true)
+        #expect(chunks.count > 1)
+        var joined: [Memo] = []
+        for (index, chunk) in chunks.enumerated() {
+            let bytes = chunk.frame(requestID: 1)
+            #expect(bytes.count <= limit)
+            guard case .snapshot(let revision, let last, let part) = try decodeMessage(bytes) else {
+                Issue.record("not a snapshot chunk")
+                return
+            }
+            #expect(revision == 5_000)
+            #expect(last == (index == chunks.count - 1))
+            joined += part
+        }
+        #expect(joined == memos)
+        #expect(Message.chunks(of: [], revision: 0, snapshot: false) == [.memos(revision: 0, last: true, memos: [])])
+    }
+
+    /// The example in PROTOCOL.md, byte for byte.
+    @Test func theProtocolDocumentsExampleIsExact() {
+        let id = UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0")!
+        let create = Message.create(id: id, insertMicros: nil, content: "안녕").frame(requestID: 7)
+        #expect(hex(create) == """
+            00000020 02000000 07010f1e 2d3c4b5a 69788796 a5b4c3d2 e1f00000 0006ec95 88eb8595
+            """)
+        let memo = Memo(id: id, content: "안녕", insertMicros: 1_795_000_000_000_000,
+                        updateMicros: 1_795_000_000_000_000, revision: 1)
+        #expect(hex(Message.memo(memo).frame(requestID: 7)) == """
+            00000037 42000000 070f1e2d 3c4b5a69 788796a5 b4c3d2e1 f0000000 00000000 01000660 \
+            8b015f30 00000660 8b015f30 00000000 06ec9588 eb8595
+            """)
+        #expect(hex(Message.error(code: .notFound, message: "no").frame(requestID: 8)) ==
+            "0000000d 7e000000 0800c800 0000026e 6f")
+    }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    stride(from: 0, to: bytes.count, by: 4).map { start in
+        bytes[start..<min(start + 4, bytes.count)].map { String(format: "%02x", $0) }.joined()
+    }.joined(separator: " ")
+}
+
+/// A small deterministic generator (SplitMix64), so that a failure can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
