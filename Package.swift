@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "MemoWire", targets: ["MemoWire"]),
         .executable(name: "memo-server", targets: ["memo-server"]),
         .executable(name: "memo-client", targets: ["memo-client"]),
+        .executable(name: "memo-bench", targets: ["memo-bench"]),
     ],
     targets: [
         .systemLibrary(
@@ -27,11 +28,14 @@ let package = Package(
         .target(name: "MemoWire", dependencies: ["MemoCore"]),
         .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
         .target(name: "MemoNet"),
-        .executableTarget(name: "memo-server", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
-        .executableTarget(name: "memo-client", dependencies: ["MemoWire", "MemoTLS"]),
+        .target(name: "MemoCLI"),
+        .executableTarget(
+            name: "memo-server", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
+        .executableTarget(name: "memo-client", dependencies: ["MemoWire", "MemoTLS", "MemoCLI"]),
+        .executableTarget(name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
-            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet"]
+            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI"]
         ),
     ],
     swiftLanguageModes: [.v6]

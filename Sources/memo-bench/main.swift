@@ -1,0 +1,35 @@
+import Foundation
+import MemoCLI
+
+let usage = """
+    usage: memo-bench MODE [options]
+
+    Modes:
+      store     creates per second straight into a store (no network): group commit at work
+
+    memo-bench MODE --help describes a mode's options.
+    """
+
+var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+let mode = arguments.positional()
+let wantsHelp = arguments.flag("--help", "-h")
+do {
+    switch mode {
+    case "store":
+        if wantsHelp {
+            print(StoreBench.help)
+            exit(0)
+        }
+        try await StoreBench(&arguments).run()
+    case nil where wantsHelp:
+        print(usage)
+    default:
+        throw UsageError(mode.map { "unknown mode '\($0)'" } ?? "missing mode")
+    }
+} catch let error as UsageError {
+    FileHandle.standardError.write(Data("memo-bench: \(error)\n\(usage)\n".utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("memo-bench: \(error)\n".utf8))
+    exit(1)
+}
