@@ -29,13 +29,14 @@ let package = Package(
         .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
         .target(name: "MemoNet"),
         .target(name: "MemoCLI"),
+        .target(name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
         .executableTarget(
-            name: "memo-server", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
+            name: "memo-server", dependencies: ["MemoServer", "MemoCLI"]),
         .executableTarget(name: "memo-client", dependencies: ["MemoWire", "MemoTLS", "MemoCLI"]),
         .executableTarget(name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
-            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI"]
+            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer"]
         ),
     ],
     swiftLanguageModes: [.v6]

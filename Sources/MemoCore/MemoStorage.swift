@@ -63,6 +63,10 @@ public protocol ChangeFeed: Sendable {
 
     /// The current memos, newest first, and the revision they are at.
     func snapshot() -> (revision: UInt64, memos: [Memo])
+
+    /// Every change after `revision` and the revision they lead to, read at one instant.
+    /// - Throws: `historyGone` when the history no longer holds them (or `revision` is ahead of the store).
+    func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change])
 }
 
 /// What the server needs of a store: the storage protocol and the change feed, plus a callback form of writes

@@ -58,6 +58,10 @@ public final class MemoryStore: ServingStore {
         core.snapshot()
     }
 
+    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+        try core.changes(after: revision)
+    }
+
     public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
         completion(core.planAndApply([op], nowMicros: clock())[0])
     }

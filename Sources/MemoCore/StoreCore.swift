@@ -130,6 +130,14 @@ public final class StoreCore: Sendable {
         inner.withLock { ($0.table.revision, $0.table.list) }
     }
 
+    /// See `ChangeFeed.changes(after:)`.
+    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+        try inner.withLock { inner throws(MemoError) -> (head: UInt64, changes: [Change]) in
+            if inner.closed { throw .closed }
+            return (inner.table.revision, try inner.history.changes(after: revision))
+        }
+    }
+
     /// See `ChangeFeed.watch`.
     public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
         let (subject, subscription, pending) = inner.withLock { inner in

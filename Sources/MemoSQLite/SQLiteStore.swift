@@ -153,6 +153,10 @@ public final class SQLiteStore: ServingStore {
         core.snapshot()
     }
 
+    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+        try core.changes(after: revision)
+    }
+
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
     public func close() {
         let first = queue.withLock { queue in

@@ -1,0 +1,19 @@
+import MemoWire
+
+/// The limits a server enforces on each connection and in all; each is a `memo-server serve` flag.
+public struct ServerLimits: Sendable, Hashable {
+    /// The largest frame accepted or sent, length prefix included.
+    public var maxFrameSize = WireProtocol.defaultMaxFrameSize
+    /// Unanswered requests one connection may have (writes waiting for the store, subscriptions open).
+    public var maxInFlight = 1024
+    /// Subscriptions one connection may hold open.
+    public var maxSubscriptions = 64
+    /// Bytes queued for one connection before it is dropped as a slow consumer.
+    public var maxOutboundBytes = 8 << 20
+    /// Connections served at once; more are told `too-many-connections` and closed.
+    public var maxConnections = 16_384
+    /// Seconds a connection has to finish TLS and `hello`.
+    public var handshakeTimeout: Double = 10
+
+    public init() {}
+}

@@ -1,0 +1,192 @@
+import Foundation
+import MemoWire
+
+/// What a session asks its connection to do.
+enum SessionAction {
+    /// Queue these frame bytes for the peer.
+    case send([UInt8])
+    /// Queue the list's memos as `memos` chunks for this request.
+    case sendList(requestID: UInt32, revision: UInt64, memos: [Memo])
+    /// Run a write on the store; answer with `ServerSession.completed` when it is done.
+    case submit(requestID: UInt32, op: WriteOp)
+    /// Start a subscription for this request id.
+    case subscribe(requestID: UInt32, start: WatchStart)
+    /// End the subscription with this id.
+    case unsubscribe(requestID: UInt32)
+    /// Send an error or going-away frame (already queued by a `.send` before it) and close.
+    case close(reason: String)
+}
+
+/// One connection's protocol state, with no socket: frames in, actions out (the connection carries them out).
+/// Confined to its connection's event loop.
+struct ServerSession {
+    enum Phase {
+        case awaitingHello
+        case ready
+        case closed
+    }
+
+    let limits: ServerLimits
+    let role: Role
+    let serverName: String
+    private(set) var phase = Phase.awaitingHello
+    private var decoder: FrameDecoder
+    /// Writes waiting for the store, by request id.
+    private(set) var pendingWrites = Set<UInt32>()
+    /// Open subscriptions, by the request id of their `subscribe`.
+    private(set) var subscriptions = Set<UInt32>()
+    private(set) var clientName = ""
+
+    init(limits: ServerLimits, role: Role, serverName: String = "memo-server") {
+        self.limits = limits
+        self.role = role
+        self.serverName = serverName
+        decoder = FrameDecoder(maxFrameSize: limits.maxFrameSize)
+    }
+
+    /// Bytes buffered but not yet a whole frame.
+    var bufferedBytes: Int { decoder.bufferedByteCount }
+
+    /// Takes plaintext from the peer and returns what to do, in order. Stops at the first action that closes.
+    mutating func receive(_ bytes: UnsafeRawBufferPointer, store: some ServingStore) -> [SessionAction] {
+        guard phase != .closed else { return [] }
+        decoder.append(bytes)
+        var actions: [SessionAction] = []
+        while phase != .closed {
+            let frame: Frame
+            do throws(WireError) {
+                guard let next = try decoder.next() else { break }
+                frame = next
+            } catch {
+                fail(&actions, requestID: 0, code: error.code, error.description)
+                break
+            }
+            handle(frame, store: store, into: &actions)
+        }
+        return actions
+    }
+
+    private mutating func handle(_ frame: Frame, store: some ServingStore, into actions: inout [SessionAction]) {
+        let id = frame.requestID
+        let message: Message
+        do throws(WireError) {
+            message = try Message(frame: frame)
+        } catch {
+            fail(&actions, requestID: id, code: error.code, error.description)
+            return
+        }
+        if phase == .awaitingHello {
+            guard case .hello(let minVersion, let maxVersion, let client) = message else {
+                fail(&actions, requestID: id, code: .helloRequired, "the first request must be hello")
+                return
+            }
+            guard minVersion <= WireProtocol.version, WireProtocol.version <= maxVersion else {
+                fail(&actions, requestID: id, code: .unsupportedVersion,
+                     "this server speaks protocol version \(WireProtocol.version) only; "
+                        + "the client speaks \(minVersion) to \(maxVersion)")
+                return
+            }
+            clientName = String(client.prefix(128))
+            phase = .ready
+            actions.append(.send(Message.welcome(
+                version: WireProtocol.version, revision: store.revision, maxFrameSize: UInt32(limits.maxFrameSize),
+                role: role, server: serverName).frame(requestID: id)))
+            return
+        }
+        if pendingWrites.contains(id) || subscriptions.contains(id) {
+            fail(&actions, requestID: id, code: .duplicateRequestID, "request id \(id) is still in use")
+            return
+        }
+        switch message {
+        case .hello:
+            answer(&actions, id, .error(code: .invalidRequest, message: "hello was already done"))
+        case .get(let memoID):
+            do throws(MemoError) {
+                answer(&actions, id, .memo(try store.memo(memoID)))
+            } catch {
+                answer(&actions, id, .error(code: ErrorCode(error), message: error.description))
+            }
+        case .list:
+            let (revision, memos) = store.snapshot()
+            actions.append(.sendList(requestID: id, revision: revision, memos: memos))
+        case .create(let memoID, let insert, let content):
+            write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert))
+        case .update(let memoID, let expected, let content):
+            write(&actions, id, .update(id: memoID, content: content, expectedRevision: expected))
+        case .delete(let memoID, let expected):
+            write(&actions, id, .delete(id: memoID, expectedRevision: expected))
+        case .subscribe(let after):
+            guard subscriptions.count < limits.maxSubscriptions else {
+                answer(&actions, id, .error(code: .invalidRequest,
+                                            message: "at most \(limits.maxSubscriptions) subscriptions per connection"))
+                return
+            }
+            guard admitInFlight(&actions, id) else { return }
+            subscriptions.insert(id)
+            actions.append(.subscribe(requestID: id, start: after.map { .after($0) } ?? .snapshot))
+        case .unsubscribe(let subscription):
+            guard subscriptions.remove(subscription) != nil else {
+                answer(&actions, id, .error(code: .unknownSubscription, message: "no subscription \(subscription)"))
+                return
+            }
+            actions.append(.unsubscribe(requestID: subscription))
+            answer(&actions, id, .ok)
+        case .ping(let nonce):
+            answer(&actions, id, .pong(nonce: nonce))
+        case .welcome, .memo, .memos, .ok, .pong, .snapshot, .subscribed, .change, .historyGone, .error:
+            fail(&actions, requestID: id, code: .invalidRequest, "\(message.kind) is not a request")
+        case .goingAway:
+            phase = .closed
+            actions.append(.close(reason: "client is going away"))
+        }
+    }
+
+    private mutating func write(_ actions: inout [SessionAction], _ id: UInt32, _ op: WriteOp) {
+        guard role == .readWrite else {
+            answer(&actions, id, .error(code: .permissionDenied,
+                                        message: "this client's certificate is read-only"))
+            return
+        }
+        guard admitInFlight(&actions, id) else { return }
+        pendingWrites.insert(id)
+        actions.append(.submit(requestID: id, op: op))
+    }
+
+    private mutating func admitInFlight(_ actions: inout [SessionAction], _ id: UInt32) -> Bool {
+        guard pendingWrites.count + subscriptions.count < limits.maxInFlight else {
+            fail(&actions, requestID: id, code: .tooManyInFlight,
+                 "more than \(limits.maxInFlight) requests in flight; read the answers before sending more")
+            return false
+        }
+        return true
+    }
+
+    /// A write finished: the frame that answers it.
+    mutating func completed(requestID: UInt32, _ result: Result<WriteOutcome, MemoError>) -> [UInt8] {
+        pendingWrites.remove(requestID)
+        switch result {
+        case .success(let outcome):
+            return Message.memo(outcome.memo).frame(requestID: requestID)
+        case .failure(let error):
+            return Message.error(code: ErrorCode(error), message: error.description).frame(requestID: requestID)
+        }
+    }
+
+    /// A subscription ended from the server's side (history gone).
+    mutating func subscriptionEnded(_ requestID: UInt32) {
+        subscriptions.remove(requestID)
+    }
+
+    /// Whether writes are still waiting for the store (a closing connection waits for them).
+    var hasPendingWrites: Bool { !pendingWrites.isEmpty }
+
+    private func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
+        actions.append(.send(message.frame(requestID: id)))
+    }
+
+    private mutating func fail(_ actions: inout [SessionAction], requestID: UInt32, code: ErrorCode, _ text: String) {
+        actions.append(.send(Message.error(code: code, message: text).frame(requestID: requestID)))
+        actions.append(.close(reason: "\(code.name): \(text)"))
+        phase = .closed
+    }
+}
