@@ -34,4 +34,8 @@ static inline size_t CMemoSSL_BIO_mem_capacity(BIO *bio) {
 static inline EVP_PKEY *CMemoSSL_EC_P256_generate(void) { return EVP_EC_gen("P-256"); }
 static inline void CMemoSSL_free(void *pointer) { OPENSSL_free(pointer); }
 static inline int CMemoSSL_MBSTRING_UTF8(void) { return MBSTRING_UTF8; }
+// SSL_OP_* are built with SSL_OP_BIT(n), which Swift cannot import.
+static inline uint64_t CMemoSSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
+static inline uint64_t CMemoSSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
+static inline uint64_t CMemoSSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
 #endif
