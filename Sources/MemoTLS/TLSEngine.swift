@@ -33,6 +33,8 @@ public final class TLSEngine: @unchecked Sendable {
     /// The first fatal error; every later call rethrows it (OpenSSL must not be used after a fatal error).
     private var failure: TLSError?
     private var shutdownSent = false
+    /// The first byte the peer sent, kept to recognise a peer that is not speaking TLS at all.
+    private var firstInboundByte: UInt8?
     public private(set) var peerClosed = false
 
     /// Largest TLS record plaintext; one `SSL_read` never returns more.
@@ -93,6 +95,7 @@ public final class TLSEngine: @unchecked Sendable {
     /// Hands ciphertext received from the network to the engine. Any amount, any record boundaries.
     public func feed(_ ciphertext: UnsafeRawBufferPointer) {
         guard let base = ciphertext.baseAddress, !ciphertext.isEmpty, failure == nil else { return }
+        if firstInboundByte == nil { firstInboundByte = ciphertext[0] }
         var written = 0
         TLSError.clearQueue()
         if BIO_write_ex(inbound, base, ciphertext.count, &written) != 1 || written != ciphertext.count {
@@ -151,7 +154,7 @@ public final class TLSEngine: @unchecked Sendable {
             TLSError.clearQueue()
             return .wantsMore
         }
-        throw fail(TLSError.session("TLS handshake (\(side))", ssl: ssl, sslError: code))
+        throw fail(sessionError("TLS handshake (\(side))", code: code))
     }
 
     /// Decrypts everything that can be decrypted from the bytes fed so far and appends it to `plaintext`.
@@ -182,7 +185,7 @@ public final class TLSEngine: @unchecked Sendable {
                 peerClosed = true
                 return total > 0 ? .bytes(total) : .closed
             default:
-                throw fail(TLSError.session("TLS read (\(side))", ssl: ssl, sslError: code))
+                throw fail(sessionError("TLS read (\(side))", code: code))
             }
         }
     }
@@ -205,7 +208,7 @@ public final class TLSEngine: @unchecked Sendable {
                 continue
             }
             let code = SSL_get_error(ssl, result)
-            throw fail(TLSError.session("TLS write (\(side))", ssl: ssl, sslError: code))
+            throw fail(sessionError("TLS write (\(side))", code: code))
         }
     }
 
@@ -257,6 +260,19 @@ public final class TLSEngine: @unchecked Sendable {
     /// Bytes held by this engine's own buffers (memory BIOs and scratch), not counting OpenSSL's internals.
     public var retainedBufferBytes: Int {
         CMemoSSL_BIO_mem_capacity(inbound) + CMemoSSL_BIO_mem_capacity(outbound) + (scratch?.count ?? 0)
+    }
+
+    /// Classifies the failure of the last call (see `TLSError.session`).
+    private func sessionError(_ operation: String, code: Int32) -> TLSError {
+        let error = TLSError.session(operation, ssl: ssl, sslError: code)
+        // A TLS peer's first record is a handshake (22) or, when it refuses us at once, an alert (21).
+        // Anything else means "not TLS" even when OpenSSL's reason is vague (say, a length mismatch in what
+        // it took for an SSLv2 hello).
+        guard error.kind == .tlsFailure, !isHandshakeComplete, let first = firstInboundByte, first != 22, first != 21
+        else { return error }
+        return TLSError(
+            kind: .notTLS, operation: error.operation, detail: error.detail, verifyResult: error.verifyResult,
+            reasons: error.reasons)
     }
 
     private func fail(_ error: TLSError) -> TLSError {

@@ -17,6 +17,11 @@ struct TLSFixture {
     let directory: String
     let certs: CertInitResult
 
+    init(directory: String, certs: CertInitResult) {
+        self.directory = directory
+        self.certs = certs
+    }
+
     init(directory: String, hosts: [String] = []) throws {
         self.directory = directory
         certs = try CertificateAuthority.initialize(
