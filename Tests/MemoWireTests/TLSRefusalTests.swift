@@ -177,4 +177,24 @@ struct TLSRefusalTests {
             }
         }
     }
+
+    @Test func garbageSeenThroughReadPlaintextIsNotTLSOnBothSides() throws {
+        try withTemporaryDirectory { dir in
+            let fixture = try TLSFixture(directory: dir)
+            let server = try TLSEngine(context: fixture.serverContext())
+            server.feed(Array("PING\r\n".utf8) + [UInt8](repeating: 0, count: 10))
+            var plaintext: [UInt8] = []
+            let serverError = #expect(throws: TLSError.self) { try server.readPlaintext(into: &plaintext) }
+            #expect(serverError?.kind == .notTLS)
+
+            // A client whose "server" answers in plain HTTP.
+            let client = try TLSEngine(context: fixture.clientContext(), serverName: "localhost")
+            #expect(try client.handshake() == .wantsMore)
+            #expect(client.hasOutbound)  // the ClientHello
+            client.feed(Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".utf8))
+            let clientError = #expect(throws: TLSError.self) { try client.readPlaintext(into: &plaintext) }
+            #expect(clientError?.kind == .notTLS)
+            #expect(plaintext.isEmpty)
+        }
+    }
 }
