@@ -139,7 +139,9 @@ extension TLSError {
         let handshakeDone = SSL_is_init_finished(ssl) == 1
         for entry in entries where entry.library == ERR_LIB_SSL {
             if let kind = kind(sslReason: entry.reason, handshakeDone: handshakeDone) {
-                return TLSError(kind: kind, operation: operation, reasons: reasons)
+                // Say who refused: "certificate expired" reads differently when it is the peer's verdict.
+                let detail = entry.text.contains("alert") ? "reported by the peer's alert" : nil
+                return TLSError(kind: kind, operation: operation, detail: detail, reasons: reasons)
             }
         }
         if reasons.isEmpty {

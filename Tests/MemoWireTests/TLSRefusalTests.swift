@@ -60,7 +60,10 @@ struct TLSRefusalTests {
             let server = try TLSEngine(context: fixture.serverContext())
             let outcome = pumpHandshake(client: client, server: server)
             #expect(outcome.serverError?.kind == .certificateExpired)
-            #expect(outcome.clientError?.kind == .certificateExpired)
+            #expect(outcome.serverError?.verifyResult == "certificate has expired")
+            let clientError = try #require(outcome.clientError)
+            #expect(clientError.kind == .certificateExpired)
+            #expect(clientError.description.contains("reported by the peer's alert"))
         }
     }
 
