@@ -1,0 +1,91 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// File-system helpers for certificate and key files: create-only writes with a fixed mode.
+enum CertificateFiles {
+    /// Mode for private keys: readable by the owner only.
+    static let keyMode: mode_t = 0o600
+    /// Mode for certificates, which are public.
+    static let certificateMode: mode_t = 0o644
+
+    /// Whether anything (file, link, directory) exists at `path`.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// Throws `.fileExists` naming the first of `paths` that exists, unless `force` is set.
+    static func refuseOverwrite(_ paths: [String], force: Bool) throws(TLSError) {
+        guard !force else { return }
+        for path in paths where exists(path) {
+            throw TLSError(
+                kind: .fileExists, operation: "writing \(path)",
+                detail: "\(path) already exists; refusing to overwrite it without force")
+        }
+    }
+
+    /// Creates `directory` with mode 0700 if it does not exist (parents included).
+    static func ensureDirectory(_ directory: String) throws(TLSError) {
+        var info = stat()
+        if stat(directory, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw TLSError(kind: .fileSystem, operation: "creating \(directory)", detail: "not a directory")
+            }
+            return
+        }
+        let parent = parentDirectory(of: directory)
+        if !parent.isEmpty, parent != directory { try ensureDirectory(parent) }
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw systemError("creating directory \(directory)")
+        }
+    }
+
+    /// Writes `bytes` to a new file at `path` created with `mode`; with `force` an existing file is removed
+    /// first, so the new file never inherits a wider mode from the old one.
+    static func write(_ bytes: [UInt8], to path: String, mode: mode_t, force: Bool) throws(TLSError) {
+        if force, unlink(path) != 0, errno != ENOENT {
+            throw systemError("removing \(path)")
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        if fd < 0 {
+            if errno == EEXIST {
+                throw TLSError(
+                    kind: .fileExists, operation: "writing \(path)",
+                    detail: "\(path) already exists; refusing to overwrite it without force")
+            }
+            throw systemError("creating \(path)")
+        }
+        defer { close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { buffer in
+                Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw systemError("writing \(path)")
+            }
+            offset += written
+        }
+        if fsync(fd) != 0 { throw systemError("writing \(path)") }
+    }
+
+    /// `directory/name`, without doubling a trailing slash.
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    private static func parentDirectory(of path: String) -> String {
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return "" }
+        return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
+    }
+
+    private static func systemError(_ operation: String) -> TLSError {
+        TLSError(kind: .fileSystem, operation: operation, detail: String(cString: strerror(errno)))
+    }
+}

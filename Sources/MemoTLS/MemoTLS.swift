@@ -1,1 +1,0 @@
-// TLS on the system OpenSSL lives here.

@@ -1,0 +1,174 @@
+internal import COpenSSL
+
+/// A TLS protocol version.
+public enum TLSVersion: Sendable, Hashable, CaseIterable {
+    case tls1_0, tls1_1, tls1_2, tls1_3
+
+    var openSSLValue: Int32 {
+        switch self {
+        case .tls1_0: return TLS1_VERSION
+        case .tls1_1: return TLS1_1_VERSION
+        case .tls1_2: return TLS1_2_VERSION
+        case .tls1_3: return TLS1_3_VERSION
+        }
+    }
+}
+
+/// Everything needed to build a `TLSContext`: role, files and protocol limits.
+public struct TLSConfiguration: Sendable, Hashable {
+    public enum Role: Sendable, Hashable {
+        case server, client
+    }
+
+    public var role: Role
+    /// PEM file with our certificate first, then any intermediates. Required for a server.
+    public var certificateChainPath: String?
+    /// PEM file with the private key matching the certificate.
+    public var privateKeyPath: String?
+    /// PEM file with the CA(s) that sign the peer: clients for a server, the server for a client.
+    public var trustedCAPath: String?
+    /// Server only: refuse clients without a certificate (SSL_VERIFY_FAIL_IF_NO_PEER_CERT). With false a
+    /// certificate is still requested and, if sent, verified.
+    public var requireClientCertificate: Bool
+    public var minimumVersion: TLSVersion
+    /// nil allows up to the newest OpenSSL supports (TLS 1.3).
+    public var maximumVersion: TLSVersion?
+    /// OpenSSL security level; nil keeps the system default. Level 0 is needed for a TLS 1.1 test client.
+    public var securityLevel: Int?
+
+    public init(
+        role: Role, certificateChainPath: String? = nil, privateKeyPath: String? = nil, trustedCAPath: String? = nil,
+        requireClientCertificate: Bool = true, minimumVersion: TLSVersion = .tls1_2,
+        maximumVersion: TLSVersion? = nil, securityLevel: Int? = nil
+    ) {
+        self.role = role
+        self.certificateChainPath = certificateChainPath
+        self.privateKeyPath = privateKeyPath
+        self.trustedCAPath = trustedCAPath
+        self.requireClientCertificate = requireClientCertificate
+        self.minimumVersion = minimumVersion
+        self.maximumVersion = maximumVersion
+        self.securityLevel = securityLevel
+    }
+
+    /// A server that presents `certificateChainPath` and verifies clients against `trustedCAPath`.
+    public static func server(
+        certificateChainPath: String, privateKeyPath: String, trustedCAPath: String,
+        requireClientCertificate: Bool = true
+    ) -> TLSConfiguration {
+        TLSConfiguration(
+            role: .server, certificateChainPath: certificateChainPath, privateKeyPath: privateKeyPath,
+            trustedCAPath: trustedCAPath, requireClientCertificate: requireClientCertificate)
+    }
+
+    /// A client that verifies the server against `trustedCAPath` and optionally presents a certificate.
+    public static func client(
+        trustedCAPath: String, certificateChainPath: String? = nil, privateKeyPath: String? = nil
+    ) -> TLSConfiguration {
+        TLSConfiguration(
+            role: .client, certificateChainPath: certificateChainPath, privateKeyPath: privateKeyPath,
+            trustedCAPath: trustedCAPath)
+    }
+}
+
+/// Owns one `SSL_CTX`: the shared settings, certificates and trust store from which `TLSEngine`s are made.
+///
+/// `@unchecked Sendable` because the context is never changed after `init` returns, and OpenSSL locks an
+/// `SSL_CTX` internally for what `SSL_new` and the handshake do with it (reference counts, the X509 store),
+/// so engines on different threads may share it.
+public final class TLSContext: @unchecked Sendable {
+    let pointer: OpaquePointer
+    public let configuration: TLSConfiguration
+
+    public var isServer: Bool { configuration.role == .server }
+
+    /// Builds the context, loading every file now so that a bad path fails at startup, not per connection.
+    /// - Throws: `TLSError` (`.fileSystem` for a missing file, `.openSSL` for a bad one, `.invalidArgument`).
+    public init(_ configuration: TLSConfiguration) throws(TLSError) {
+        self.configuration = configuration
+        let isServer = configuration.role == .server
+        let operation = isServer ? "setting up the TLS server" : "setting up the TLS client"
+        TLSError.clearQueue()
+        guard let ctx = SSL_CTX_new(isServer ? TLS_server_method() : TLS_client_method()) else {
+            throw TLSError.openSSL(operation)
+        }
+        pointer = ctx  // from here on deinit frees it, also when init throws below
+
+        if let level = configuration.securityLevel { SSL_CTX_set_security_level(ctx, Int32(level)) }
+        guard CMemoSSL_CTX_set_min_proto_version(ctx, configuration.minimumVersion.openSSLValue) == 1,
+            CMemoSSL_CTX_set_max_proto_version(ctx, configuration.maximumVersion?.openSSLValue ?? 0) == 1
+        else { throw TLSError.openSSL(operation, detail: "protocol version limits") }
+
+        // Partial writes and moving buffers let an engine write large plaintext in pieces; RELEASE_BUFFERS
+        // frees OpenSSL's record buffers between records, which matters with many idle connections.
+        let mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS
+        _ = CMemoSSL_CTX_set_mode(ctx, Int(mode))
+        var options = CMemoSSL_OP_NO_COMPRESSION() | CMemoSSL_OP_NO_RENEGOTIATION()
+        if isServer { options |= CMemoSSL_OP_CIPHER_SERVER_PREFERENCE() }
+        _ = SSL_CTX_set_options(ctx, options)
+
+        if isServer {
+            // No session cache and no TLS 1.3 tickets: memo clients are short-lived processes that never resume,
+            // so caching would only cost memory, and a full handshake re-verifies the client certificate each
+            // time.
+            _ = CMemoSSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_OFF))
+            _ = SSL_CTX_set_num_tickets(ctx, 0)
+            _ = SSL_CTX_set_session_id_context(ctx, "memo", 4)
+        }
+
+        if let chain = configuration.certificateChainPath {
+            try Self.requireFile(chain, operation)
+            TLSError.clearQueue()
+            guard SSL_CTX_use_certificate_chain_file(ctx, chain) == 1 else {
+                throw TLSError.openSSL("loading certificate chain \(chain)")
+            }
+            guard let key = configuration.privateKeyPath else {
+                throw TLSError(kind: .invalidArgument, operation: operation, detail: "certificate without key")
+            }
+            try Self.requireFile(key, operation)
+            TLSError.clearQueue()
+            guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 else {
+                throw TLSError.openSSL("loading private key \(key)")
+            }
+            guard SSL_CTX_check_private_key(ctx) == 1 else {
+                throw TLSError.openSSL(operation, kind: .invalidArgument, detail: "\(key) does not match \(chain)")
+            }
+        } else if isServer {
+            throw TLSError(kind: .invalidArgument, operation: operation, detail: "a server needs a certificate")
+        }
+
+        if let ca = configuration.trustedCAPath {
+            try Self.requireFile(ca, operation)
+            TLSError.clearQueue()
+            guard SSL_CTX_load_verify_file(ctx, ca) == 1 else {
+                throw TLSError.openSSL("loading trusted CA \(ca)")
+            }
+            if isServer {
+                // Tell clients which CA we accept, so one holding several certificates picks the right one.
+                TLSError.clearQueue()
+                guard let names = SSL_load_client_CA_file(ca) else {
+                    throw TLSError.openSSL("loading trusted CA \(ca)")
+                }
+                SSL_CTX_set_client_CA_list(ctx, names)
+            }
+        } else if !isServer || configuration.requireClientCertificate {
+            throw TLSError(
+                kind: .invalidArgument, operation: operation, detail: "a trusted CA file is needed to verify the peer")
+        }
+
+        var verify = SSL_VERIFY_PEER
+        if isServer, configuration.requireClientCertificate { verify |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT }
+        SSL_CTX_set_verify(ctx, verify, nil)
+        TLSError.clearQueue()
+    }
+
+    deinit {
+        SSL_CTX_free(pointer)
+    }
+
+    private static func requireFile(_ path: String, _ operation: String) throws(TLSError) {
+        guard CertificateFiles.exists(path) else {
+            throw TLSError(kind: .fileSystem, operation: operation, detail: "\(path): no such file")
+        }
+    }
+}
