@@ -30,13 +30,17 @@ let package = Package(
         .target(name: "MemoNet"),
         .target(name: "MemoCLI"),
         .target(name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
+        .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
+        .target(name: "MemoTUI", dependencies: ["MemoCore"]),
         .executableTarget(
             name: "memo-server", dependencies: ["MemoServer", "MemoCLI"]),
-        .executableTarget(name: "memo-client", dependencies: ["MemoWire", "MemoTLS", "MemoCLI"]),
+        .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
         .executableTarget(name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
-            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer"]
+            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
+                "MemoTUI",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,1 @@
+// The client library: connection, remote store with its mirror cache.

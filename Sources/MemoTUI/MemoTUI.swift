@@ -1,0 +1,1 @@
+// The terminal front end: view models, coordinator, cell grid, renderer.
