@@ -38,7 +38,8 @@ let package = Package(
         .executableTarget(name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
-            dependencies: ["MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
+            dependencies: [
+                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
                 "MemoTUI",
             ]
         ),
