@@ -1,6 +1,6 @@
 import Glibc
 
-/// epoll, eventfd, signalfd and accept4, which the toolchain's `Glibc` module does not import.
+/// epoll, eventfd, signalfd, accept4 and pthread_setname_np, which the toolchain's `Glibc` module does not import.
 ///
 /// The package has no C target for this module, so the functions are looked up once with `dlsym` and called
 /// through `@convention(c)` pointers, which use the C calling convention. Constants and the `epoll_event`
@@ -22,6 +22,13 @@ enum LinuxAPI {
     static let signalFD: SignalFD = symbol("signalfd")
     // accept4 is declared only under _GNU_SOURCE, which the Glibc module does not define.
     static let accept4: Accept4 = symbol("accept4")
+    typealias SetThreadName = @convention(c) (pthread_t, UnsafePointer<CChar>?) -> Int32
+    private static let setThreadNameFunction: SetThreadName = symbol("pthread_setname_np")
+
+    /// Names a thread (at most 15 bytes); failures are ignored since the name is only for humans.
+    static func setThreadName(_ thread: pthread_t, _ name: String) {
+        _ = name.withCString { setThreadNameFunction(thread, $0) }
+    }
 
     // <sys/epoll.h>
     static let EPOLLIN: UInt32 = 0x001
