@@ -58,8 +58,8 @@ public final class Acceptor: EventHandler {
         }
     }
 
+    /// A listener does not hang up by itself; this comes from the loop shutting down.
     public func hangup() {
-        onError(NetError(operation: "accept", message: "listener hung up"))
         stop()
     }
 

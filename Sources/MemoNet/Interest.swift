@@ -33,7 +33,8 @@ public protocol EventHandler: AnyObject {
     func readable()
     /// The descriptor is writable, or a non-blocking connect has completed or failed (see `finishConnect()`).
     func writable()
-    /// The descriptor hung up or has an error while no readable interest was registered to report it.
+    /// The descriptor hung up or has an error that no `readable()`/`writable()` call in the same wake-up
+    /// reported; also called once for every handler still registered when the loop shuts down.
     /// The handler should deregister and close.
     func hangup()
 }
