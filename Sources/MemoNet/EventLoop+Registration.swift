@@ -44,4 +44,9 @@ extension EventLoop {
         // Fails only when the descriptor was closed first, which already removed it from the epoll set.
         _ = try? control(LinuxAPI.EPOLL_CTL_DEL, fd: registration.fileDescriptor, mask: 0, id: 0)
     }
+    /// How many descriptors are registered. Call on the loop's thread.
+    public var registrationCount: Int {
+        preconditionInEventLoop()
+        return local.value.registrations.count
+    }
 }

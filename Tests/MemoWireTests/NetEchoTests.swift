@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import MemoNet
@@ -9,6 +10,19 @@ struct NetEchoTests {
         ("[::1]", 50, 16 * 1024),
     ])
     func echo(host: String, clients: Int, messageSize: Int) throws {
+        try runEcho(host: host, clients: clients, messageSize: messageSize, keepOpen: false)
+    }
+
+    /// Set MEMO_NET_STRESS to a connection count (9000 fits a 20,000-descriptor limit: client and server ends
+    /// live in this one process) to check that that many connections are echoed while all stay open.
+    @Test("thousands of connections stay open at once and are all served",
+          .enabled(if: ProcessInfo.processInfo.environment["MEMO_NET_STRESS"] != nil))
+    func manyOpenConnections() throws {
+        let count = Int(ProcessInfo.processInfo.environment["MEMO_NET_STRESS"] ?? "") ?? 9000
+        try runEcho(host: "127.0.0.1", clients: count, messageSize: 256, keepOpen: true)
+    }
+
+    private func runEcho(host: String, clients: Int, messageSize: Int, keepOpen: Bool) throws {
         let group = try EventLoopGroup(threads: 2, name: "net-echo")
         defer { group.shutdownGracefully() }
         let listener = try ListeningSocket.bind(SocketAddress(parsing: "\(host):0"), backlog: 512)
@@ -47,19 +61,32 @@ struct NetEchoTests {
             let loop = group.next()
             loop.execute {
                 EchoClient.start(
-                    to: address, message: netPattern(count: messageSize, seed: index), loop: loop
+                    to: address, message: netPattern(count: messageSize, seed: index), keepOpen: keepOpen, loop: loop
                 ) { outcome in
                     results.update { $0[index] = outcome }
                     finished.signal()
                 }
             }
         }
-        finished.wait(count: clients, seconds: 60)
+        finished.wait(count: clients, seconds: keepOpen ? 300 : 60)
         let outcomes = results.value
         #expect(outcomes.count == clients)
         #expect(outcomes.values.allSatisfy { $0 == "ok" }, "\(outcomes.filter { $0.value != "ok" }.prefix(5))")
         #expect(acceptErrors.value.isEmpty)
         #expect(serverLoops.value.count == 2, "accepted connections are spread over both loops")
+        if keepOpen {
+            let open = NetBox(0)
+            let counted = NetSignal()
+            for loop in group.loops {
+                loop.execute {
+                    open.update { $0 += loop.registrationCount }
+                    counted.signal()
+                }
+            }
+            counted.wait(count: group.loops.count)
+            // Every client and every server end, plus the listener.
+            #expect(open.value == 2 * clients + 1)
+        }
     }
 }
 
@@ -137,16 +164,24 @@ private final class EchoClient: EventHandler {
     private let loop: EventLoop
     private let message: [UInt8]
     private let report: (String) -> Void
+    private let keepOpen: Bool
+    private var reported = false
     private var registration: Registration?
     private var connected = false
     private var sent = 0
     private var received: [UInt8] = []
     private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
 
-    static func start(to address: SocketAddress, message: [UInt8], loop: EventLoop, report: @escaping (String) -> Void) {
+    static func start(
+        to address: SocketAddress,
+        message: [UInt8],
+        keepOpen: Bool,
+        loop: EventLoop,
+        report: @escaping (String) -> Void
+    ) {
         do {
             let (socket, state) = try TCPSocket.startConnect(to: address)
-            let client = EchoClient(socket: socket, loop: loop, message: message, report: report)
+            let client = EchoClient(socket: socket, loop: loop, message: message, keepOpen: keepOpen, report: report)
             client.connected = state == .connected
             client.registration = try loop.register(
                 fileDescriptor: socket.fileDescriptor, interest: .all, handler: client
@@ -156,10 +191,13 @@ private final class EchoClient: EventHandler {
         }
     }
 
-    private init(socket: TCPSocket, loop: EventLoop, message: [UInt8], report: @escaping (String) -> Void) {
+    private init(
+        socket: TCPSocket, loop: EventLoop, message: [UInt8], keepOpen: Bool, report: @escaping (String) -> Void
+    ) {
         self.socket = socket
         self.loop = loop
         self.message = message
+        self.keepOpen = keepOpen
         self.report = report
     }
 
@@ -201,11 +239,15 @@ private final class EchoClient: EventHandler {
         finish("hangup after \(received.count) bytes")
     }
 
+    /// Reports once; with `keepOpen` a successful client stays connected until the loop shuts down.
     private func finish(_ outcome: String) {
-        guard let registration else { return }
+        if !reported {
+            reported = true
+            report(outcome)
+        }
+        guard let registration, !(keepOpen && outcome == "ok") else { return }
         loop.deregister(registration)
         self.registration = nil
         socket.close()
-        report(outcome)
     }
 }
