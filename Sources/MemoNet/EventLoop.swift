@@ -91,7 +91,8 @@ public final class EventLoop: Sendable {
     /// Stops the loop once the work queued so far has run, calls `hangup()` on every handler still registered,
     /// drops pending timers, and waits for the thread to end.
     ///
-    /// From the loop's own thread this only asks the loop to stop; it cannot wait for itself.
+    /// From the loop's own thread this only asks the loop to stop; it cannot wait for itself. Only the first call
+    /// from outside waits; later ones return at once.
     public func shutdownGracefully() {
         let mustWake = queue.withLock { queue -> Bool in
             guard queue.phase == .running else { return false }
@@ -150,6 +151,8 @@ public final class EventLoop: Sendable {
             fireDueTimers(state)
         }
         finish(state)
+        // A later thread may be given the same pthread_t; it must not pass for this loop's thread.
+        threadID.store(0, ordering: .releasing)
     }
 
     /// Runs one batch of queued work. Returns true when the loop should stop.

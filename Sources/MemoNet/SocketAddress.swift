@@ -51,7 +51,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(host, String(port), &hints, &list)
         guard status == 0 else {
-            let message = status == EAI_SYSTEM ? String(cString: strerror(errno)) : String(cString: gai_strerror(status))
+            let message = status == EAI_SYSTEM
+                ? String(cString: strerror(errno))
+                : String(cString: gai_strerror(status))
             throw NetError(operation: "getaddrinfo(\(host))", message: message)
         }
         defer { freeaddrinfo(list) }

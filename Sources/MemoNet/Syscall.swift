@@ -49,7 +49,9 @@ enum Syscall {
     }
 
     /// Sets an integer socket option.
-    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ label: String) throws(NetError) {
+    static func setOption(
+        _ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32, _ label: String
+    ) throws(NetError) {
         var value = value
         try call("setsockopt(\(label))") {
             setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size))

@@ -79,7 +79,9 @@ public final class TCPSocket: Sendable {
         let fd = try descriptor.require("sendmsg")
         let used = buffers.prefix(1024).filter { $0.count > 0 }
         guard !used.isEmpty else { return .wrote(0) }
-        var vectors = used.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        var vectors = used.map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+        }
         let flags = Int32(MSG_NOSIGNAL)
         let result = try vectors.withUnsafeMutableBufferPointer { (iov) throws(NetError) -> IOResult<Int> in
             var message = msghdr()

@@ -61,7 +61,8 @@ struct NetSocketTests {
         let (_, client, server) = try connectedPair(host: "127.0.0.1")
         // SO_LINGER with a zero timeout makes close send RST.
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        setsockopt(server.socket.fileDescriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        let size = socklen_t(MemoryLayout<Glibc.linger>.size)
+        #expect(setsockopt(server.socket.fileDescriptor, SOL_SOCKET, SO_LINGER, &linger, size) == 0)
         server.socket.close()
         #expect(try client.wait(for: .readable, timeout: .seconds(5)))
         let payload = [UInt8](repeating: 1, count: 1024)
