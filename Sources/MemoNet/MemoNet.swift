@@ -1,1 +1,0 @@
-// The epoll event loop and non-blocking sockets live here.
