@@ -239,14 +239,17 @@ final class ServerConnection: EventHandler {
     func enqueue(_ item: OutboundQueue.Item) {
         guard phase != .closed else { return }
         outbound.append(item)
-        if outbound.queuedBytes > server.limits.maxOutboundBytes {
+        if outbound.queuedBytes > server.limits.maxOutboundBytes, phase != .closing {
+            // Drop what is queued (the client resumes from its revision) and say why, after the records already
+            // encrypted; if the peer does not read even that, the closing deadline ends it.
+            server.log("slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
+                + "\(server.limits.maxOutboundBytes) bytes queued; dropping them and sending going-away")
             outbound.removeAll()
             outbound.append(.frame(Message.goingAway(
                 code: .slowConsumer,
                 message: "more than \(server.limits.maxOutboundBytes) bytes waiting for this client; "
                     + "reconnect and resume from your last revision").frame(requestID: 0)))
-            flush()
-            abort("slow consumer: outbound buffer over \(server.limits.maxOutboundBytes) bytes")
+            beginClosing("slow consumer: outbound buffer over \(server.limits.maxOutboundBytes) bytes")
         }
     }
 
