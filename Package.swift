@@ -31,18 +31,20 @@ let package = Package(
         .target(name: "MemoNet", dependencies: ["CMemoLinux"]),
         .target(name: "MemoCLI"),
         .target(name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
+        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoTUI", dependencies: ["MemoCore"]),
         .executableTarget(
             name: "memo-server",
             dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
         .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
-        .executableTarget(name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoCLI"]),
+        .executableTarget(
+            name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoTLS", "MemoNet", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
             dependencies: [
                 "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
-                "MemoTUI",
+                "MemoTUI", "MemoProbe",
             ]
         ),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import MemoNet
+import MemoProbe
 import MemoServer
 import MemoTLS
 import MemoWire

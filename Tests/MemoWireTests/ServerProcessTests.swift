@@ -1,5 +1,6 @@
 import Foundation
 import MemoNet
+import MemoProbe
 import MemoWire
 import Testing
 
@@ -21,7 +22,7 @@ final class ServerProcess {
         let output = Pipe()
         process.standardOutput = output
         stderrPath = directory.path + "/server-\(UUID().uuidString.prefix(8)).log"
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         try process.run()
         // Wait for the line, with a deadline so that a server that never starts fails the test.
