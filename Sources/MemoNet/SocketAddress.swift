@@ -1,4 +1,5 @@
 import Glibc
+internal import CMemoLinux
 
 /// An IPv4 or IPv6 socket address, kept as a `sockaddr_storage` and its length.
 ///
@@ -16,7 +17,7 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Wraps a `sockaddr_storage` filled by the kernel (`accept4`, `getsockname`, `getpeername`).
     /// - Throws: `NetError` when the family is neither `AF_INET` nor `AF_INET6`.
-    public init(storage: sockaddr_storage, length: socklen_t) throws(NetError) {
+    init(storage: sockaddr_storage, length: socklen_t) throws(NetError) {
         let family = Int32(storage.ss_family)
         guard family == AF_INET || family == AF_INET6 else {
             throw NetError(operation: "SocketAddress", message: "unsupported address family \(family)")

@@ -1,4 +1,5 @@
 import Glibc
+internal import CMemoLinux
 
 extension TCPSocket {
     /// Whether a non-blocking connect finished at once.

@@ -1,4 +1,5 @@
 import Glibc
+internal import CMemoLinux
 
 /// A connected, non-blocking TCP socket that closes its descriptor exactly once.
 ///

@@ -5,7 +5,9 @@ let usage = """
     usage: memo-bench MODE [options]
 
     Modes:
-      store     creates per second straight into a store (no network): group commit at work
+      store        creates per second straight into a store (no network): group commit at work
+      connections  N idle TLS connections held open; the server's memory per connection
+      handshakes   full TLS handshakes per second
 
     memo-bench MODE --help describes a mode's options.
     """
@@ -21,6 +23,18 @@ do {
             exit(0)
         }
         try await StoreBench(&arguments).run()
+    case "connections":
+        if wantsHelp {
+            print(ConnectionsBench.help)
+            exit(0)
+        }
+        try ConnectionsBench(&arguments).run()
+    case "handshakes":
+        if wantsHelp {
+            print(HandshakesBench.help)
+            exit(0)
+        }
+        try HandshakesBench(&arguments).run()
     case nil where wantsHelp:
         print(usage)
     default:

@@ -1,0 +1,195 @@
+import Foundation
+import MemoCLI
+import MemoNet
+import MemoProbe
+import MemoWire
+
+/// Where to reach a server and with which certificate; shared by the network modes.
+struct BenchTarget {
+    var server = "127.0.0.1:7420"
+    var certs = "certs"
+    var serverPID: Int32?
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        server = try arguments.option("--server") ?? server
+        certs = try arguments.option("--certs") ?? certs
+        serverPID = try arguments.integer("--server-pid", in: 1...Int(Int32.max)).map { Int32($0) }
+    }
+
+    var identity: ProbeConnection.Identity {
+        ProbeConnection.Identity(ca: certs + "/ca.crt", certificate: certs + "/client.crt", key: certs + "/client.key")
+    }
+
+    func address() throws -> SocketAddress { try SocketAddress(parsing: server) }
+
+    func connect() throws -> ProbeConnection {
+        let connection = try ProbeConnection(address: try address(), identity: identity)
+        try connection.hello()
+        return connection
+    }
+
+    /// The server's resident memory in KiB, from /proc (nil without --server-pid).
+    func serverRSS() -> Int? {
+        guard let serverPID, let status = try? String(contentsOfFile: "/proc/\(serverPID)/status", encoding: .utf8)
+        else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+        }
+        return nil
+    }
+
+    /// The server's CPU seconds (user + system), from /proc (nil without --server-pid).
+    func serverCPUSeconds() -> Double? {
+        guard let serverPID, let stat = try? String(contentsOfFile: "/proc/\(serverPID)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}
+
+/// Lets this process hold as many sockets as its hard limit allows.
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    let resource = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
+    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(resource, &limit)
+}
+
+/// `memo-bench connections`: N idle TLS connections held open, then the server's memory per connection.
+struct ConnectionsBench {
+    static let help = """
+        usage: memo-bench connections [--server HOST:PORT] [--certs DIR] [--count N] [--hold SECONDS]
+                                      [--server-pid PID] [--json]
+
+        Opens N TLS connections (each completes TLS and hello), holds them idle for SECONDS (default 2), and
+        reports the rate at which they were opened (full handshakes per second, one at a time) and, with
+        --server-pid, the server's resident memory before and after and the difference per connection.
+        """
+
+    var target: BenchTarget
+    var count = 1000
+    var hold = 2.0
+    var json = false
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        target = try BenchTarget(&arguments)
+        count = try arguments.integer("--count", in: 1...1_000_000) ?? count
+        hold = try arguments.seconds("--hold") ?? hold
+        json = arguments.flag("--json")
+        try arguments.finish()
+    }
+
+    func run() throws {
+        raiseDescriptorLimit()
+        let before = target.serverRSS()
+        var connections: [ProbeConnection] = []
+        connections.reserveCapacity(count)
+        let clock = ContinuousClock()
+        let started = clock.now
+        for _ in 0..<count { connections.append(try target.connect()) }
+        let openSeconds = (clock.now - started).milliseconds / 1000
+        Thread.sleep(forTimeInterval: hold)
+        // Every connection is still served after the hold.
+        for connection in connections.prefix(10) { _ = try connection.request(.ping(nonce: 1)) }
+        let after = target.serverRSS()
+        let perConnection = before.flatMap { b in after.map { Double($0 - b) / Double(count) } }
+        let rate = Double(count) / openSeconds
+        if json {
+            var fields = ["\"op\":\"connections\"", "\"count\":\(count)", String(format: "\"handshakes_per_sec\":%.1f", rate)]
+            if let before, let after, let perConnection {
+                fields += ["\"server_rss_before_kb\":\(before)", "\"server_rss_after_kb\":\(after)",
+                           String(format: "\"kb_per_connection\":%.2f", perConnection)]
+            }
+            print("{" + fields.joined(separator: ",") + "}")
+        } else {
+            print(String(format: "connections: %d opened in %.2f s (%.0f TLS handshakes + hello per second)",
+                         count, openSeconds, rate))
+            if let before, let after, let perConnection {
+                print(String(format: "server RSS: %d KiB before, %d KiB after: %.2f KiB per connection",
+                             before, after, perConnection))
+            }
+        }
+        withExtendedLifetime(connections) {}
+    }
+}
+
+/// `memo-bench handshakes`: full TLS handshakes per second from several threads.
+struct HandshakesBench {
+    static let help = """
+        usage: memo-bench handshakes [--server HOST:PORT] [--certs DIR] [--clients C] [--count N] [--json]
+
+        C threads (default 4) each connect, complete a full TLS handshake and hello, and close, N times in all
+        (default 2000). Prints handshakes per second and latency p50 and p99.
+        """
+
+    var target: BenchTarget
+    var clients = 4
+    var count = 2000
+    var json = false
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        target = try BenchTarget(&arguments)
+        clients = try arguments.integer("--clients", in: 1...1024) ?? clients
+        count = try arguments.integer("--count", in: 1...10_000_000) ?? count
+        json = arguments.flag("--json")
+        try arguments.finish()
+    }
+
+    func run() throws {
+        let target = target
+        let perClient = (0..<clients).map { count / clients + ($0 < count % clients ? 1 : 0) }
+        let results = Recorder<Result<[Double], any Error>>()
+        let clock = ContinuousClock()
+        let started = clock.now
+        for share in perClient {
+            Thread.detachNewThread {
+                results.record(Result {
+                    try (0..<share).map { _ in
+                        let begin = clock.now
+                        let connection = try target.connect()
+                        let elapsed = (clock.now - begin).milliseconds
+                        connection.socket.close()
+                        return elapsed
+                    }
+                })
+            }
+        }
+        let all = results.waitFor(clients)
+        let elapsed = (clock.now - started).milliseconds / 1000
+        let latencies = try all.flatMap { try $0.get() }
+        let stats = LatencyStats(latencies)
+        let rate = Double(latencies.count) / elapsed
+        if json {
+            print(String(format: "{\"op\":\"handshakes\",\"clients\":%d,\"count\":%d,\"handshakes_per_sec\":%.1f,"
+                         + "\"p50_ms\":%.3f,\"p99_ms\":%.3f}", clients, latencies.count, rate, stats.p50, stats.p99))
+        } else {
+            print(String(format: "handshakes: %d from %d threads in %.2f s: %.0f per second, p50 %.3f ms, p99 %.3f ms",
+                         latencies.count, clients, elapsed, rate, stats.p50, stats.p99))
+        }
+    }
+}
+
+/// Collects results from threads.
+final class Recorder<Value: Sendable>: @unchecked Sendable {
+    // @unchecked Sendable: every access to `values` holds `condition`.
+    private let condition = NSCondition()
+    private var values: [Value] = []
+
+    func record(_ value: Value) {
+        condition.lock()
+        values.append(value)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until `count` values are in.
+    func waitFor(_ count: Int) -> [Value] {
+        condition.lock()
+        defer { condition.unlock() }
+        while values.count < count { condition.wait() }
+        return values
+    }
+}
