@@ -14,6 +14,8 @@ public struct DetailState: Sendable, Hashable {
     /// The "save to file" prompt with its path, while on screen.
     public var savePrompt: LineInput?
     public var message: String?
+    /// The first line shown of a memo longer than the screen (the view clamps it).
+    public var scroll = 0
 }
 
 /// What the detail scene asks of the coordinator and the terminal.
@@ -68,6 +70,11 @@ public final class DetailViewModel: Sendable {
     public var current: DetailState { store.value }
 
     public func back() { events.send(.back) }
+
+    /// Scrolls a long memo; the view keeps the offset within the text.
+    public func scroll(by lines: Int, limit: Int) {
+        store.update { state in state.scroll = max(0, min(limit, state.scroll + lines)) }
+    }
 
     public func edit() {
         guard let memo = current.memo, !current.isGone else { return }
