@@ -12,6 +12,10 @@ public enum ComposeMode: Sendable, Hashable {
 public struct ComposeConflict: Sendable, Hashable {
     /// Their version; nil when they deleted it.
     public var theirs: Memo?
+
+    public init(theirs: Memo?) {
+        self.theirs = theirs
+    }
 }
 
 /// What the compose scene shows.
