@@ -3,12 +3,15 @@ import MemoCore
 import MemoTUI
 import Testing
 
-/// Compares a grid's text dump with `Snapshots/<name>.txt`; `MEMO_RECORD_SNAPSHOTS=1` writes the files instead.
+/// Compares a grid's text dump with `Tests/TUISnapshots/<name>.txt`; `MEMO_RECORD_SNAPSHOTS=1` writes the files
+/// instead. The folder sits beside the test target, not in it: SwiftPM warns about files in a target that are
+/// neither sources nor declared resources, and the package manifest is not this target's to change.
 func expectSnapshot(_ grid: Grid, named name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
     for row in 0..<grid.height {
         #expect(grid.text(ofRow: row).columns == grid.width, "row \(row) of \(name)", sourceLocation: sourceLocation)
     }
-    let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Snapshots")
+    let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("TUISnapshots")
     let file = folder.appendingPathComponent(name + ".txt")
     let dump = grid.textDump
     if ProcessInfo.processInfo.environment["MEMO_RECORD_SNAPSHOTS"] == "1" {
