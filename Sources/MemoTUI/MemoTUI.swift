@@ -1,1 +1,0 @@
-// The terminal front end: view models, coordinator, cell grid, renderer.

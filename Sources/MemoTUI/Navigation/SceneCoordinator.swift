@@ -1,0 +1,188 @@
+import Foundation
+import MemoCore
+import Synchronization
+
+/// A scene's view model.
+public enum SceneModel: Sendable {
+    case list(ListViewModel)
+    case detail(DetailViewModel)
+    case compose(ComposeViewModel)
+
+    fileprivate func close() {
+        switch self {
+        case .list(let model): model.close()
+        case .detail(let model): model.close()
+        case .compose: break
+        }
+    }
+}
+
+/// The seeds' `SceneCoordinator`: keeps the scene stack and a view model per scene, and turns what the view
+/// models ask for into transitions.
+///
+/// Requests are handled one at a time, in order, whichever thread sends them (a store may report a deletion from
+/// its own thread): they go through a subject, which never runs its handler twice at once and queues a request
+/// made while one is being handled. With a store that delivers synchronously (the memory store) a request is
+/// handled before the call that made it returns.
+public final class SceneCoordinator: Sendable {
+    private struct Live {
+        var stack = SceneStack()
+        var models: [SceneModel] = []
+        var subscriptions: [[Subscription]] = []
+        /// Details whose memo was deleted while a modal covered them; popped when they come back on screen.
+        var goneDetails: Set<UUID> = []
+    }
+
+    private enum Request: Sendable {
+        case transition(Transition)
+        case detailGone(UUID)
+        case composeFinished(Memo?)
+        case quit
+    }
+
+    private let storage: any MemoStorage
+    private let dateFormat: MemoDateFormat
+    private let live = Mutex(Live())
+    private let inbox = Subject<Request>()
+    private let inboxSubscription: Mutex<Subscription?> = Mutex(nil)
+
+    /// The stack after every transition.
+    public let stack = Subject(SceneStack())
+    /// Text the terminal must write as it is (OSC 52 clipboard sequences).
+    public let terminalOutput = Subject<String>()
+    /// Becomes true when the user quits.
+    public let quitRequested = Subject(false)
+    /// Transitions that could not be applied (no replay); the stack is unchanged then.
+    public let navigationErrors = Subject<NavigationError>()
+
+    public init(storage: any MemoStorage, dateFormat: MemoDateFormat) {
+        self.storage = storage
+        self.dateFormat = dateFormat
+        let subscription = inbox.subscribe { [weak self] request in self?.handle(request) }
+        inboxSubscription.withLock { $0 = subscription }
+    }
+
+    deinit {
+        inboxSubscription.withLock { $0?.cancel() }
+    }
+
+    /// Shows the list as the root scene.
+    public func start() { transition(.root(.list)) }
+
+    /// Applies a transition (queued behind any request being handled).
+    public func transition(_ transition: Transition) { inbox.send(.transition(transition)) }
+
+    /// The scene on screen.
+    public var currentScene: Scene? { live.withLock { $0.stack.top } }
+
+    /// The view model of the scene on screen.
+    public var currentModel: SceneModel? { live.withLock { $0.models.last } }
+
+    /// Every scene's view model, bottom first (views of modal scenes draw over the ones below).
+    public var models: [SceneModel] { live.withLock { $0.models } }
+
+    /// Closes every view model.
+    public func stop() {
+        let (models, subscriptions) = live.withLock { live in
+            defer { live = Live() }
+            return (live.models, live.subscriptions)
+        }
+        subscriptions.joined().forEach { $0.cancel() }
+        models.forEach { $0.close() }
+    }
+
+    // MARK: Handling requests
+
+    private func handle(_ request: Request) {
+        switch request {
+        case .transition(let transition):
+            apply(transition)
+        case .detailGone(let id):
+            let onTop = live.withLock { live -> Bool in
+                if case .detail(id) = live.stack.top { return true }
+                live.goneDetails.insert(id)
+                return false
+            }
+            if onTop { apply(.pop) }
+        case .composeFinished(let saved):
+            apply(.dismiss)
+            if let saved, case .list(let list) = currentModel { list.select(saved.id) }
+        case .quit:
+            quitRequested.send(true)
+        }
+    }
+
+    private func apply(_ transition: Transition) {
+        var transition = transition
+        while true {
+            let old = live.withLock { $0.stack }
+            let new: SceneStack
+            do {
+                new = try SceneStack.apply(transition, to: old)
+            } catch {
+                navigationErrors.send(error)
+                return
+            }
+            var kept = zip(old.entries, new.entries).prefix { $0 == $1 }.count
+            if case .root = transition { kept = 0 }
+            let added = new.entries[kept...].map { makeModel(for: $0.scene) }
+            let (removedModels, removedSubscriptions) = live.withLock { live in
+                let removedModels = Array(live.models[kept...])
+                let removedSubscriptions = Array(live.subscriptions[kept...].joined())
+                live.models.removeSubrange(kept...)
+                live.subscriptions.removeSubrange(kept...)
+                live.models += added.map(\.model)
+                live.subscriptions += added.map(\.subscriptions)
+                live.stack = new
+                return (removedModels, removedSubscriptions)
+            }
+            removedSubscriptions.forEach { $0.cancel() }
+            removedModels.forEach { $0.close() }
+            stack.send(new)
+            // A detail whose memo went away while covered leaves as soon as it is back on screen.
+            let revealedGone = live.withLock { live -> Bool in
+                guard case .detail(let id) = new.top, live.goneDetails.contains(id) else { return false }
+                live.goneDetails.remove(id)
+                return true
+            }
+            guard revealedGone else { return }
+            transition = .pop
+        }
+    }
+
+    private func makeModel(for scene: Scene) -> (model: SceneModel, subscriptions: [Subscription]) {
+        switch scene {
+        case .list:
+            let model = ListViewModel(storage: storage)
+            let subscription = model.events.subscribe { [weak self] event in
+                switch event {
+                case .open(let id): self?.inbox.send(.transition(.push(.detail(id))))
+                case .compose: self?.inbox.send(.transition(.modal(.compose(.create))))
+                case .quit: self?.inbox.send(.quit)
+                }
+            }
+            return (.list(model), [subscription])
+        case .detail(let id):
+            let model = DetailViewModel(memoID: id, storage: storage, dateFormat: dateFormat)
+            let subscription = model.events.subscribe { [weak self] event in
+                switch event {
+                case .back: self?.inbox.send(.transition(.pop))
+                case .edit(let memo): self?.inbox.send(.transition(.modal(.compose(.edit(memo)))))
+                case .gone: self?.inbox.send(.detailGone(id))
+                case .writeToTerminal(let text): self?.terminalOutput.send(text)
+                }
+            }
+            // Gone before anyone listened (opened after a delete): say so now.
+            if model.current.isGone { inbox.send(.detailGone(id)) }
+            return (.detail(model), [subscription])
+        case .compose(let mode):
+            let model = ComposeViewModel(mode: mode, storage: storage)
+            let subscription = model.events.subscribe { [weak self] event in
+                switch event {
+                case .finished(let saved): self?.inbox.send(.composeFinished(saved))
+                }
+            }
+            return (.compose(model), [subscription])
+        }
+    }
+}

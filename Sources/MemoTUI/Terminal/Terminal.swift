@@ -1,0 +1,107 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why the terminal front end could not start.
+public enum TerminalError: Error, Sendable, CustomStringConvertible {
+    case notATerminal
+    case system(String, Int32)
+
+    public var description: String {
+        switch self {
+        case .notATerminal: return "standard input and output must be a terminal"
+        case .system(let call, let code): return "\(call) failed: \(String(cString: strerror(code)))"
+        }
+    }
+}
+
+/// The controlling terminal: raw mode with termios, the alternate screen, bracketed paste, the cursor, the size.
+///
+/// `enter()` saves the terminal's settings and `leave()` puts them back; both may be called from any thread (the
+/// signal watcher calls `leave()` on its queue), and writes are serialised so that a restore never lands in the
+/// middle of a frame.
+final class Terminal: Sendable {
+    private struct State {
+        var saved: termios?
+        var active = false
+    }
+
+    private let state = Mutex(State())
+    let input: Int32 = STDIN_FILENO
+    let output: Int32 = STDOUT_FILENO
+
+    init() throws(TerminalError) {
+        guard isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 else { throw .notATerminal }
+    }
+
+    /// Raw mode (no echo, no line editing, no signals from keys: Ctrl-C arrives as byte 3), alternate screen,
+    /// bracketed paste, hidden cursor.
+    func enter() throws(TerminalError) {
+        try state.withLock { state throws(TerminalError) in
+            guard !state.active else { return }
+            var original = termios()
+            guard tcgetattr(input, &original) == 0 else { throw .system("tcgetattr", errno) }
+            var raw = original
+            raw.c_iflag &= ~tcflag_t(BRKINT | ICRNL | INPCK | ISTRIP | IXON)
+            raw.c_oflag &= ~tcflag_t(OPOST)
+            raw.c_cflag |= tcflag_t(CS8)
+            raw.c_lflag &= ~tcflag_t(ECHO | ICANON | IEXTEN | ISIG)
+            withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+                cc[Int(VMIN)] = 1
+                cc[Int(VTIME)] = 0
+            }
+            guard tcsetattr(input, TCSAFLUSH, &raw) == 0 else { throw .system("tcsetattr", errno) }
+            state.saved = original
+            state.active = true
+            writeAll("\u{1B}[?1049h\u{1B}[?2004h\u{1B}[?25l\u{1B}[2J")
+        }
+    }
+
+    /// Undoes `enter()`: shows the cursor, ends bracketed paste, leaves the alternate screen, restores termios.
+    /// Harmless when not entered.
+    func leave() {
+        state.withLock { state in
+            guard state.active else { return }
+            writeAll("\u{1B}[0m\u{1B}[?2004l\u{1B}[?25h\u{1B}[?1049l")
+            if var saved = state.saved { _ = tcsetattr(input, TCSAFLUSH, &saved) }
+            state.active = false
+        }
+    }
+
+    /// Writes a frame (or an OSC sequence) while the terminal is entered.
+    func write(_ text: String) {
+        guard !text.isEmpty else { return }
+        state.withLock { state in
+            guard state.active else { return }
+            writeAll(text)
+        }
+    }
+
+    /// Columns and rows, from TIOCGWINSZ; 80x24 when the terminal does not say.
+    func size() -> (width: Int, height: Int) {
+        var size = winsize()
+        let result = withUnsafeMutablePointer(to: &size) { ioctl(output, UInt(TIOCGWINSZ), $0) }
+        guard result == 0, size.ws_col > 0, size.ws_row > 0 else { return (80, 24) }
+        return (Int(size.ws_col), Int(size.ws_row))
+    }
+
+    /// write(2) until everything is out, retrying EINTR.
+    private func writeAll(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.write(output, buffer.baseAddress! + offset, buffer.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+        bytes.removeAll()
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import MemoCore
+import Synchronization
+
+/// The terminal front end of `memo-client`: one call sets up the terminal, runs the scenes until the user quits,
+/// and restores the terminal on every way out (quit, Ctrl-C, SIGTERM/SIGINT/SIGHUP, a thrown error).
+public enum TerminalApp {
+    private enum Event: Sendable {
+        case key(Key)
+        case resize
+        case redraw
+    }
+
+    /// Runs the list, detail and compose scenes over `storage` until the user quits.
+    /// - Parameters:
+    ///   - storage: any store: memory, SQLite or the remote client's.
+    ///   - status: what the status bar shows about the connection (`ConstantStatus()` for a local store).
+    ///   - options: colours, date locale, ESC timeout, editor; `TerminalOptions.fromEnvironment()` by default.
+    /// - Throws: `TerminalError` when standard input/output is not a terminal or cannot be set up.
+    public static func run(
+        storage: any MemoStorage, status: any StatusSource, options: TerminalOptions = .fromEnvironment()
+    ) async throws {
+        let terminal = try Terminal()
+        try terminal.enter()
+        defer { terminal.leave() }
+
+        let (events, continuation) = AsyncStream<Event>.makeStream()
+        let signals = SignalWatcher(terminal: terminal) { continuation.yield(.resize) }
+        defer { signals.cancel() }
+        let reader = try InputReader(fd: terminal.input, escapeTimeout: options.escapeTimeoutMilliseconds) { key in
+            continuation.yield(.key(key))
+        }
+        reader.start()
+        defer { reader.stop() }
+
+        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat)
+        defer { coordinator.stop() }
+        // Redraw when the scene on screen changes its state, when the stack or the connection changes.
+        let sceneWatch = Mutex<Subscription?>(nil)
+        var subscriptions: [Subscription] = []
+        subscriptions.append(coordinator.stack.subscribe { _ in
+            let next = coordinator.currentModel.map { model -> Subscription in
+                switch model {
+                case .list(let list): return list.state.subscribe { _ in continuation.yield(.redraw) }
+                case .detail(let detail): return detail.state.subscribe { _ in continuation.yield(.redraw) }
+                case .compose(let compose): return compose.state.subscribe { _ in continuation.yield(.redraw) }
+                }
+            }
+            sceneWatch.withLock { watch in
+                watch?.cancel()
+                watch = next
+            }
+            continuation.yield(.redraw)
+        })
+        subscriptions.append(status.status.subscribe { _ in continuation.yield(.redraw) })
+        subscriptions.append(coordinator.terminalOutput.subscribe { text in terminal.write(text) })
+        defer {
+            subscriptions.forEach { $0.cancel() }
+            sceneWatch.withLock { $0?.cancel() }
+        }
+        coordinator.start()
+
+        var renderer = Renderer(colorEnabled: options.colorEnabled)
+        var size = terminal.size()
+        func draw() {
+            let grid = SceneView.render(
+                coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
+                height: size.height)
+            terminal.write(renderer.render(grid))
+        }
+        draw()
+        for await event in events {
+            switch event {
+            case .key(.control("c")):
+                return
+            case .key(let key):
+                let command = await SceneView.handle(
+                    key, model: coordinator.currentModel, width: size.width, height: size.height)
+                switch command {
+                case .none: break
+                case .quit: return
+                case .externalEditor(let compose):
+                    let text = compose.current.buffer.text
+                    if let edited = try ExternalEditor.edit(
+                        text, command: options.editorCommand, terminal: terminal, reader: reader)
+                    {
+                        compose.replaceText(edited)
+                    }
+                    renderer.invalidate()
+                }
+            case .resize:
+                size = terminal.size()
+                renderer.invalidate()
+            case .redraw:
+                break
+            }
+            if coordinator.quitRequested.value == true { return }
+            draw()
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// How the terminal front end looks and behaves; `fromEnvironment` reads the usual variables.
+public struct TerminalOptions: Sendable {
+    /// False when `NO_COLOR` is set (to anything non-empty): only bold and reverse are used.
+    public var colorEnabled: Bool
+    /// How dates are printed (locale from LC_ALL / LC_TIME / LANG).
+    public var dateFormat: MemoDateFormat
+    /// How long to wait after ESC for the rest of an escape sequence before calling it the Escape key.
+    public var escapeTimeoutMilliseconds: Int32
+    /// The command Ctrl-E runs with the file's path: $VISUAL, $EDITOR, or vi.
+    public var editorCommand: String
+
+    public init(
+        colorEnabled: Bool = true,
+        dateFormat: MemoDateFormat = MemoDateFormat(locale: Locale(identifier: "en_US_POSIX")),
+        escapeTimeoutMilliseconds: Int32 = 50,
+        editorCommand: String = "vi"
+    ) {
+        self.colorEnabled = colorEnabled
+        self.dateFormat = dateFormat
+        self.escapeTimeoutMilliseconds = escapeTimeoutMilliseconds
+        self.editorCommand = editorCommand
+    }
+
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> TerminalOptions {
+        let editor = [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty }
+        return TerminalOptions(
+            colorEnabled: (environment["NO_COLOR"] ?? "").isEmpty,
+            dateFormat: MemoDateFormat.fromEnvironment(environment),
+            editorCommand: editor ?? "vi")
+    }
+}

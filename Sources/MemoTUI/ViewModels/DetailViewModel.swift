@@ -1,0 +1,164 @@
+import Foundation
+import MemoCore
+
+/// What the detail scene shows.
+public struct DetailState: Sendable, Hashable {
+    /// The memo as the store last sent it; nil before it was seen.
+    public var memo: Memo?
+    /// The seeds' `contents`: the memo's text, then its insert date.
+    public var contents: [String] = []
+    /// True once the memo is no longer in the store.
+    public var isGone = false
+    /// The y/N question about deleting is on screen.
+    public var confirmingDelete = false
+    /// The "save to file" prompt with its path, while on screen.
+    public var savePrompt: LineInput?
+    public var message: String?
+    /// The first line shown of a memo longer than the screen (the view clamps it).
+    public var scroll = 0
+}
+
+/// What the detail scene asks of the coordinator and the terminal.
+public enum DetailEvent: Sendable, Hashable {
+    case back
+    case edit(Memo)
+    /// The memo was deleted, here or elsewhere.
+    case gone(deletedHere: Bool)
+    /// Text for the terminal to write: an OSC 52 sequence that puts the memo on the clipboard.
+    case writeToTerminal(String)
+}
+
+/// The seeds' `MemoDetailViewModel`, live: an edit by anyone shows at once, a delete elsewhere is reported.
+public final class DetailViewModel: Sendable {
+    public let memoID: UUID
+    private let storage: any MemoStorage
+    private let dateFormat: MemoDateFormat
+    private let store: StateStore<DetailState>
+    private let subscription: Subscription?
+    public var state: Subject<DetailState> { store.subject }
+    /// Requests for the coordinator and the terminal (no replay).
+    public let events = Subject<DetailEvent>()
+    public let deleteAction: Action<Memo, Memo>
+
+    public init(memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat) {
+        self.memoID = memoID
+        self.storage = storage
+        self.dateFormat = dateFormat
+        let store = StateStore(DetailState())
+        self.store = store
+        deleteAction = Action { memo in try await storage.delete(id: memo.id, expectedRevision: memo.revision) }
+        let events = events
+        subscription = storage.memoList().subscribe { memos in
+            let gone = store.update { state -> Bool in
+                if let memo = memos.first(where: { $0.id == memoID }) {
+                    state.memo = memo
+                    state.contents = [memo.content, dateFormat.string(from: memo.insertDate)]
+                    return false
+                }
+                if state.isGone { return false }
+                state.isGone = true
+                state.confirmingDelete = false
+                state.message = "this memo was deleted"
+                return true
+            }
+            if gone { events.send(.gone(deletedHere: false)) }
+        }
+    }
+
+    public func close() { subscription?.cancel() }
+
+    public var current: DetailState { store.value }
+
+    public func back() { events.send(.back) }
+
+    /// Scrolls a long memo; the view keeps the offset within the text.
+    public func scroll(by lines: Int, limit: Int) {
+        store.update { state in state.scroll = max(0, min(limit, state.scroll + lines)) }
+    }
+
+    public func edit() {
+        guard let memo = current.memo, !current.isGone else { return }
+        events.send(.edit(memo))
+    }
+
+    // MARK: Delete
+
+    public func requestDelete() {
+        store.update { state in state.confirmingDelete = state.memo != nil && !state.isGone }
+    }
+
+    public func answerDelete(_ yes: Bool) async {
+        let memo = store.update { state -> Memo? in
+            defer { state.confirmingDelete = false }
+            return state.confirmingDelete && yes ? state.memo : nil
+        }
+        guard let memo else { return }
+        // Mark the memo gone first: the store's list may arrive before `delete` returns.
+        store.update { $0.isGone = true }
+        let result = await deleteAction.execute(memo)
+        switch result {
+        case .success:
+            store.update { $0.message = "deleted" }
+            events.send(.gone(deletedHere: true))
+        case .failure(let error):
+            let stillThere = storage.memoList().value?.contains { $0.id == memo.id } ?? false
+            store.update { state in
+                state.isGone = !stillThere
+                state.message = ListViewModel.describe(error)
+            }
+            if !stillThere { events.send(.gone(deletedHere: false)) }
+        }
+    }
+
+    // MARK: Share
+
+    /// Puts the memo on the terminal's clipboard with OSC 52 and says so.
+    public func share() {
+        guard let memo = current.memo else { return }
+        events.send(.writeToTerminal(Self.clipboardSequence(for: memo.content)))
+        store.update { $0.message = "copied to the clipboard" }
+    }
+
+    /// ESC ] 52 ; c ; base64 BEL: terminals that allow it put the text on the system clipboard, even over ssh.
+    public static func clipboardSequence(for text: String) -> String {
+        "\u{1B}]52;c;" + Data(text.utf8).base64EncodedString() + "\u{07}"
+    }
+
+    /// The file `S` offers: ./memo-<first 8 characters of the id>.txt
+    public var defaultFilePath: String { "./memo-\(memoID.uuidString.lowercased().prefix(8)).txt" }
+
+    /// Shows the "save to" prompt with the default path.
+    public func beginSave() {
+        store.update { state in state.savePrompt = state.memo == nil ? nil : LineInput(defaultFilePath) }
+    }
+
+    public func editSavePath(_ edit: (inout LineInput) -> Void) {
+        store.update { state in
+            guard state.savePrompt != nil else { return }
+            edit(&state.savePrompt!)
+        }
+    }
+
+    public func cancelSave() { store.update { $0.savePrompt = nil } }
+
+    /// Writes the memo to the prompt's path (or `path`) and says where.
+    /// - Returns: the absolute path written, or nil when it failed (the message says why).
+    @discardableResult
+    public func confirmSave(to path: String? = nil) async -> String? {
+        let (memo, chosen) = store.update { state -> (Memo?, String?) in
+            defer { state.savePrompt = nil }
+            return (state.memo, path ?? state.savePrompt?.text)
+        }
+        guard let memo, let chosen, !chosen.isEmpty else { return nil }
+        let expanded = NSString(string: chosen).expandingTildeInPath
+        let url = URL(fileURLWithPath: expanded).standardizedFileURL
+        do {
+            try Data(memo.content.utf8).write(to: url, options: .atomic)
+            store.update { $0.message = "saved to \(url.path)" }
+            return url.path
+        } catch {
+            store.update { $0.message = "could not save to \(url.path): \(error.localizedDescription)" }
+            return nil
+        }
+    }
+}

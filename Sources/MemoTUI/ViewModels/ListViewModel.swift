@@ -1,0 +1,186 @@
+import Foundation
+import MemoCore
+
+/// What the list scene shows.
+public struct ListState: Sendable, Hashable {
+    /// Every memo, newest first, as the store last sent them.
+    public var memos: [Memo] = []
+    /// The memos that pass the filter, newest first.
+    public var visible: [Memo] = []
+    /// The selected memo; selection follows the memo, not its row.
+    public var selectedID: UUID?
+    /// Case-insensitive substring filter; empty shows everything.
+    public var filter = LineInput()
+    /// True while the user types the filter (after `/`).
+    public var isEditingFilter = false
+    /// The memo the user asked to delete, while the y/N question is on screen.
+    public var pendingDelete: Memo?
+    public var helpVisible = false
+    /// A one-line message for the user ("deleted", an error).
+    public var message: String?
+
+    public var selectedIndex: Int? {
+        guard let selectedID else { return nil }
+        return visible.firstIndex { $0.id == selectedID }
+    }
+
+    public var selectedMemo: Memo? { selectedIndex.map { visible[$0] } }
+}
+
+/// What the list asks the coordinator to do.
+public enum ListEvent: Sendable, Hashable {
+    case open(UUID)
+    case compose
+    case quit
+}
+
+/// The seeds' `MemoListViewModel`: the live list, its selection and filter, and delete with confirmation.
+public final class ListViewModel: Sendable {
+    private let storage: any MemoStorage
+    private let store: StateStore<ListState>
+    private let listSubscription: Subscription?
+    /// What the view shows.
+    public var state: Subject<ListState> { store.subject }
+    /// Navigation requests, for the coordinator (no replay).
+    public let events = Subject<ListEvent>()
+    /// Deletes a memo if it is still at the revision the user saw.
+    public let deleteAction: Action<Memo, Memo>
+
+    public init(storage: any MemoStorage) {
+        self.storage = storage
+        let store = StateStore(ListState())
+        self.store = store
+        deleteAction = Action { memo in
+            try await storage.delete(id: memo.id, expectedRevision: memo.revision)
+        }
+        listSubscription = storage.memoList().subscribe { memos in
+            store.update { state in
+                let before = state.visible
+                state.memos = memos
+                Self.reconcile(&state, previousVisible: before)
+                if let pending = state.pendingDelete, !memos.contains(where: { $0.id == pending.id }) {
+                    state.pendingDelete = nil
+                }
+            }
+        }
+    }
+
+    /// Stops following the store.
+    public func close() {
+        listSubscription?.cancel()
+    }
+
+    public var current: ListState { store.value }
+
+    // MARK: Selection
+
+    public func moveDown(by count: Int = 1) { move { index, total in min(total - 1, index + count) } }
+    public func moveUp(by count: Int = 1) { move { index, _ in max(0, index - count) } }
+    public func moveToFirst() { move { _, _ in 0 } }
+    public func moveToLast() { move { _, total in total - 1 } }
+
+    public func select(_ id: UUID) {
+        store.update { state in
+            if state.visible.contains(where: { $0.id == id }) { state.selectedID = id }
+        }
+    }
+
+    private func move(_ target: (Int, Int) -> Int) {
+        store.update { state in
+            guard !state.visible.isEmpty else { return }
+            let index = state.selectedIndex ?? 0
+            state.selectedID = state.visible[target(index, state.visible.count)].id
+            state.message = nil
+        }
+    }
+
+    /// Opens the selected memo.
+    public func openSelected() {
+        guard let memo = current.selectedMemo else { return }
+        events.send(.open(memo.id))
+    }
+
+    public func compose() { events.send(.compose) }
+
+    public func quit() { events.send(.quit) }
+
+    public func toggleHelp() { store.update { $0.helpVisible.toggle() } }
+
+    // MARK: Filter
+
+    public func beginFilter() { store.update { $0.isEditingFilter = true } }
+
+    public func editFilter(_ edit: (inout LineInput) -> Void) {
+        store.update { state in
+            let before = state.visible
+            edit(&state.filter)
+            Self.reconcile(&state, previousVisible: before)
+        }
+    }
+
+    /// Enter: stop typing, keep the filter.
+    public func commitFilter() { store.update { $0.isEditingFilter = false } }
+
+    /// Esc: drop the filter and show everything.
+    public func clearFilter() {
+        store.update { state in
+            let before = state.visible
+            state.filter = LineInput()
+            state.isEditingFilter = false
+            Self.reconcile(&state, previousVisible: before)
+        }
+    }
+
+    // MARK: Delete
+
+    /// Asks "delete? y/N" about the selected memo.
+    public func requestDelete() {
+        store.update { state in state.pendingDelete = state.selectedMemo }
+    }
+
+    /// The answer to the question; anything but yes keeps the memo.
+    public func answerDelete(_ yes: Bool) async {
+        let memo = store.update { state -> Memo? in
+            defer { state.pendingDelete = nil }
+            return yes ? state.pendingDelete : nil
+        }
+        guard let memo else { return }
+        let result = await deleteAction.execute(memo)
+        store.update { state in
+            switch result {
+            case .success: state.message = "deleted"
+            case .failure(let error): state.message = Self.describe(error)
+            }
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if case MemoError.conflict = error { return "changed by someone else meanwhile; not deleted" }
+        if case MemoError.notFound = error { return "already deleted" }
+        return "\(error)"
+    }
+
+    // MARK: Reconciling
+
+    static func matches(_ memo: Memo, _ filter: String) -> Bool {
+        filter.isEmpty || memo.content.lowercased().contains(filter.lowercased())
+    }
+
+    /// Recomputes the visible memos and keeps the selection on the same memo; when that memo is gone, selects the
+    /// neighbour that followed it (or preceded it, at the end).
+    static func reconcile(_ state: inout ListState, previousVisible: [Memo]) {
+        let filter = state.filter.text
+        state.visible = state.memos.filter { matches($0, filter) }
+        let visibleIDs = Set(state.visible.map(\.id))
+        if let id = state.selectedID, visibleIDs.contains(id) { return }
+        if let id = state.selectedID, let old = previousVisible.firstIndex(where: { $0.id == id }) {
+            let after = previousVisible[(old + 1)...].first { visibleIDs.contains($0.id) }
+            let before = previousVisible[..<old].reversed().first { visibleIDs.contains($0.id) }
+            if let neighbour = after ?? before {
+                state.selectedID = neighbour.id
+                return
+            }
+        }
+        state.selectedID = state.visible.first?.id
+    }
+}

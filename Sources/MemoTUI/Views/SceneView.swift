@@ -1,0 +1,28 @@
+import MemoCore
+
+/// Draws whichever scene is on screen and routes keys to it: the glue between the coordinator and the terminal,
+/// with no terminal of its own, so that tests can drive it with keys and read the grid.
+public enum SceneView {
+    /// Draws the scene of `model` into a fresh grid of the given size.
+    public static func render(_ model: SceneModel?, status: ConnectionStatus, width: Int, height: Int) -> Grid {
+        var grid = Grid(width: width, height: height)
+        switch model {
+        case .list(let list): ListView.draw(list.current, status: status, into: &grid)
+        case .detail(let detail): DetailView.draw(detail.current, status: status, into: &grid)
+        case .compose(let compose):
+            ComposeView.draw(compose.current, mode: compose.mode, status: status, into: &grid)
+        case nil: break
+        }
+        return grid
+    }
+
+    /// Sends a key to the scene on screen.
+    public static func handle(_ key: Key, model: SceneModel?, width: Int, height: Int) async -> ScreenCommand {
+        switch model {
+        case .list(let list): return await ListView.handle(key, model: list)
+        case .detail(let detail): return await DetailView.handle(key, model: detail, width: width, height: height)
+        case .compose(let compose): return await ComposeView.handle(key, model: compose)
+        case nil: return .quit
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import MemoCore
+
+/// The bottom line of every scene: server, connection state, pending writes, then key hints.
+public enum StatusBarView {
+    /// Draws the bar on `row`; the connection part wins over the hints when the line is short.
+    public static func draw(_ status: ConnectionStatus, hints: String, into grid: inout Grid, row: Int) {
+        grid.fill(row: row, style: .reverse)
+        let marker: String
+        switch status.state {
+        case .live: marker = "●"
+        case .connecting, .reconnecting: marker = "◌"
+        case .offline: marker = "○"
+        }
+        var left = " \(marker) \(status.server) · \(status.state.label)"
+        if status.pendingWrites > 0 { left += " · \(status.pendingWrites) pending" }
+        left += " "
+        let shownLeft = TextLayout.truncate(left, to: grid.width)
+        let used = grid.put(shownLeft, row: row, column: 0, style: .reverse)
+        let room = grid.width - used
+        guard room > 2 else { return }
+        let hintText = TextLayout.truncate("│ " + hints, to: room)
+        grid.put(hintText, row: row, column: used, style: CellStyle(reverse: true, dim: true))
+    }
+}
+
+/// Pieces every scene view uses.
+enum SceneChrome {
+    /// The title line: reverse and bold across the width.
+    static func title(_ text: String, right: String = "", into grid: inout Grid) {
+        guard grid.height > 0 else { return }
+        let style = CellStyle(bold: true, reverse: true)
+        grid.fill(row: 0, style: style)
+        let rightWidth = right.columns
+        let titleRoom = max(0, grid.width - (rightWidth > 0 ? rightWidth + 2 : 0))
+        grid.put(TextLayout.truncate(" " + text, to: titleRoom), row: 0, column: 0, style: style)
+        if rightWidth > 0, rightWidth + 1 < grid.width {
+            grid.put(right, row: 0, column: grid.width - rightWidth - 1, style: style)
+        }
+    }
+
+    /// A one-line prompt or message just above the status bar.
+    static func promptLine(_ text: String, style: CellStyle = .bold, into grid: inout Grid) -> Int? {
+        let row = grid.height - 2
+        guard row >= 1 else { return nil }
+        grid.fill(row: row)
+        grid.put(TextLayout.truncate(text, to: grid.width), row: row, column: 0, style: style)
+        return row
+    }
+
+    /// The first line of a memo, for one-line listings.
+    static func headline(of content: String) -> String {
+        let first = TextLayout.paragraphs(of: content).first { !$0.allSatisfy(\.isWhitespace) }
+        return first.map { String($0.drop { $0 == " " }) } ?? "(empty)"
+    }
+}
