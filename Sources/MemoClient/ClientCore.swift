@@ -38,9 +38,9 @@ final class ClientCore: @unchecked Sendable {
         var sentOn: ObjectIdentifier?
         var chunks: [Memo] = []
         var timer: TimerHandle?
-        let completion: (Result<Reply, any Error>) -> Void
+        let completion: (Result<Reply, any Error>, Int) -> Void
 
-        init(id: UInt32, message: Message, completion: @escaping (Result<Reply, any Error>) -> Void) {
+        init(id: UInt32, message: Message, completion: @escaping (Result<Reply, any Error>, Int) -> Void) {
             self.id = id
             self.message = message
             self.frame = message.frame(requestID: id)
@@ -71,7 +71,6 @@ final class ClientCore: @unchecked Sendable {
     private var requests: [UInt32: Request] = [:]
     private var subscriptions: [Int: Subscription] = [:]
     private var subscriptionByRequest: [UInt32: Int] = [:]
-    private var nextToken = 1
     private var failures = 0
     private var everLive = false
     private var closed = false
@@ -201,7 +200,7 @@ final class ClientCore: @unchecked Sendable {
         requests.removeAll()
         for request in all {
             request.timer?.cancel()
-            request.completion(.failure(error))
+            request.completion(.failure(error), request.attempts)
         }
     }
 
@@ -215,9 +214,11 @@ final class ClientCore: @unchecked Sendable {
         return id < 2 ? allocateID() : id
     }
 
-    func send(_ message: Message, timeout: Duration?, completion: @escaping (Result<Reply, any Error>) -> Void) {
+    func send(
+        _ message: Message, timeout: Duration?, completion: @escaping (Result<Reply, any Error>, Int) -> Void
+    ) {
         if closed {
-            completion(.failure(ClientError.closed))
+            completion(.failure(ClientError.closed), 0)
             return
         }
         let request = Request(id: allocateID(), message: message, completion: completion)
@@ -249,17 +250,14 @@ final class ClientCore: @unchecked Sendable {
         case .rejected(let code, let message)?: error = .server(code: code, message: message)
         default: error = .timedOut(server: configuration.server, seconds: timeout.seconds)
         }
-        request.completion(.failure(error))
+        request.completion(.failure(error), request.attempts)
     }
 
     private func finish(_ id: UInt32, _ result: Result<Reply, any Error>) {
         guard let request = requests.removeValue(forKey: id) else { return }
         request.timer?.cancel()
-        request.completion(result)
+        request.completion(result, request.attempts)
     }
-
-    /// How many times a request was put on a connection (more than once means an earlier try's answer was lost).
-    func attempts(of id: UInt32) -> Int { requests[id]?.attempts ?? 0 }
 
     // MARK: - Frames
 
@@ -340,12 +338,11 @@ final class ClientCore: @unchecked Sendable {
 
     // MARK: - Subscriptions
 
-    func subscribe(start: @escaping () -> UInt64?, handler: @escaping ([SubscriptionEvent]) -> Void) -> Int {
-        let subscription = Subscription(token: nextToken, start: start, handler: handler)
-        nextToken += 1
-        subscriptions[subscription.token] = subscription
+    func subscribe(token: Int, start: @escaping () -> UInt64?, handler: @escaping ([SubscriptionEvent]) -> Void) {
+        guard !closed else { return }
+        let subscription = Subscription(token: token, start: start, handler: handler)
+        subscriptions[token] = subscription
         startSubscription(subscription)
-        return subscription.token
     }
 
     /// Ends the subscription's current run on the server and starts it again from where its owner now says.
@@ -365,7 +362,7 @@ final class ClientCore: @unchecked Sendable {
         subscription.requestID = nil
         subscriptionByRequest[old] = nil
         if connection?.isReady == true {
-            send(.unsubscribe(subscription: old), timeout: nil) { _ in }
+            send(.unsubscribe(subscription: old), timeout: nil) { _, _ in }
         }
     }
 

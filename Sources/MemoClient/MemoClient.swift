@@ -3,6 +3,7 @@ import MemoCore
 import MemoNet
 import MemoTLS
 import MemoWire
+import Synchronization
 
 /// A connection to a memo server over mutual TLS: the version handshake, pipelined requests with ids and
 /// deadlines, subscriptions, and reconnecting with backoff when the connection is lost or the server goes away.
@@ -14,6 +15,7 @@ public final class MemoClient: Sendable {
     public let connectionState: Subject<ConnectionState>
     private let loop: EventLoop
     private let core: ClientCore
+    private let nextToken = Mutex(1)
 
     private init(configuration: ClientConfiguration) throws {
         self.configuration = configuration
@@ -80,22 +82,34 @@ public final class MemoClient: Sendable {
 
     /// Sends one request and waits for its answer (resending it on the next connection if this one is lost).
     func send(_ message: Message, timeout: Duration? = nil) async throws -> Reply {
+        try await sendCounting(message, timeout: timeout).0.get()
+    }
+
+    /// `send`, also saying how many times the request went out (more than once: an earlier answer was lost).
+    func sendCounting(_ message: Message, timeout: Duration? = nil) async -> (Result<Reply, any Error>, Int) {
         let core = self.core
-        let result: Result<Reply, any Error> = await withCheckedContinuation { continuation in
+        return await withCheckedContinuation { continuation in
             loop.execute {
-                core.send(message, timeout: timeout) { continuation.resume(returning: $0) }
+                core.send(message, timeout: timeout) { result, attempts in
+                    continuation.resume(returning: (result, attempts))
+                }
             }
         }
-        return try result.get()
     }
 
     /// Sends a request whose answer is one memo.
     func memoRequest(_ message: Message) async throws -> Memo {
-        let reply = try await send(message)
-        guard case .message(.memo(let memo)) = reply else {
-            throw ClientError.protocolError("expected a memo in answer to \(message.kind), got \(reply)")
-        }
-        return memo
+        try await memoRequestCounting(message).0.get()
+    }
+
+    func memoRequestCounting(_ message: Message) async -> (Result<Memo, any Error>, Int) {
+        let (result, attempts) = await sendCounting(message)
+        return (result.flatMap { reply in
+            guard case .message(.memo(let memo)) = reply else {
+                return .failure(ClientError.protocolError("expected a memo in answer to \(message.kind), got \(reply)"))
+            }
+            return .success(memo)
+        }, attempts)
     }
 
     /// Creates a memo. The id is chosen here when not given, so a create resent after a lost answer finds the
@@ -123,13 +137,28 @@ public final class MemoClient: Sendable {
     }
 
     /// Replaces a memo's content; with `expectedRevision`, only if the memo is still at it.
+    ///
+    /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
+    /// holds our content, the first try did it and that is the answer.
     public func update(id: UUID, content: String, expectedRevision: UInt64? = nil) async throws -> Memo {
-        try await memoRequest(.update(id: id, expectedRevision: expectedRevision, content: content))
+        let (result, attempts) = await memoRequestCounting(
+            .update(id: id, expectedRevision: expectedRevision, content: content))
+        if attempts > 1, case .failure(MemoError.conflict) = result,
+           let memo = try? await get(id: id), memo.content == content {
+            return memo
+        }
+        return try result.get()
     }
 
     /// Deletes a memo; with `expectedRevision`, only if the memo is still at it. Returns it as it was.
-    public func delete(id: UUID, expectedRevision: UInt64? = nil) async throws -> Memo {
-        try await memoRequest(.delete(id: id, expectedRevision: expectedRevision))
+    /// - Parameter known: the memo as the caller last saw it; when the first try's answer was lost and the resent
+    ///   delete finds nothing, the first try did it, and `known` is the answer.
+    public func delete(id: UUID, expectedRevision: UInt64? = nil, known: Memo? = nil) async throws -> Memo {
+        let (result, attempts) = await memoRequestCounting(.delete(id: id, expectedRevision: expectedRevision))
+        if attempts > 1, case .failure(MemoError.notFound) = result, let known {
+            return known
+        }
+        return try result.get()
     }
 
     /// Round trip to the server.
@@ -139,6 +168,11 @@ public final class MemoClient: Sendable {
         let reply = try await send(.ping(nonce: nonce))
         guard case .message(.pong(nonce)) = reply else { throw ClientError.protocolError("bad pong") }
         return ContinuousClock.now - start
+    }
+
+    /// Runs `work` on the client's loop thread, after everything queued there before it.
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
     }
 
     // MARK: - Subscriptions
@@ -173,11 +207,13 @@ public final class MemoClient: Sendable {
     ///   - handler: the events of one read, in order, on the client's loop thread; it must not block.
     public func subscribe(
         start: @escaping @Sendable () -> UInt64?, handler: @escaping @Sendable ([SubscriptionEvent]) -> Void
-    ) async -> SubscriptionHandle {
+    ) -> SubscriptionHandle {
         let core = self.core
-        let token: Int = await withCheckedContinuation { continuation in
-            loop.execute { continuation.resume(returning: core.subscribe(start: start, handler: handler)) }
+        let token = nextToken.withLock { next in
+            defer { next += 1 }
+            return next
         }
+        loop.execute { core.subscribe(token: token, start: start, handler: handler) }
         return SubscriptionHandle(token: token, client: self)
     }
 }
