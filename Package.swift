@@ -34,7 +34,8 @@ let package = Package(
         .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoTUI", dependencies: ["MemoCore"]),
         .executableTarget(
-            name: "memo-server", dependencies: ["MemoServer", "MemoCLI"]),
+            name: "memo-server",
+            dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
         .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
         .executableTarget(name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoCLI"]),
         .testTarget(

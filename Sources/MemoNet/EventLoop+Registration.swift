@@ -1,3 +1,5 @@
+internal import CMemoLinux
+
 extension EventLoop {
     /// Watches `fileDescriptor` for `interest`, calling `handler` on this loop's thread. Call on the loop's
     /// thread.
@@ -13,7 +15,7 @@ extension EventLoop {
         preconditionInEventLoop()
         let state = local.value
         let id = state.nextRegistrationID
-        try control(LinuxAPI.EPOLL_CTL_ADD, fd: fileDescriptor, mask: interest.epollMask, id: id)
+        try control(EPOLL_CTL_ADD, fd: fileDescriptor, mask: interest.epollMask, id: id)
         state.nextRegistrationID += 1
         state.registrations[id] = LoopState.Entry(fd: fileDescriptor, handler: handler, interest: interest)
         return Registration(id: id, fileDescriptor: fileDescriptor)
@@ -26,7 +28,7 @@ extension EventLoop {
         preconditionInEventLoop()
         let state = local.value
         guard let entry = state.registrations[registration.id], entry.interest != interest else { return }
-        try control(LinuxAPI.EPOLL_CTL_MOD, fd: entry.fd, mask: interest.epollMask, id: registration.id)
+        try control(EPOLL_CTL_MOD, fd: entry.fd, mask: interest.epollMask, id: registration.id)
         state.registrations[registration.id]?.interest = interest
     }
 
@@ -42,7 +44,7 @@ extension EventLoop {
         preconditionInEventLoop()
         guard local.value.registrations.removeValue(forKey: registration.id) != nil else { return }
         // Fails only when the descriptor was closed first, which already removed it from the epoll set.
-        _ = try? control(LinuxAPI.EPOLL_CTL_DEL, fd: registration.fileDescriptor, mask: 0, id: 0)
+        _ = try? control(EPOLL_CTL_DEL, fd: registration.fileDescriptor, mask: 0, id: 0)
     }
     /// How many descriptors are registered. Call on the loop's thread.
     public var registrationCount: Int {

@@ -1,3 +1,4 @@
+internal import CMemoLinux
 import Glibc
 import Synchronization
 
@@ -37,15 +38,15 @@ public final class EventLoop: Sendable {
 
     private init(name: String) throws(NetError) {
         self.name = name
-        epollFD = try Syscall.call("epoll_create1") { LinuxAPI.epollCreate1(LinuxAPI.cloexec) }
+        epollFD = try Syscall.call("epoll_create1") { epoll_create1(LinuxAPI.epollFlags) }
         do {
-            wakeFD = try Syscall.call("eventfd") { LinuxAPI.eventFD(0, LinuxAPI.cloexec | LinuxAPI.nonblock) }
+            wakeFD = try Syscall.call("eventfd") { eventfd(0, LinuxAPI.eventFDFlags) }
         } catch {
             Syscall.close(epollFD)
             throw error
         }
         local = ThreadConfined(LoopState())
-        try control(LinuxAPI.EPOLL_CTL_ADD, fd: wakeFD, mask: LinuxAPI.EPOLLIN, id: EventLoop.wakeID)
+        try control(EPOLL_CTL_ADD, fd: wakeFD, mask: LinuxAPI.EPOLLIN, id: EventLoop.wakeID)
     }
 
     /// Creates a loop and starts its thread.
@@ -115,11 +116,8 @@ public final class EventLoop: Sendable {
     }
 
     func control(_ operation: Int32, fd: Int32, mask: UInt32, id: UInt64) throws(NetError) {
-        var event = (UInt64(0), UInt64(0))
-        try withUnsafeMutableBytes(of: &event) { (raw) throws(NetError) in
-            LinuxAPI.storeEvent(mask, data: id, into: raw.baseAddress!, at: 0)
-            try Syscall.call("epoll_ctl") { LinuxAPI.epollCtl(epollFD, operation, fd, raw.baseAddress) }
-        }
+        var event = epoll_event(events: mask, data: epoll_data_t(u64: id))
+        try Syscall.call("epoll_ctl") { epoll_ctl(epollFD, operation, fd, &event) }
     }
 
     // MARK: - The loop
@@ -127,25 +125,23 @@ public final class EventLoop: Sendable {
     private func run() {
         threadID.store(pthread_self(), ordering: .releasing)
         let state = local.value
-        let events = UnsafeMutableRawPointer.allocate(
-            byteCount: EventLoop.maxEvents * LinuxAPI.epollEventSize, alignment: 8
-        )
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: EventLoop.maxEvents)
         defer { events.deallocate() }
         var stopping = false
         while !stopping {
             let timeout = state.timers.nextDeadline.map { Monotonic.millisecondsUntil($0) } ?? -1
-            let count = LinuxAPI.epollWait(epollFD, events, Int32(EventLoop.maxEvents), timeout)
+            let count = epoll_wait(epollFD, events, Int32(EventLoop.maxEvents), timeout)
             if count < 0 {
                 let code = errno
                 if code == EINTR { continue }
                 fatalError("epoll_wait on \(name): \(NetError(errno: code, operation: "epoll_wait"))")
             }
             for index in 0..<Int(count) {
-                let (mask, id) = LinuxAPI.loadEvent(from: events, at: index)
-                if id == EventLoop.wakeID {
+                let event = events[index]
+                if event.data.u64 == EventLoop.wakeID {
                     stopping = runQueuedWork()
                 } else {
-                    state.dispatch(mask, to: id)
+                    state.dispatch(event.events, to: event.data.u64)
                 }
             }
             fireDueTimers(state)
@@ -197,7 +193,7 @@ public final class EventLoop: Sendable {
             state.registrations[id]?.handler.hangup()
         }
         for (_, entry) in state.registrations {
-            _ = try? control(LinuxAPI.EPOLL_CTL_DEL, fd: entry.fd, mask: 0, id: 0)
+            _ = try? control(EPOLL_CTL_DEL, fd: entry.fd, mask: 0, id: 0)
         }
         state.registrations.removeAll()
         state.timers.removeAll()

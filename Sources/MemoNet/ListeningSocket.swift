@@ -1,3 +1,4 @@
+internal import CMemoLinux
 import Glibc
 
 /// A non-blocking TCP listener.
@@ -64,7 +65,7 @@ public final class ListeningSocket: Sendable {
             do throws(NetError) {
                 result = try withUnsafeMutablePointer(to: &storage) { (pointer) throws(NetError) -> IOResult<Int32> in
                     try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (address) throws(NetError) in
-                        try Syscall.nonBlocking("accept4") { LinuxAPI.accept4(fd, address, &length, flags) }
+                        try Syscall.nonBlocking("accept4") { CMemoLinux_accept4(fd, address, &length, flags) }
                     }
                 }
             } catch where ListeningSocket.skippable.contains(error.errno) {

@@ -1,3 +1,4 @@
+internal import CMemoLinux
 import Glibc
 
 /// Delivers signals such as SIGTERM and SIGINT to a closure on an event loop's thread, through a `signalfd`.
@@ -43,21 +44,20 @@ public final class SignalWatcher: EventHandler {
         self.handler = handler
         try SignalWatcher.block(signals)
         var set = SignalWatcher.signalSet(signals)
-        let fd = try Syscall.call("signalfd") { LinuxAPI.signalFD(-1, &set, LinuxAPI.cloexec | LinuxAPI.nonblock) }
+        let fd = try Syscall.call("signalfd") { signalfd(-1, &set, LinuxAPI.signalFDFlags) }
         descriptor = OwnedDescriptor(fd)
         registration = try eventLoop.register(fileDescriptor: fd, interest: .readable, handler: self)
     }
 
     public func readable() {
-        var record = [UInt8](repeating: 0, count: LinuxAPI.signalfdSiginfoSize)
+        var record = signalfd_siginfo()
         while registration != nil, descriptor.fd >= 0 {
             let fd = descriptor.fd
-            let result = record.withUnsafeMutableBytes { raw in
+            let result = withUnsafeMutableBytes(of: &record) { raw in
                 try? Syscall.nonBlocking("read(signalfd)") { Glibc.read(fd, raw.baseAddress, raw.count) }
             }
-            guard case .done(let count)? = result, count == LinuxAPI.signalfdSiginfoSize else { return }
-            let signal = record.withUnsafeBytes { $0.load(fromByteOffset: 0, as: UInt32.self) }
-            handler(Int32(signal))
+            guard case .done(let count)? = result, count == MemoryLayout<signalfd_siginfo>.size else { return }
+            handler(Int32(record.ssi_signo))
         }
     }
 

@@ -1,1 +1,40 @@
-print("not yet built")
+import Foundation
+import MemoCLI
+
+var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+let wantsHelp = arguments.flag("--help", "-h")
+let command = arguments.positional()
+
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write(Data("memo-server: \(message)\n".utf8))
+    exit(code)
+}
+
+do {
+    switch command {
+    case nil, "serve":
+        if wantsHelp { print(command == nil ? Help.main + "\n\n" + Help.serve : Help.serve); exit(0) }
+        try Serve(&arguments).run()
+    case "certs":
+        let sub = arguments.positional()
+        switch sub {
+        case "init":
+            if wantsHelp { print(Help.certsInit); exit(0) }
+            try Certs.initialize(&arguments)
+        case "client":
+            if wantsHelp { print(Help.certsClient); exit(0) }
+            try Certs.client(&arguments)
+        default:
+            if wantsHelp { print(Help.certsInit + "\n\n" + Help.certsClient); exit(0) }
+            throw UsageError(sub.map { "unknown certs command '\($0)'" } ?? "certs needs a command: init or client")
+        }
+    case "help":
+        print(Help.main)
+    default:
+        throw UsageError("unknown command '\(command!)'")
+    }
+} catch let error as UsageError {
+    fail("\(error)\nTry 'memo-server --help'.", code: 2)
+} catch {
+    fail("\(error)", code: 1)
+}

@@ -1,0 +1,53 @@
+import MemoNet
+import MemoWire
+
+/// What one event loop's connections share: scratch buffers, the connections themselves and the subscribers to
+/// fan changes out to. Confined to its loop's thread (held in a `LoopBound`).
+final class LoopContext {
+    /// Socket reads land here before they are fed to TLS; one per loop, not per connection.
+    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    /// Decrypted bytes on their way to a session.
+    var plaintext: [UInt8] = []
+    /// Frames on their way into TLS.
+    var writer = WireWriter(capacity: 64 * 1024)
+    /// Every open connection of this loop.
+    var connections: [ObjectIdentifier: ServerConnection] = [:]
+    /// Subscriptions by connection: request id -> the revision after which changes are due.
+    private var subscribers: [ObjectIdentifier: [UInt32: UInt64]] = [:]
+
+    init() {
+        plaintext.reserveCapacity(64 * 1024)
+    }
+
+    func subscribe(_ connection: ServerConnection, requestID: UInt32, after revision: UInt64) {
+        subscribers[ObjectIdentifier(connection), default: [:]][requestID] = revision
+    }
+
+    func unsubscribe(_ connection: ServerConnection, requestID: UInt32) {
+        let key = ObjectIdentifier(connection)
+        subscribers[key]?[requestID] = nil
+        if subscribers[key]?.isEmpty == true { subscribers[key] = nil }
+    }
+
+    func removeSubscriptions(of connection: ServerConnection) {
+        subscribers[ObjectIdentifier(connection)] = nil
+    }
+
+    func removeAll(of connection: ServerConnection) {
+        subscribers[ObjectIdentifier(connection)] = nil
+        connections[ObjectIdentifier(connection)] = nil
+    }
+
+    /// Hands one change to every subscriber on this loop that is due it.
+    func deliver(_ frame: SharedFrame) {
+        for (key, subscriptions) in subscribers {
+            guard let connection = connections[key] else { continue }
+            var queued = false
+            for (requestID, after) in subscriptions where frame.revision > after {
+                connection.enqueue(.change(frame, requestID: requestID))
+                queued = true
+            }
+            if queued { connection.flush() }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Dispatch
+import Foundation
+import MemoNet
+import MemoTLS
+import MemoWire
+import Synchronization
+
+/// What every connection of a server shares.
+final class ServerCore: Sendable {
+    let store: any ServingStore
+    let limits: ServerLimits
+    let serverName: String
+    let log: ServerLog
+    private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
+
+    init(store: any ServingStore, limits: ServerLimits, serverName: String, log: ServerLog) {
+        self.store = store
+        self.limits = limits
+        self.serverName = serverName
+        self.log = log
+    }
+
+    /// Counts a new connection. - Returns: how many are open, this one included.
+    func connectionOpened() -> Int {
+        open.withLock { state in
+            state.count += 1
+            return state.count
+        }
+    }
+
+    func connectionClosed() {
+        let drained = open.withLock { state -> DispatchSemaphore? in
+            state.count -= 1
+            return state.count == 0 ? state.drained : nil
+        }
+        drained?.signal()
+    }
+
+    var connectionCount: Int { open.withLock { $0.count } }
+
+    /// Waits until no connection is open, or the timeout passes. - Returns: whether all closed.
+    func waitForNoConnections(timeout: Double) -> Bool {
+        let semaphore = DispatchSemaphore(value: 0)
+        let already = open.withLock { state -> Bool in
+            if state.count == 0 { return true }
+            state.drained = semaphore
+            return false
+        }
+        if already { return true }
+        return semaphore.wait(timeout: .now() + timeout) == .success
+    }
+}
+
+/// The memo server: TLS connections on a few epoll threads, serving one store and fanning its changes out.
+public final class MemoServer: Sendable {
+    /// The address actually listened on (the real port when 0 was asked for).
+    public let boundAddress: SocketAddress
+    private let core: ServerCore
+    private let group: EventLoopGroup
+    private let contexts: [LoopBound<LoopContext>]
+    private let acceptor: LoopBound<Acceptor?>
+    private let broadcaster: Broadcaster
+    private let stopped = Mutex(false)
+
+    /// Starts serving `store`.
+    /// - Throws: `TLSError` when the certificates cannot be loaded, `NetError` when the address cannot be bound.
+    public static func start(
+        _ configuration: ServerConfiguration, store: any ServingStore, log: ServerLog = .standardError
+    ) throws -> MemoServer {
+        let directory = configuration.certsDirectory
+        let context = try TLSContext(.server(
+            certificateChainPath: directory + "/server.crt", privateKeyPath: directory + "/server.key",
+            trustedCAPath: directory + "/ca.crt", requireClientCertificate: configuration.requireClientCertificate))
+        let address = try SocketAddress(parsing: configuration.listen)
+        let listener = try ListeningSocket.bind(address, backlog: 4096)
+        let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")
+        let core = ServerCore(
+            store: store, limits: configuration.limits, serverName: configuration.serverName, log: log)
+        do {
+            return try MemoServer(listener: listener, group: group, core: core, tls: context)
+        } catch {
+            group.shutdownGracefully()
+            listener.close()
+            throw error
+        }
+    }
+
+    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore, tls: TLSContext) throws {
+        self.group = group
+        self.core = core
+        boundAddress = try listener.localAddress()
+        contexts = group.loops.map { loop in onLoop(loop) { LoopBound(LoopContext(), eventLoop: loop) } }
+        broadcaster = Broadcaster(store: core.store, contexts: contexts)
+        let contexts = contexts
+        let acceptLoop = group.loops[0]
+        let counter = Atomic<UInt64>(0)
+        let limits = core.limits
+        acceptor = try onLoop(acceptLoop) { () throws -> LoopBound<Acceptor?> in
+            let acceptor = try Acceptor(
+                listener: listener, eventLoop: acceptLoop,
+                onError: { error in core.log("accept failed: \(error.message)") },
+                onAccept: { accepted in
+                    let number = counter.add(1, ordering: .relaxed).newValue
+                    let open = core.connectionOpened()
+                    if open > limits.maxConnections + 1024 {
+                        // Far over the limit: not even a TLS handshake.
+                        core.log("close conn=\(number) peer=\(accepted.peer) reason=\"too many connections\"")
+                        accepted.socket.close()
+                        core.connectionClosed()
+                        return
+                    }
+                    let engine: TLSEngine
+                    do {
+                        engine = try TLSEngine(context: tls)
+                    } catch {
+                        core.log("close conn=\(number) peer=\(accepted.peer) reason=\"TLS setup failed: \(error)\"")
+                        accepted.socket.close()
+                        core.connectionClosed()
+                        return
+                    }
+                    let target = contexts[Int(number % UInt64(contexts.count))]
+                    let rejected = open > limits.maxConnections
+                    let handoff = Handoff(engine)
+                    target.eventLoop.execute {
+                        ServerConnection(
+                            number: number, socket: accepted.socket, peer: accepted.peer, tls: handoff.engine,
+                            server: core, context: target, rejected: rejected
+                        ).start()
+                    }
+                })
+            return LoopBound(acceptor, eventLoop: acceptLoop)
+        }
+    }
+
+    /// How many connections are open.
+    public var connectionCount: Int { core.connectionCount }
+
+    /// Stops accepting, sends going-away to every client, answers the writes in flight, closes every connection
+    /// (waiting at most `timeout` seconds) and stops the threads. The store stays open: its owner closes it.
+    public func shutdown(timeout: Double = 10) {
+        let first = stopped.withLock { stopped in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        let acceptor = acceptor
+        onLoop(acceptor.eventLoop) {
+            acceptor.value?.stop()
+            acceptor.value = nil
+        }
+        for context in contexts {
+            context.eventLoop.execute {
+                for connection in context.value.connections.values {
+                    connection.goAway("the server is shutting down; reconnect and resume from your last revision")
+                }
+            }
+        }
+        if !core.waitForNoConnections(timeout: timeout) {
+            core.log("shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
+        }
+        broadcaster.stop()
+        group.shutdownGracefully()
+    }
+}
+
+/// Moves a TLS engine, made on the accepting loop, to the loop that will own it.
+// @unchecked Sendable: the engine is handed over once and only the receiving loop touches it afterwards.
+private final class Handoff: @unchecked Sendable {
+    let engine: TLSEngine
+    init(_ engine: TLSEngine) { self.engine = engine }
+}
+
+/// Runs `work` on `loop` and waits for its result (from a thread that is not the loop's).
+func onLoop<Result>(_ loop: EventLoop, _ work: @escaping () throws -> Result) rethrows -> Result {
+    if loop.inEventLoop { return try work() }
+    let box = ResultBox<Result>()
+    let done = DispatchSemaphore(value: 0)
+    let job = UncheckedWork { box.result = Swift.Result { try work() } ; done.signal() }
+    loop.execute { job.run() }
+    done.wait()
+    switch box.result! {
+    case .success(let value): return value
+    case .failure(let error): try { throw error }()
+    }
+    fatalError("unreachable")
+}
+
+// @unchecked Sendable: written on the loop thread before the semaphore is signalled, read after waiting on it.
+private final class ResultBox<Value>: @unchecked Sendable {
+    var result: Result<Value, any Error>?
+}
+
+// @unchecked Sendable: the work runs exactly once on the target loop while the caller waits for it.
+private final class UncheckedWork: @unchecked Sendable {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
+}

@@ -1,0 +1,19 @@
+/// How to run a server.
+public struct ServerConfiguration: Sendable {
+    /// `HOST:PORT` to listen on; port 0 picks a free one.
+    public var listen = "127.0.0.1:7420"
+    /// The folder holding `ca.crt`, `server.crt` and `server.key`.
+    public var certsDirectory = "certs"
+    /// Whether clients must present a certificate signed by the CA (mutual TLS).
+    public var requireClientCertificate = true
+    /// Event-loop threads.
+    public var threads = 2
+    public var limits = ServerLimits()
+    /// The name sent in `welcome`.
+    public var serverName = "memo-server"
+
+    public init(listen: String = "127.0.0.1:7420", certsDirectory: String = "certs") {
+        self.listen = listen
+        self.certsDirectory = certsDirectory
+    }
+}

@@ -1,0 +1,398 @@
+import Foundation
+import MemoNet
+import MemoTLS
+import MemoWire
+
+/// One client: a non-blocking socket, its TLS engine and its protocol session, driven by one event loop.
+///
+/// Bytes flow socket -> TLS -> session (frames -> actions) on reads, and outbound queue -> TLS -> socket on
+/// writes. Everything here runs on the connection's loop; store completions hop back to it.
+final class ServerConnection: EventHandler {
+    enum Phase {
+        /// TLS and hello not done yet.
+        case handshaking
+        /// Serving requests.
+        case open
+        /// Not reading any more; closes once writes in flight are answered and everything is flushed.
+        case closing
+        case closed
+    }
+
+    let number: UInt64
+    let peer: SocketAddress
+    private let socket: TCPSocket
+    private let tls: TLSEngine
+    private let server: ServerCore
+    private let context: LoopBound<LoopContext>
+    private var loop: EventLoop { context.eventLoop }
+    private var registration: Registration?
+    private var session: ServerSession?
+    private(set) var phase = Phase.handshaking
+    private var outbound = OutboundQueue()
+    /// Ciphertext taken from TLS that the socket has not accepted yet.
+    private var pendingCipher: [UInt8] = []
+    private var pendingCipherOffset = 0
+    private var deadline: TimerHandle?
+    private var closeReason = ""
+    /// Set when the connection was accepted over the limit: it is told so once TLS is up.
+    private let rejected: Bool
+    private var commonName = "-"
+    private var lastAnswerTime = ContinuousClock.now
+
+    init(
+        number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
+        context: LoopBound<LoopContext>, rejected: Bool
+    ) {
+        self.number = number
+        self.socket = socket
+        self.peer = peer
+        self.tls = tls
+        self.server = server
+        self.context = context
+        self.rejected = rejected
+    }
+
+    /// Registers with the loop and starts the handshake deadline. Call on the loop.
+    func start() {
+        do {
+            try? socket.setNoDelay()
+            registration = try loop.register(fileDescriptor: socket.fileDescriptor, interest: .readable, handler: self)
+        } catch {
+            server.log("close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
+            socket.close()
+            server.connectionClosed()
+            return
+        }
+        context.value.connections[ObjectIdentifier(self)] = self
+        let bound = LoopBound(self, eventLoop: loop)
+        deadline = loop.schedule(after: .milliseconds(Int(server.limits.handshakeTimeout * 1000))) {
+            bound.value.handshakeDeadlinePassed()
+        }
+    }
+
+    // MARK: Reading
+
+    func readable() {
+        guard phase == .handshaking || phase == .open else {
+            drainWhileClosing()
+            return
+        }
+        var peerClosed = false
+        var budget = 256 * 1024
+        let ctx = context.value
+        readLoop: while budget > 0 {
+            let result: TCPSocket.ReadResult
+            do {
+                result = try ctx.readBuffer.withUnsafeMutableBytes { buffer throws(NetError) in
+                    try socket.read(into: buffer)
+                }
+            } catch {
+                abort("read failed: \(error)")
+                return
+            }
+            switch result {
+            case .bytes(let count):
+                ctx.readBuffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                budget -= count
+            case .wouldBlock:
+                break readLoop
+            case .eof:
+                peerClosed = true
+                break readLoop
+            }
+        }
+        processTLS()
+        if peerClosed, phase != .closed {
+            if session?.hasPendingWrites == true {
+                // Answer what is in flight (the peer may only have shut down its sending side).
+                beginClosing("peer closed the connection")
+            } else {
+                abort("peer closed the connection")
+            }
+        }
+    }
+
+    private func processTLS() {
+        if !tls.isHandshakeComplete {
+            do throws(TLSError) {
+                guard try tls.handshake() == .done else {
+                    flush()
+                    return
+                }
+            } catch {
+                flush()  // the alert, if any, tells the peer why
+                abort("TLS handshake failed: \(error.kind.summary)", tlsError: error)
+                return
+            }
+            handshakeCompleted()
+            guard phase == .handshaking || phase == .open else { return }
+        }
+        let ctx = context.value
+        ctx.plaintext.removeAll(keepingCapacity: true)
+        let result: TLSEngine.ReadResult
+        do throws(TLSError) {
+            result = try tls.readPlaintext(into: &ctx.plaintext)
+        } catch {
+            flush()
+            abort("TLS error: \(error.kind.summary)", tlsError: error)
+            return
+        }
+        if !ctx.plaintext.isEmpty, var session {
+            let actions = ctx.plaintext.withUnsafeBytes { session.receive($0, store: server.store) }
+            self.session = session
+            perform(actions)
+        }
+        if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
+        if result == .closed, phase != .closed {
+            beginClosing("peer sent close_notify")
+        }
+        flush()
+    }
+
+    private func handshakeCompleted() {
+        commonName = tls.peerCommonName ?? "-"
+        let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
+        server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(role == .readOnly ? "read-only" : "read-write") "
+            + "tls=\(tls.negotiatedProtocol ?? "?")")
+        if rejected {
+            enqueue(.frame(Message.goingAway(
+                code: .tooManyConnections,
+                message: "the server is at its limit of \(server.limits.maxConnections) connections; try again later"
+            ).frame(requestID: 0)))
+            beginClosing("too many connections")
+            return
+        }
+        session = ServerSession(limits: server.limits, role: role, serverName: server.serverName)
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [SessionAction]) {
+        for action in actions {
+            switch action {
+            case .send(let bytes):
+                if phase == .handshaking, session?.phase == .ready {
+                    phase = .open
+                    deadline?.cancel()
+                    deadline = nil
+                }
+                enqueue(.frame(bytes))
+            case .sendList(let requestID, let revision, let memos):
+                enqueue(.stream(ChunkStream(
+                    requestID: requestID, revision: revision, memos: memos, snapshot: false,
+                    maxFrameSize: server.limits.maxFrameSize)))
+            case .submit(let requestID, let op):
+                let bound = LoopBound(self, eventLoop: loop)
+                server.store.submit(op) { result in
+                    bound.eventLoop.execute { bound.value.writeCompleted(requestID, result) }
+                }
+            case .subscribe(let requestID, let start):
+                subscribe(requestID, start)
+            case .unsubscribe(let requestID):
+                context.value.unsubscribe(self, requestID: requestID)
+            case .close(let reason):
+                beginClosing(reason)
+            }
+            if phase == .closed { return }
+        }
+    }
+
+    private func writeCompleted(_ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>) {
+        guard phase != .closed, var session else { return }
+        let frame = session.completed(requestID: requestID, result)
+        self.session = session
+        enqueue(.frame(frame))
+        flush()
+    }
+
+    private func subscribe(_ requestID: UInt32, _ start: WatchStart) {
+        let store = server.store
+        switch start {
+        case .snapshot:
+            let (revision, memos) = store.snapshot()
+            context.value.subscribe(self, requestID: requestID, after: revision)
+            enqueue(.stream(ChunkStream(
+                requestID: requestID, revision: revision, memos: memos, snapshot: true,
+                maxFrameSize: server.limits.maxFrameSize)))
+        case .after(let revision):
+            do throws(MemoError) {
+                let (head, changes) = try store.changes(after: revision)
+                context.value.subscribe(self, requestID: requestID, after: head)
+                enqueue(.frame(Message.subscribed(head: head).frame(requestID: requestID)))
+                for change in changes { enqueue(.frame(Message.change(change).frame(requestID: requestID))) }
+            } catch {
+                session?.subscriptionEnded(requestID)
+                if case .historyGone(let requested, let oldest) = error {
+                    enqueue(.frame(Message.historyGone(requested: requested, oldestAvailable: oldest)
+                        .frame(requestID: requestID)))
+                } else {
+                    enqueue(.frame(Message.error(code: ErrorCode(error), message: error.description)
+                        .frame(requestID: requestID)))
+                }
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Queues a frame; a peer whose queue grows past the limit is dropped as a slow consumer.
+    func enqueue(_ item: OutboundQueue.Item) {
+        guard phase != .closed else { return }
+        outbound.append(item)
+        if outbound.queuedBytes > server.limits.maxOutboundBytes, phase != .closing {
+            // Drop what is queued (the client resumes from its revision) and say why, after the records already
+            // encrypted; if the peer does not read even that, the closing deadline ends it.
+            server.log("slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
+                + "\(server.limits.maxOutboundBytes) bytes queued; dropping them and sending going-away")
+            outbound.removeAll()
+            outbound.append(.frame(Message.goingAway(
+                code: .slowConsumer,
+                message: "more than \(server.limits.maxOutboundBytes) bytes waiting for this client; "
+                    + "reconnect and resume from your last revision").frame(requestID: 0)))
+            beginClosing("slow consumer: outbound buffer over \(server.limits.maxOutboundBytes) bytes")
+        }
+    }
+
+    /// Writes as much as the socket takes: queued frames into TLS, TLS records into the socket.
+    func flush() {
+        guard phase != .closed else { return }
+        let ctx = context.value
+        while true {
+            if pendingCipherOffset < pendingCipher.count {
+                let result: TCPSocket.WriteResult
+                do {
+                    result = try pendingCipher.withUnsafeBytes { raw throws(NetError) in
+                        try socket.write(UnsafeRawBufferPointer(rebasing: raw[pendingCipherOffset...]))
+                    }
+                } catch {
+                    abort("write failed: \(error)")
+                    return
+                }
+                switch result {
+                case .wrote(let count):
+                    pendingCipherOffset += count
+                    if pendingCipherOffset == pendingCipher.count {
+                        pendingCipher.removeAll(keepingCapacity: pendingCipher.capacity <= 64 * 1024)
+                        pendingCipherOffset = 0
+                    }
+                    continue
+                case .wouldBlock:
+                    setInterest(.all)
+                    return
+                }
+            }
+            if tls.hasOutbound {
+                tls.takeOutbound(into: &pendingCipher)
+                continue
+            }
+            if !outbound.isEmpty, tls.isHandshakeComplete {
+                ctx.writer.bytes.removeAll(keepingCapacity: true)
+                outbound.fill(&ctx.writer, upTo: 64 * 1024)
+                do throws(TLSError) {
+                    try tls.writePlaintext(ctx.writer.bytes)
+                } catch {
+                    abort("TLS write failed: \(error.kind.summary)", tlsError: error)
+                    return
+                }
+                if ctx.writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize {
+                    ctx.writer = WireWriter(capacity: 64 * 1024)
+                }
+                continue
+            }
+            break
+        }
+        // Everything is written.
+        setInterest(phase == .closing ? .none : .readable)
+        pendingCipher = []
+        tls.releaseBuffers()
+        if phase == .closing, session?.hasPendingWrites != true {
+            finish()
+        }
+    }
+
+    private func setInterest(_ interest: Interest) {
+        guard let registration else { return }
+        do {
+            try loop.setInterest(interest, for: registration)
+        } catch {
+            abort("epoll: \(error.message)")
+        }
+    }
+
+    func writable() {
+        flush()
+    }
+
+    func hangup() {
+        abort(phase == .closing ? closeReason : "hung up")
+    }
+
+    // MARK: Closing
+
+    /// Stops reading; closes once the writes in flight are answered and everything queued is written.
+    func beginClosing(_ reason: String) {
+        guard phase == .handshaking || phase == .open else { return }
+        phase = .closing
+        closeReason = reason
+        deadline?.cancel()
+        context.value.removeSubscriptions(of: self)
+        // A peer that does not read cannot hold the server up for long.
+        let bound = LoopBound(self, eventLoop: loop)
+        deadline = loop.schedule(after: .seconds(5)) {
+            bound.value.abort("closing took too long (\(bound.value.closeReason))")
+        }
+        flush()
+    }
+
+    /// Sends going-away and closes gracefully (server shutdown).
+    func goAway(_ message: String) {
+        guard phase == .handshaking || phase == .open else { return }
+        if tls.isHandshakeComplete, session != nil {
+            enqueue(.frame(Message.goingAway(code: .shuttingDown, message: message).frame(requestID: 0)))
+            beginClosing("server shutting down")
+        } else {
+            abort("server shutting down")
+        }
+    }
+
+    private func drainWhileClosing() {
+        // Read and discard so that a peer's close is noticed; nothing more is served.
+        let ctx = context.value
+        let result = try? ctx.readBuffer.withUnsafeMutableBytes { buffer throws(NetError) in
+            try socket.read(into: buffer)
+        }
+        if result == .eof || result == nil { abort(closeReason.isEmpty ? "peer closed the connection" : closeReason) }
+    }
+
+    private func handshakeDeadlinePassed() {
+        guard phase == .handshaking else { return }
+        if tls.isHandshakeComplete {
+            enqueue(.frame(Message.error(
+                code: .handshakeTimeout,
+                message: "hello was not sent within \(server.limits.handshakeTimeout) seconds").frame(requestID: 0)))
+            flush()
+        }
+        abort("handshake not finished within \(server.limits.handshakeTimeout) s")
+    }
+
+    /// Closes at once.
+    func abort(_ reason: String, tlsError: TLSError? = nil) {
+        guard phase != .closed else { return }
+        if closeReason.isEmpty || phase != .closing { closeReason = reason }
+        finish()
+    }
+
+    private func finish() {
+        guard phase != .closed else { return }
+        phase = .closed
+        deadline?.cancel()
+        deadline = nil
+        if let registration { loop.deregister(registration) }
+        registration = nil
+        socket.close()
+        context.value.removeAll(of: self)
+        outbound.removeAll()
+        server.log("close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(closeReason)\"")
+        server.connectionClosed()
+    }
+}

@@ -1,0 +1,114 @@
+import Dispatch
+import Foundation
+import MemoCLI
+import MemoNet
+import MemoServer
+import MemoSQLite
+import MemoTLS
+import MemoWire
+import Synchronization
+
+/// `memo-server serve`.
+struct Serve {
+    var configuration = ServerConfiguration()
+    var store = "sqlite:memo-data/memos.sqlite"
+    var historyCapacity = MemoLimits.defaultHistoryCapacity
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        configuration.listen = try arguments.option("--listen") ?? configuration.listen
+        store = try arguments.option("--store") ?? store
+        configuration.certsDirectory = try arguments.option("--certs") ?? configuration.certsDirectory
+        configuration.threads = try arguments.integer("--threads", in: 1...256) ?? configuration.threads
+        var limits = configuration.limits
+        limits.maxConnections = try arguments.integer("--max-connections", in: 1...1_000_000) ?? limits.maxConnections
+        limits.maxFrameSize = try arguments.integer("--max-frame", in: 128 * 1024...64 << 20) ?? limits.maxFrameSize
+        limits.maxInFlight = try arguments.integer("--max-in-flight", in: 1...1_000_000) ?? limits.maxInFlight
+        limits.maxOutboundBytes = try arguments.integer("--max-outbound", in: 64 * 1024...1 << 34)
+            ?? limits.maxOutboundBytes
+        limits.handshakeTimeout = try arguments.seconds("--handshake-timeout") ?? limits.handshakeTimeout
+        configuration.limits = limits
+        historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
+        try arguments.finish()
+        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) else {
+            throw UsageError("--store takes sqlite:PATH or memory, not '\(store)'")
+        }
+    }
+
+    func run() throws {
+        // Before any thread starts, so that every thread inherits the mask and signals reach the watcher.
+        try SignalWatcher.block([SIGTERM, SIGINT])
+        raiseDescriptorLimit()
+        ensureCertificates()
+
+        let memoStore: any ServingStore
+        if store == "memory" {
+            memoStore = MemoryStore(historyCapacity: historyCapacity)
+        } else {
+            memoStore = try SQLiteStore(path: String(store.dropFirst("sqlite:".count)), historyCapacity: historyCapacity)
+        }
+        let server: MemoServer
+        do {
+            server = try MemoServer.start(configuration, store: memoStore)
+        } catch {
+            memoStore.close()
+            throw error
+        }
+        ServerLog.standardError("serving \(store) at revision \(memoStore.revision) with certificates from "
+            + "\(configuration.certsDirectory)")
+        // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
+        let line = Array("listening on \(server.boundAddress)\n".utf8)
+        _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+
+        let signals = try EventLoop.start(name: "memo-signals")
+        let stop = DispatchSemaphore(value: 0)
+        let received = Atomic<Int32>(0)
+        let watcher = try onSignalsLoop(signals) {
+            try SignalWatcher(signals: [SIGTERM, SIGINT], eventLoop: signals) { signal in
+                if received.exchange(signal, ordering: .relaxed) == 0 { stop.signal() }
+            }
+        }
+        stop.wait()
+        let name = received.load(ordering: .relaxed) == SIGTERM ? "SIGTERM" : "SIGINT"
+        ServerLog.standardError("\(name): stopping; going-away sent to \(server.connectionCount) connections")
+        server.shutdown()
+        memoStore.close()
+        ServerLog.standardError("stopped cleanly at revision \(memoStore.revision)")
+        _ = watcher
+        signals.shutdownGracefully()
+    }
+
+    /// Makes a CA and certificates as `certs init` would when the folder holds no CA.
+    private func ensureCertificates() {
+        let directory = configuration.certsDirectory
+        guard !FileManager.default.fileExists(atPath: directory + "/ca.crt") else { return }
+        do {
+            let result = try CertificateAuthority.initialize(directory: directory)
+            ServerLog.standardError("no CA in \(directory): made one; wrote \(result.files.joined(separator: " "))")
+        } catch {
+            ServerLog.standardError("no CA in \(directory) and making one failed: \(error)")
+        }
+    }
+
+    /// Ten thousand connections need more descriptors than the usual soft limit of 1024.
+    private func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+    }
+}
+
+private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
+
+/// Runs `work` on `loop`'s thread and waits for it.
+private func onSignalsLoop<T>(_ loop: EventLoop, _ work: @escaping () throws -> T) throws -> T {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var result: Result<T, any Error>?
+    nonisolated(unsafe) let job = work
+    loop.execute {
+        result = Result { try job() }
+        done.signal()
+    }
+    done.wait()
+    return try result!.get()
+}
