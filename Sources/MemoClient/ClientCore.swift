@@ -130,12 +130,12 @@ final class ClientCore: @unchecked Sendable {
         everLive = true
         lastFailure = nil
         self.welcome = welcome
+        onWelcome?(welcome)
         setState(.live)
         if let first = onFirstOutcome {
             onFirstOutcome = nil
             first(nil)
         }
-        onWelcome?(welcome)
         for subscription in subscriptions.values.sorted(by: { $0.token < $1.token }) { startSubscription(subscription) }
         for id in requests.keys.sorted() { transmit(requests[id]!) }
     }

@@ -16,6 +16,7 @@ public final class MemoClient: Sendable {
     private let loop: EventLoop
     private let core: ClientCore
     private let nextToken = Mutex(1)
+    private let lastWelcome = WelcomeRecord()
 
     private init(configuration: ClientConfiguration) throws {
         self.configuration = configuration
@@ -26,7 +27,13 @@ public final class MemoClient: Sendable {
         connectionState = Subject(ConnectionState.connecting)
         loop = try EventLoop.start(name: "memo-client")
         core = ClientCore(loop: loop, configuration: configuration, tls: tls, state: connectionState)
+        let lastWelcome = self.lastWelcome
+        let core = self.core
+        loop.execute { core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } } }
     }
+
+    /// The store's revision when the server last welcomed us; nil before the first welcome.
+    public var serverRevision: UInt64? { lastWelcome.revision.withLock { $0 } }
 
     deinit {
         let core = self.core
@@ -216,4 +223,9 @@ public final class MemoClient: Sendable {
         loop.execute { core.subscribe(token: token, start: start, handler: handler) }
         return SubscriptionHandle(token: token, client: self)
     }
+}
+
+/// The revision from the last welcome, shared between the client and its loop.
+final class WelcomeRecord: Sendable {
+    let revision = Mutex<UInt64?>(nil)
 }
