@@ -37,8 +37,13 @@ public struct MemoFormatter: Sendable {
     /// The first line of a memo's content, with tabs and carriage returns as spaces (plain output is
     /// tab-separated).
     public static func firstLine(_ content: String) -> String {
-        let line = content.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return String(line.map { $0 == "\t" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
+        // By scalars: "\r\n" is one Character, and must end the line like "\n".
+        var line = String.UnicodeScalarView()
+        for scalar in content.unicodeScalars {
+            if scalar == "\n" { break }
+            line.append(scalar == "\t" || scalar == "\r" ? " " : scalar)
+        }
+        return String(line)
     }
 
     /// The first 8 characters of the id.

@@ -41,6 +41,8 @@ public struct Mirror: Sendable {
     /// Whether `table` is a base that changes can be applied to (a snapshot, or a cache file).
     public private(set) var hasBase = false
     private var incoming: (revision: UInt64, memos: [Memo])?
+    /// The table a dropped base held, kept to tell what changed when the next snapshot replaces it.
+    private var previousBase: MemoTable?
     /// The head a resumed subscription must reach before the mirror is fresh.
     private var catchUpTarget: UInt64?
     private var pending: [(token: UInt64, write: PendingWrite, confirmedAt: UInt64?)] = []
@@ -63,6 +65,7 @@ public struct Mirror: Sendable {
 
     /// Forgets the base so that the next subscription asks for a snapshot.
     public mutating func dropBase() {
+        if hasBase { previousBase = table }
         hasBase = false
         incoming = nil
         catchUpTarget = nil
@@ -90,7 +93,8 @@ public struct Mirror: Sendable {
                 guard last else { continue }
                 let snapshot = incoming!
                 incoming = nil
-                let previous = hasBase ? table : nil
+                let previous = hasBase ? table : previousBase
+                previousBase = nil
                 table = MemoTable(memos: snapshot.memos, revision: snapshot.revision)
                 hasBase = true
                 catchUpTarget = nil

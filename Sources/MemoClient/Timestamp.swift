@@ -34,7 +34,7 @@ public enum Timestamp {
                 if count <= 6 { micros = micros * 10 + Int64(digit) }
             }
             guard (1...9).contains(count) else { return nil }
-            for _ in count..<6 { micros *= 10 }
+            for _ in min(count, 6)..<6 { micros *= 10 }
         }
         var offsetSeconds: Int64 = 0
         if scanner.take("Z") || scanner.take("z") {
