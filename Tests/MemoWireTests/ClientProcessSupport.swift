@@ -41,7 +41,10 @@ final class ClientProcess: Sendable {
         let reader = output.fileHandleForReading
         Thread.detachNewThread { [self] in
             var pending = Data()
-            while let chunk = try? reader.read(upToCount: 65_536), !chunk.isEmpty {
+            while true {
+                // availableData returns what one read gave (read(upToCount:) would wait for the whole count).
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
                 pending.append(chunk)
                 var lines: [String] = []
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
