@@ -142,7 +142,7 @@ final class ClientCore: @unchecked Sendable {
 
     private func connectionEnded(_ ended: WireConnection?, _ end: ConnectionEnd) {
         if let ended, connection !== ended { return }
-        let wasLive = welcome != nil && connection != nil && ended != nil && isLiveEnd(end)
+        let wasLive = welcome != nil
         connection = nil
         welcome = nil
         subscriptionByRequest.removeAll()
@@ -173,11 +173,6 @@ final class ClientCore: @unchecked Sendable {
             if case .tlsRefused = end { setState(.offline) }
             reconnectTimer = loop.schedule(after: delay) { [self] in self.attempt() }
         }
-    }
-
-    private func isLiveEnd(_ end: ConnectionEnd) -> Bool {
-        if case .lost = end { return true }
-        return false
     }
 
     func close() {
@@ -269,8 +264,7 @@ final class ClientCore: @unchecked Sendable {
             do throws(WireError) {
                 message = try Message(frame: frame)
             } catch {
-                connection?.close()
-                connectionEnded(nil, .lost("bad frame from the server: \(error)"))
+                connection?.close(as: .lost("bad frame from the server: \(error)"))
                 return
             }
             if let token = subscriptionByRequest[frame.requestID] {
@@ -293,8 +287,7 @@ final class ClientCore: @unchecked Sendable {
             }
             guard let request = requests[frame.requestID] else {
                 if frame.requestID == 0, case .error(let code, let text) = message {
-                    connection?.close()
-                    connectionEnded(nil, .lost("server error \(code): \(text)"))
+                    connection?.close(as: .lost("server error \(code): \(text)"))
                     return
                 }
                 continue  // the answer to a request that timed out

@@ -40,6 +40,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
     static let helloRequestID: UInt32 = 1
     /// Frames from the server may be as large as its limit; this is ours, checked before allocating.
     static let receiveLimit = 16 << 20
+    /// How long a server that said going-away may take to close.
+    static let goingAwayGrace: Duration = .seconds(10)
 
     let loop: EventLoop
     private let address: SocketAddress
@@ -105,14 +107,14 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         flush()
     }
 
-    /// Closes politely (close_notify) and reports `closedByClient`.
-    func close() {
+    /// Closes politely (close_notify) and reports `reason` (by default `closedByClient`).
+    func close(as reason: ConnectionEnd = .closedByClient) {
         guard phase != .closed else { return }
         if engine.isHandshakeComplete {
             engine.shutdown()
             flush()
         }
-        end(.closedByClient)
+        end(reason)
     }
 
     // MARK: - Event handler
@@ -229,6 +231,10 @@ final class WireConnection: EventHandler, @unchecked Sendable {
                case .goingAway(let code, let message)? = try? Message(frame: frame) {
                 goingAway = true
                 onGoingAway?(code, message)
+                // The server closes once its writes in flight are answered; do not wait for ever if it does not.
+                loop.schedule(after: Self.goingAwayGrace) { [weak self] in
+                    self?.close(as: .lost("the server went away (\(code.name)) and did not close"))
+                }
                 continue
             }
             batch.append(frame)

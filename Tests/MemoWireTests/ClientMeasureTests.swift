@@ -27,6 +27,9 @@ struct ClientMeasureTests {
         let store = try RemoteStore(client: client, cachePath: cache)
         try await store.waitUntilFresh(timeout: .seconds(120))
         let fromServer = clock.now - start
+        start = clock.now
+        _ = try await client.list()
+        let listing = clock.now - start
         #expect(store.memoList().value?.count == count)
         start = clock.now
         try store.saveCache()
@@ -47,6 +50,7 @@ struct ClientMeasureTests {
         print("""
             MEASURE \(count) memos:
               from the server (connect + snapshot + list): \(fromServer)
+              a plain list request, for comparison: \(listing)
               saving the cache (\(size) bytes): \(saving)
               from the cache (list shown, stale): \(fromCache)
               from the cache until fresh (resumed, mode 1): \(fresh)
