@@ -136,4 +136,34 @@ struct ClientLibraryTests {
         _ = try await firstValue(of: cached.memoList(), "the resumed change") { $0.map(\.content) == ["two", "one"] }
         #expect(cached.revision == 2)
     }
+
+    @Test func anOfflineStartShowsTheCacheAndRequestsFailWithTheReason() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let cache = directory.path + "/mirror.cache"
+        let memo = Memo(id: UUID(), content: "cached", insertMicros: 1, updateMicros: 1, revision: 7)
+        try MirrorCache.save(revision: 7, memos: [memo], to: cache)
+        let closed = try ListeningSocket.bind(SocketAddress(parsing: "127.0.0.1:0"))
+        let port = try closed.localAddress().port
+        closed.close()
+        var configuration = server.clientConfiguration(timeout: .milliseconds(300))
+        configuration.server = "127.0.0.1:\(port)"
+        let client = try MemoClient.start(configuration)
+        defer { client.close() }
+        let store = try RemoteStore(client: client, cachePath: cache)
+        #expect(store.memoList().value == [memo])
+        #expect(store.stale.value == true)
+        #expect(store.revision == 7)
+        _ = try await firstValue(of: client.connectionState, "offline") { $0 == .offline }
+        do {
+            _ = try await store.create(content: "later", id: nil, insertDate: nil)
+            Issue.record("a write succeeded with no server")
+        } catch ClientError.unreachable(_, let reason) {
+            #expect(reason.contains("refused"))
+        }
+        // The refused local write was rolled back; the cached list is still shown.
+        _ = try await firstValue(of: store.memoList(), "the rollback") { $0 == [memo] }
+        #expect(store.pendingWrites.value == [])
+    }
 }
