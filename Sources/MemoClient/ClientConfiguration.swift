@@ -36,7 +36,8 @@ public struct ClientConfiguration: Sendable {
     /// `ca.crt`, `client.crt` and `client.key` in `directory`.
     public init(server: String, certificatesDirectory directory: String) {
         let join = { (name: String) in directory.hasSuffix("/") ? directory + name : directory + "/" + name }
-        self.init(server: server, caPath: join("ca.crt"), certificatePath: join("client.crt"), keyPath: join("client.key"))
+        self.init(
+            server: server, caPath: join("ca.crt"), certificatePath: join("client.crt"), keyPath: join("client.key"))
     }
 
     /// The host part of `server`, used to check the server's certificate.
@@ -55,7 +56,9 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var maximumDelay: Duration
     public var multiplier: Double
 
-    public init(initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2) {
+    public init(
+        initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2
+    ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.multiplier = multiplier

@@ -301,7 +301,8 @@ final class ClientCore: @unchecked Sendable {
                     finish(request.id, .success(.list(revision: revision, memos: all)))
                 }
             case .error(let code, let text):
-                finish(request.id, .failure(ClientError.fromServer(code: code, message: text, request: request.message)))
+                let error = ClientError.fromServer(code: code, message: text, request: request.message)
+                finish(request.id, .failure(error))
             default:
                 finish(request.id, .success(.message(message)))
             }
@@ -320,7 +321,8 @@ final class ClientCore: @unchecked Sendable {
 
     private static func subscriptionEvent(_ message: Message) -> SubscriptionEvent? {
         switch message {
-        case .snapshot(let revision, let last, let memos): return .snapshot(revision: revision, last: last, memos: memos)
+        case .snapshot(let revision, let last, let memos):
+            return .snapshot(revision: revision, last: last, memos: memos)
         case .subscribed(let head): return .subscribed(head: head)
         case .change(let change): return .change(change)
         case .historyGone(let requested, let oldest): return .historyGone(requested: requested, oldestAvailable: oldest)

@@ -146,7 +146,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         process()
         guard phase != .closed else { return }
         if let readError {
-            end(phase == .ready ? .lost(readError.message.lowercasedFirst) : .unreachable(readError.message.lowercasedFirst))
+            let reason = readError.message.lowercasedFirst
+            end(phase == .ready ? .lost(reason) : .unreachable(reason))
         } else if sawEnd {
             end(phase == .ready ? .lost("the server closed the connection")
                 : .unreachable("the server closed the connection during the handshake"))
@@ -194,8 +195,9 @@ final class WireConnection: EventHandler, @unchecked Sendable {
                 }
                 phase = .awaitingWelcome
                 try engine.writePlaintext(
-                    Message.hello(minVersion: WireProtocol.version, maxVersion: WireProtocol.version, client: clientName)
-                        .frame(requestID: Self.helloRequestID))
+                    Message.hello(
+                        minVersion: WireProtocol.version, maxVersion: WireProtocol.version, client: clientName
+                    ).frame(requestID: Self.helloRequestID))
             }
             plaintext.removeAll(keepingCapacity: true)
             let result = try engine.readPlaintext(into: &plaintext)
@@ -283,7 +285,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
             switch attempt {
             case .success(let value): result = value
             case .failure(let error):
-                end(phase == .ready ? .lost(error.message.lowercasedFirst) : .unreachable(error.message.lowercasedFirst))
+                let reason = error.message.lowercasedFirst
+                end(phase == .ready ? .lost(reason) : .unreachable(reason))
                 return
             }
             switch result {

@@ -150,7 +150,8 @@ struct ClientCommandLineTests {
         #expect(strangerCA.status == 5)
         #expect(strangerCA.err.contains("unknown CA"))
         // Missing certificate files.
-        let missing: (status: Int32, out: String, err: String) = try runTool("memo-client", ["list", "--server", address, "--certs", "/nonexistent"])
+        let missing: (status: Int32, out: String, err: String) = try runTool(
+            "memo-client", ["list", "--server", address, "--certs", "/nonexistent"])
         #expect(missing.status == 5)
         #expect(missing.err.contains("no such file"))
 
@@ -166,7 +167,8 @@ struct ClientCommandLineTests {
         defer { silent.close() }
         let silentAddress = try silent.localAddress().description
         let started = ContinuousClock.now
-        let timedOut = try runClient(["list", "--timeout", "0.5"], server: silentAddress, certs: server.certificates.path)
+        let timedOut = try runClient(
+            ["list", "--timeout", "0.5"], server: silentAddress, certs: server.certificates.path)
         #expect(timedOut.status == 6)
         #expect(timedOut.err == "memo-client: no answer from \(silentAddress) within 0.5 s\n")
         #expect(ContinuousClock.now - started < .seconds(5))

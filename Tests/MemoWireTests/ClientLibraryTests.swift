@@ -107,7 +107,9 @@ struct ClientLibraryTests {
         let list = store.memoList()
         try await store.waitUntilFresh()
         let pendingSeen = Task { try await firstValue(of: store.pendingWrites, "a pending write") { !$0.isEmpty } }
-        await #expect(throws: MemoError.self) { try await store.create(content: "not allowed", id: nil, insertDate: nil) }
+        await #expect(throws: MemoError.self) {
+            try await store.create(content: "not allowed", id: nil, insertDate: nil)
+        }
         _ = try await pendingSeen.value
         _ = try await firstValue(of: store.pendingWrites, "the rollback") { $0.isEmpty }
         #expect(list.value == [])

@@ -42,7 +42,8 @@ struct ClientFormatTests {
             id: UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0")!, content: content,
             insertMicros: 1_795_000_000_000_001, updateMicros: 1_795_000_000_999_999, revision: 42)
         let text = MemoJSON.object(memo)
-        #expect(text.hasPrefix("{\"id\":\"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\",\"content\":\"line \\\"one\\\"\\n\\ttab"))
+        #expect(text.hasPrefix(
+            "{\"id\":\"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\",\"content\":\"line \\\"one\\\"\\n\\ttab"))
         #expect(text.hasSuffix("\"insertDate\":\"2026-11-18T11:06:40.000001Z\","
             + "\"updateDate\":\"2026-11-18T11:06:40.999999Z\",\"revision\":42}"))
         #expect(!text.contains("\n"))
