@@ -1,1 +1,231 @@
-// The client library: connection, remote store with its mirror cache.
+import Foundation
+import MemoCore
+import MemoNet
+import MemoTLS
+import MemoWire
+import Synchronization
+
+/// A connection to a memo server over mutual TLS: the version handshake, pipelined requests with ids and
+/// deadlines, subscriptions, and reconnecting with backoff when the connection is lost or the server goes away.
+///
+/// One event loop thread per client drives the socket and the TLS engine; the async methods hop onto it.
+public final class MemoClient: Sendable {
+    public let configuration: ClientConfiguration
+    /// Where the connection stands; replays the current state to new subscribers.
+    public let connectionState: Subject<ConnectionState>
+    private let loop: EventLoop
+    private let core: ClientCore
+    private let nextToken = Mutex(1)
+    private let lastWelcome = WelcomeRecord()
+
+    private init(configuration: ClientConfiguration) throws {
+        self.configuration = configuration
+        let tls = try TLSContext(
+            .client(
+                trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
+                privateKeyPath: configuration.keyPath))
+        connectionState = Subject(ConnectionState.connecting)
+        loop = try EventLoop.start(name: "memo-client")
+        core = ClientCore(loop: loop, configuration: configuration, tls: tls, state: connectionState)
+        let lastWelcome = self.lastWelcome
+        let core = self.core
+        loop.execute { core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } } }
+    }
+
+    /// The store's revision when the server last welcomed us; nil before the first welcome.
+    public var serverRevision: UInt64? { lastWelcome.revision.withLock { $0 } }
+
+    deinit {
+        let core = self.core
+        loop.execute { core.close() }
+        loop.shutdownGracefully()
+    }
+
+    /// Connects and waits for the server's welcome.
+    /// - Throws: `ClientError` (`tlsRefused`, `unreachable`, `timedOut`, `server`) when the first connection
+    ///   fails, or `TLSError` when the certificate files cannot be loaded. Once connected, a lost connection is
+    ///   made again in the background.
+    public static func connect(_ configuration: ClientConfiguration) async throws -> MemoClient {
+        let client = try MemoClient(configuration: configuration)
+        let core = client.core
+        let end: ConnectionEnd? = await withCheckedContinuation { continuation in
+            client.loop.execute {
+                core.onFirstOutcome = { continuation.resume(returning: $0) }
+                core.attempt()
+            }
+        }
+        if let end { throw client.error(for: end) }
+        return client
+    }
+
+    /// Starts connecting in the background and returns at once (for a front end that shows a cached mirror
+    /// while the server is away). Requests made before the connection is up wait for it, up to their deadline.
+    /// - Throws: `TLSError` when the certificate files cannot be loaded.
+    public static func start(_ configuration: ClientConfiguration) throws -> MemoClient {
+        let client = try MemoClient(configuration: configuration)
+        let core = client.core
+        client.loop.execute { core.attempt() }
+        return client
+    }
+
+    /// Closes the connection; pending requests fail with `ClientError.closed`. Safe to call more than once.
+    public func close() {
+        let core = self.core
+        loop.execute { core.close() }
+    }
+
+    func error(for end: ConnectionEnd) -> ClientError {
+        switch end {
+        case .unreachable(let reason): return .unreachable(server: configuration.server, reason: reason)
+        case .timedOut: return .timedOut(server: configuration.server, seconds: configuration.connectTimeout.seconds)
+        case .tlsRefused(let error): return .tlsRefused(server: configuration.server, error)
+        case .rejected(let code, let message): return .server(code: code, message: message)
+        case .lost(let reason): return .unreachable(server: configuration.server, reason: reason)
+        case .closedByClient: return .closed
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Sends one request and waits for its answer (resending it on the next connection if this one is lost).
+    func send(_ message: Message, timeout: Duration? = nil) async throws -> Reply {
+        try await sendCounting(message, timeout: timeout).0.get()
+    }
+
+    /// `send`, also saying how many times the request went out (more than once: an earlier answer was lost).
+    func sendCounting(_ message: Message, timeout: Duration? = nil) async -> (Result<Reply, any Error>, Int) {
+        let core = self.core
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                core.send(message, timeout: timeout) { result, attempts in
+                    continuation.resume(returning: (result, attempts))
+                }
+            }
+        }
+    }
+
+    /// Sends a request whose answer is one memo.
+    func memoRequest(_ message: Message) async throws -> Memo {
+        try await memoRequestCounting(message).0.get()
+    }
+
+    func memoRequestCounting(_ message: Message) async -> (Result<Memo, any Error>, Int) {
+        let (result, attempts) = await sendCounting(message)
+        return (result.flatMap { reply in
+            guard case .message(.memo(let memo)) = reply else {
+                return .failure(ClientError.protocolError("expected a memo in answer to \(message.kind), got \(reply)"))
+            }
+            return .success(memo)
+        }, attempts)
+    }
+
+    /// Creates a memo. The id is chosen here when not given, so a create resent after a lost answer finds the
+    /// memo the first try made instead of making a second one.
+    public func create(content: String, id: UUID? = nil, insertDate: Date? = nil) async throws -> Memo {
+        try await create(content: content, id: id ?? UUID(), insertMicros: insertDate?.unixMicros)
+    }
+
+    /// Creates a memo with this id and, for an import, this insert date (microseconds since the epoch).
+    public func create(content: String, id: UUID, insertMicros: Int64?) async throws -> Memo {
+        try await memoRequest(.create(id: id, insertMicros: insertMicros, content: content))
+    }
+
+    public func get(id: UUID) async throws -> Memo {
+        try await memoRequest(.get(id: id))
+    }
+
+    /// Every memo, newest first, and the revision the list is at.
+    public func list() async throws -> (revision: UInt64, memos: [Memo]) {
+        let reply = try await send(.list)
+        guard case .list(let revision, let memos) = reply else {
+            throw ClientError.protocolError("expected memos in answer to list, got \(reply)")
+        }
+        return (revision, memos)
+    }
+
+    /// Replaces a memo's content; with `expectedRevision`, only if the memo is still at it.
+    ///
+    /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
+    /// holds our content, the first try did it and that is the answer.
+    public func update(id: UUID, content: String, expectedRevision: UInt64? = nil) async throws -> Memo {
+        let (result, attempts) = await memoRequestCounting(
+            .update(id: id, expectedRevision: expectedRevision, content: content))
+        if attempts > 1, case .failure(MemoError.conflict) = result,
+           let memo = try? await get(id: id), memo.content == content {
+            return memo
+        }
+        return try result.get()
+    }
+
+    /// Deletes a memo; with `expectedRevision`, only if the memo is still at it. Returns it as it was.
+    /// - Parameter known: the memo as the caller last saw it; when the first try's answer was lost and the resent
+    ///   delete finds nothing, the first try did it, and `known` is the answer.
+    public func delete(id: UUID, expectedRevision: UInt64? = nil, known: Memo? = nil) async throws -> Memo {
+        let (result, attempts) = await memoRequestCounting(.delete(id: id, expectedRevision: expectedRevision))
+        if attempts > 1, case .failure(MemoError.notFound) = result, let known {
+            return known
+        }
+        return try result.get()
+    }
+
+    /// Round trip to the server.
+    public func ping() async throws -> Duration {
+        let start = ContinuousClock.now
+        let nonce = UInt64.random(in: 0...UInt64.max)
+        let reply = try await send(.ping(nonce: nonce))
+        guard case .message(.pong(nonce)) = reply else { throw ClientError.protocolError("bad pong") }
+        return ContinuousClock.now - start
+    }
+
+    /// Runs `work` on the client's loop thread, after everything queued there before it.
+    func execute(_ work: @escaping @Sendable () -> Void) {
+        loop.execute(work)
+    }
+
+    // MARK: - Subscriptions
+
+    /// A subscription that lasts across connections.
+    public final class SubscriptionHandle: Sendable {
+        let token: Int
+        private let client: MemoClient
+
+        init(token: Int, client: MemoClient) {
+            self.token = token
+            self.client = client
+        }
+
+        /// Starts it again on the server from where `start` now says (after the owner lost track).
+        public func restart() {
+            let core = client.core
+            let token = self.token
+            client.loop.execute { core.restart(token) }
+        }
+
+        public func cancel() {
+            let core = client.core
+            let token = self.token
+            client.loop.execute { core.unsubscribe(token) }
+        }
+    }
+
+    /// Subscribes on this and every later connection.
+    /// - Parameters:
+    ///   - start: asked before each `subscribe` is sent: nil for a snapshot, else the last revision applied.
+    ///   - handler: the events of one read, in order, on the client's loop thread; it must not block.
+    public func subscribe(
+        start: @escaping @Sendable () -> UInt64?, handler: @escaping @Sendable ([SubscriptionEvent]) -> Void
+    ) -> SubscriptionHandle {
+        let core = self.core
+        let token = nextToken.withLock { next in
+            defer { next += 1 }
+            return next
+        }
+        loop.execute { core.subscribe(token: token, start: start, handler: handler) }
+        return SubscriptionHandle(token: token, client: self)
+    }
+}
+
+/// The revision from the last welcome, shared between the client and its loop.
+final class WelcomeRecord: Sendable {
+    let revision = Mutex<UInt64?>(nil)
+}

@@ -1,0 +1,103 @@
+import Foundation
+import MemoTLS
+
+/// Where and how a client connects.
+public struct ClientConfiguration: Sendable {
+    /// `HOST:PORT` (`[V6]:PORT` for IPv6).
+    public var server: String
+    /// PEM file of the CA that signed the server's certificate.
+    public var caPath: String
+    /// PEM files of our client certificate and its key.
+    public var certificatePath: String
+    public var keyPath: String
+    /// How long a request may wait for its answer, connecting and retries included.
+    public var requestTimeout: Duration
+    /// How long one connection attempt (TCP, TLS and hello) may take.
+    public var connectTimeout: Duration
+    /// Sent in `hello`, for the server's logs.
+    public var clientName: String
+    public var reconnect: ReconnectPolicy
+
+    public init(
+        server: String, caPath: String, certificatePath: String, keyPath: String,
+        requestTimeout: Duration = .seconds(10), connectTimeout: Duration? = nil, clientName: String = "memo-client",
+        reconnect: ReconnectPolicy = ReconnectPolicy()
+    ) {
+        self.server = server
+        self.caPath = caPath
+        self.certificatePath = certificatePath
+        self.keyPath = keyPath
+        self.requestTimeout = requestTimeout
+        self.connectTimeout = connectTimeout ?? requestTimeout
+        self.clientName = clientName
+        self.reconnect = reconnect
+    }
+
+    /// `ca.crt`, `client.crt` and `client.key` in `directory`.
+    public init(server: String, certificatesDirectory directory: String) {
+        let join = { (name: String) in directory.hasSuffix("/") ? directory + name : directory + "/" + name }
+        self.init(
+            server: server, caPath: join("ca.crt"), certificatePath: join("client.crt"), keyPath: join("client.key"))
+    }
+
+    /// The host part of `server`, used to check the server's certificate.
+    var serverHost: String {
+        var host = server
+        if let colon = host.lastIndex(of: ":") { host = String(host[..<colon]) }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host
+    }
+}
+
+/// Exponential backoff with jitter between reconnect attempts.
+public struct ReconnectPolicy: Sendable, Hashable {
+    /// The delay before the second attempt; the first after a lost connection is immediate.
+    public var initialDelay: Duration
+    public var maximumDelay: Duration
+    public var multiplier: Double
+
+    public init(
+        initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2
+    ) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.multiplier = multiplier
+    }
+
+    /// The wait before attempt `failures + 1` after `failures` failed ones: the backoff, times a random factor
+    /// in [0.5, 1] so that many clients dropped at once do not come back in step.
+    public func delay(afterFailures failures: Int, random: Double = Double.random(in: 0.5...1)) -> Duration {
+        guard failures > 0 else { return .zero }
+        let base = initialDelay.seconds * pow(multiplier, Double(failures - 1))
+        return .seconds(min(base, maximumDelay.seconds) * random)
+    }
+}
+
+/// Where a client's connection stands.
+public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
+    /// The first connection is being made.
+    case connecting
+    /// Connected; requests and the subscription flow.
+    case live
+    /// The connection was lost (or the server went away) and a new one is being made.
+    case reconnecting
+    /// Not connected and not trying right now: waiting before the next attempt, refused, or closed.
+    case offline
+
+    public var description: String {
+        switch self {
+        case .connecting: return "connecting"
+        case .live: return "live"
+        case .reconnecting: return "reconnecting"
+        case .offline: return "offline"
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

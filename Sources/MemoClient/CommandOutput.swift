@@ -1,0 +1,155 @@
+import Foundation
+import Glibc
+import MemoCore
+
+/// How a command writes: for people on a terminal, or plain for scripts, or JSON lines.
+public struct OutputStyle: Sendable, Hashable {
+    public var json: Bool
+    /// stdout is a terminal: tables with short ids and local dates.
+    public var human: Bool
+    /// Colors (only for people, and never with NO_COLOR set).
+    public var color: Bool
+
+    public init(json: Bool, human: Bool, color: Bool) {
+        self.json = json
+        self.human = human
+        self.color = color && human && !json
+    }
+
+    /// The style for this process: human when stdout is a terminal, color unless NO_COLOR or TERM=dumb.
+    public static func detect(json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> OutputStyle
+    {
+        let terminal = isatty(STDOUT_FILENO) == 1
+        let noColor = !(environment["NO_COLOR"] ?? "").isEmpty || environment["TERM"] == "dumb"
+        return OutputStyle(json: json, human: terminal, color: !noColor)
+    }
+}
+
+/// Formats memos and changes as lines for one `OutputStyle`.
+public struct MemoFormatter: Sendable {
+    public let style: OutputStyle
+
+    public init(style: OutputStyle) {
+        self.style = style
+    }
+
+    /// The first line of a memo's content, with tabs and carriage returns as spaces (plain output is
+    /// tab-separated).
+    public static func firstLine(_ content: String) -> String {
+        // By scalars: "\r\n" is one Character, and must end the line like "\n".
+        var line = String.UnicodeScalarView()
+        for scalar in content.unicodeScalars {
+            if scalar == "\n" { break }
+            line.append(scalar == "\t" || scalar == "\r" ? " " : scalar)
+        }
+        return String(line)
+    }
+
+    /// The first 8 characters of the id.
+    public static func shortID(_ id: UUID) -> String {
+        String(id.uuidString.lowercased().prefix(8))
+    }
+
+    /// `2026-11-30 12:26` in the local time zone.
+    public static func localDate(micros: Int64) -> String {
+        var seconds = time_t(micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min))"
+    }
+
+    private func paint(_ text: String, _ code: String) -> String {
+        style.color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
+    }
+
+    /// One memo as a list line: JSON object; `id<TAB>revision<TAB>insertDate<TAB>first line`; or, for people,
+    /// `shortid  local date  first line`.
+    public func line(_ memo: Memo) -> String {
+        if style.json { return MemoJSON.object(memo) }
+        if style.human {
+            return paint(Self.shortID(memo.id), "33") + "  " + paint(Self.localDate(micros: memo.insertMicros), "2")
+                + "  " + Self.firstLine(memo.content)
+        }
+        return memo.id.uuidString.lowercased() + "\t" + String(memo.revision) + "\t"
+            + Timestamp.iso8601(micros: memo.insertMicros) + "\t" + Self.firstLine(memo.content)
+    }
+
+    /// One change as a watch line: the JSON change object; `kind<TAB>id<TAB>revision<TAB>updateDate<TAB>first
+    /// line`; or, for people, `+`/`~`/`-`, the short id, the local date and the first line.
+    public func line(_ change: Change) -> String {
+        if style.json { return MemoJSON.object(change) }
+        let memo = change.memo
+        if style.human {
+            let (mark, color) = switch change.kind {
+            case .created: ("+", "32")
+            case .updated: ("~", "33")
+            case .deleted: ("-", "31")
+            }
+            return paint(mark, color) + " " + paint(Self.shortID(memo.id), "33") + "  "
+                + paint(Self.localDate(micros: memo.updateMicros), "2") + "  " + Self.firstLine(memo.content)
+        }
+        return change.kind.name + "\t" + memo.id.uuidString.lowercased() + "\t" + String(change.revision) + "\t"
+            + Timestamp.iso8601(micros: memo.updateMicros) + "\t" + Self.firstLine(memo.content)
+    }
+
+    /// A whole memo for `show`.
+    public func detail(_ memo: Memo) -> String {
+        if style.json { return MemoJSON.object(memo) + "\n" }
+        if !style.human { return memo.content.hasSuffix("\n") ? memo.content : memo.content + "\n" }
+        var text = paint("id", "2") + "        " + memo.id.uuidString.lowercased() + "\n"
+        text += paint("revision", "2") + "  " + String(memo.revision) + "\n"
+        text += paint("created", "2") + "   " + Self.localDate(micros: memo.insertMicros) + "\n"
+        text += paint("updated", "2") + "   " + Self.localDate(micros: memo.updateMicros) + "\n\n"
+        text += memo.content
+        if !memo.content.hasSuffix("\n") { text += "\n" }
+        return text
+    }
+
+    /// What `add`, `edit` and `rm` print about the memo they wrote.
+    public func written(_ memo: Memo, verb: String) -> String {
+        if style.json || !style.human { return line(memo) }
+        return verb + " " + paint(Self.shortID(memo.id), "33") + " (revision \(memo.revision))"
+    }
+}
+
+/// Buffered writes to a file descriptor; a closed pipe (EPIPE) ends the process quietly, as `head` expects.
+public final class OutputStream: @unchecked Sendable {
+    // Unchecked: used from one thread at a time (the command's task, or the client's loop thread for watch,
+    // which only writes after the command stopped writing).
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    public init(fd: Int32) {
+        self.fd = fd
+    }
+
+    public static let standardOutput = OutputStream(fd: STDOUT_FILENO)
+    public static let standardError = OutputStream(fd: STDERR_FILENO)
+
+    public func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { flush() }
+    }
+
+    public func line(_ text: String) {
+        write(text)
+        write("\n")
+    }
+
+    public func flush() {
+        var offset = 0
+        while offset < buffer.count {
+            let written = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE { exit(0) }
+                break
+            }
+            offset += written
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

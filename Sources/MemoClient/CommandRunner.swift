@@ -1,0 +1,281 @@
+import Foundation
+import MemoCore
+
+/// Where a memo's text comes from.
+public enum TextSource: Sendable, Hashable {
+    case literal(String)
+    /// All of standard input, less one final newline.
+    case standardInput
+}
+
+/// One `memo-client` command, parsed.
+public enum ClientCommand: Sendable, Hashable {
+    case list(filter: String?, limit: Int?)
+    case show(id: String)
+    case add(TextSource)
+    case edit(id: String, text: TextSource, ifRevision: UInt64?)
+    case remove(id: String, ifRevision: UInt64?)
+    case watch
+    case export
+    /// A file of `export` lines; "-" is standard input.
+    case importMemos(path: String)
+}
+
+/// Runs one command against a server and prints its result: the logic of `memo-client`, kept out of
+/// `main.swift` so that tests can drive it.
+public struct CommandRunner: Sendable {
+    public let configuration: ClientConfiguration
+    public let formatter: MemoFormatter
+    let out: OutputStream
+    let err: OutputStream
+    /// How many creates an import keeps in flight at once.
+    static let importWindow = 64
+
+    public init(
+        configuration: ClientConfiguration, style: OutputStyle, out: OutputStream = .standardOutput,
+        err: OutputStream = .standardError
+    ) {
+        self.configuration = configuration
+        formatter = MemoFormatter(style: style)
+        self.out = out
+        self.err = err
+    }
+
+    var style: OutputStyle { formatter.style }
+
+    /// Runs `command`; errors are printed as one line on stderr.
+    public func run(_ command: ClientCommand) async -> ExitCode {
+        let code: ExitCode
+        do {
+            code = try await execute(command)
+        } catch {
+            out.flush()
+            report(error)
+            return ExitCode(error)
+        }
+        out.flush()
+        return code
+    }
+
+    func report(_ error: any Error) {
+        err.line("memo-client: " + ExitCode.message(for: error))
+        err.flush()
+    }
+
+    private func execute(_ command: ClientCommand) async throws -> ExitCode {
+        // Read stdin before connecting: a slow writer must not eat into the request deadline.
+        var text: String?
+        switch command {
+        case .add(let source), .edit(_, let source, _): text = try Self.read(source)
+        default: break
+        }
+        let client = try await MemoClient.connect(configuration)
+        defer { client.close() }
+        switch command {
+        case .list(let filter, let limit):
+            var memos = try await client.list().memos
+            if let filter, !filter.isEmpty {
+                let needle = filter.lowercased()
+                memos = memos.filter { $0.content.lowercased().contains(needle) }
+            }
+            if let limit { memos = Array(memos.prefix(limit)) }
+            printList(memos)
+        case .show(let idText):
+            let (id, found) = try await resolve(idText, client)
+            let memo: Memo
+            if let found { memo = found } else { memo = try await client.get(id: id) }
+            out.write(formatter.detail(memo))
+        case .add:
+            let memo = try await client.create(content: text ?? "")
+            out.line(formatter.written(memo, verb: "created"))
+        case .edit(let idText, _, let ifRevision):
+            let (id, _) = try await resolve(idText, client)
+            let memo = try await client.update(id: id, content: text ?? "", expectedRevision: ifRevision)
+            out.line(formatter.written(memo, verb: "updated"))
+        case .remove(let idText, let ifRevision):
+            let (id, found) = try await resolve(idText, client)
+            var known = found
+            if known == nil { known = try? await client.get(id: id) }
+            let memo = try await client.delete(id: id, expectedRevision: ifRevision, known: known)
+            out.line(formatter.written(memo, verb: "deleted"))
+        case .watch:
+            try await watch(client)
+        case .export:
+            for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
+        case .importMemos(let path):
+            return try await importMemos(path, client)
+        }
+        return .ok
+    }
+
+    private func printList(_ memos: [Memo]) {
+        if memos.isEmpty, style.human, !style.json {
+            out.line("(no memos)")
+            return
+        }
+        for memo in memos { out.line(formatter.line(memo)) }
+    }
+
+    /// A full id as it is, or the one memo whose id starts with the given prefix.
+    func resolve(_ text: String, _ client: MemoClient) async throws -> (UUID, Memo?) {
+        if let id = UUID(uuidString: text) { return (id, nil) }
+        let prefix = text.lowercased()
+        guard !prefix.isEmpty else { throw CommandUsageError("an id cannot be empty") }
+        let matches = try await client.list().memos.filter { $0.id.uuidString.lowercased().hasPrefix(prefix) }
+        guard let first = matches.first else { throw IDLookupError.notFound(text) }
+        guard matches.count == 1 else {
+            throw IDLookupError.ambiguous(text, matches: matches.map { $0.id.uuidString.lowercased() })
+        }
+        return (first.id, first)
+    }
+
+    static func read(_ source: TextSource) throws -> String {
+        switch source {
+        case .literal(let text): return text
+        case .standardInput:
+            let data = FileHandle.standardInput.readDataToEndOfFile()
+            guard var text = String(validating: data, as: UTF8.self) else {
+                throw MemoError.invalidArgument("standard input is not valid UTF-8")
+            }
+            if text.hasSuffix("\r\n") {
+                text.removeLast()
+            } else if text.hasSuffix("\n") {
+                text.removeLast()
+            }
+            return text
+        }
+    }
+
+    // MARK: - watch
+
+    /// Prints the list, then every change, until the process is stopped; resumes across reconnects.
+    private func watch(_ client: MemoClient) async throws {
+        let store = try RemoteStore(client: client)
+        let formatter = self.formatter
+        let out = self.out
+        let err = self.err
+        let human = style.human
+        // Subscribe before the mirror starts, so nothing happens between the list and the first change.
+        store.events.subscribe { event in
+            switch event {
+            case .reset(_, let memos, let diff):
+                if let diff {
+                    for change in diff { out.line(formatter.line(change)) }
+                } else if memos.isEmpty, human, !formatter.style.json {
+                    out.line("(no memos)")
+                } else {
+                    for memo in memos { out.line(formatter.line(memo)) }
+                }
+            case .changes(let changes):
+                for change in changes { out.line(formatter.line(change)) }
+            case .failed(let message):
+                err.line("memo-client: the server refused the subscription: \(message)")
+                err.flush()
+            case .fresh, .resubscribe:
+                break
+            }
+            out.flush()
+        }
+        if human {
+            let server = configuration.server
+            client.connectionState.subscribe { state in
+                switch state {
+                case .reconnecting: err.line("memo-client: connection to \(server) lost; reconnecting")
+                case .live: err.line("memo-client: watching \(server) (Ctrl-C stops)")
+                case .connecting, .offline: return
+                }
+                err.flush()
+            }
+        }
+        store.startMirror()
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+
+    // MARK: - import
+
+    private enum ImportOutcome: Sendable {
+        case created, unchanged
+        case conflict(line: Int, any Error)
+        case failed(line: Int, any Error)
+    }
+
+    private func importMemos(_ path: String, _ client: MemoClient) async throws -> ExitCode {
+        let data: Data
+        if path == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw MemoError.invalidArgument("cannot read \(path): \((error as NSError).localizedDescription)")
+            }
+        }
+        guard let text = String(validating: data, as: UTF8.self) else {
+            throw MemoError.invalidArgument("\(path == "-" ? "standard input" : path) is not valid UTF-8")
+        }
+        var records: [(line: Int, record: MemoJSON.Record)] = []
+        var invalid = 0
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            do {
+                records.append((index + 1, try MemoJSON.record(fromLine: String(trimmed))))
+            } catch {
+                invalid += 1
+                err.line("memo-client: line \(index + 1): \(ExitCode.message(for: error))")
+            }
+        }
+        let baseline = client.serverRevision ?? 0
+        var created = 0
+        var unchanged = 0
+        var conflicts = 0
+        var failed = 0
+        try await withThrowingTaskGroup(of: ImportOutcome.self) { group in
+            func take(_ outcome: ImportOutcome) {
+                switch outcome {
+                case .created: created += 1
+                case .unchanged: unchanged += 1
+                case .conflict(let line, let error):
+                    conflicts += 1
+                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
+                case .failed(let line, let error):
+                    failed += 1
+                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
+                }
+            }
+            var inFlight = 0
+            for (line, record) in records {
+                if inFlight >= Self.importWindow, let outcome = try await group.next() {
+                    inFlight -= 1
+                    take(outcome)
+                }
+                inFlight += 1
+                group.addTask {
+                    do {
+                        let memo = try await client.create(
+                            content: record.content, id: record.id, insertMicros: record.insertMicros)
+                        return memo.revision > baseline ? .created : .unchanged
+                    } catch let error as MemoError {
+                        if case .conflict = error { return .conflict(line: line, error) }
+                        return .failed(line: line, error)
+                    }
+                    // Anything else (unreachable, refused, timed out) stops the import.
+                }
+            }
+            while let outcome = try await group.next() { take(outcome) }
+        }
+        err.flush()
+        if style.json {
+            out.line("{\"created\":\(created),\"unchanged\":\(unchanged),\"conflicts\":\(conflicts),"
+                + "\"invalid\":\(invalid),\"failed\":\(failed)}")
+        } else if style.human {
+            out.line("imported \(created) new, \(unchanged) already there, \(conflicts) conflicts"
+                + (invalid + failed > 0 ? ", \(invalid + failed) failed" : ""))
+        } else {
+            out.line("created \(created)\tunchanged \(unchanged)\tconflicts \(conflicts)\tinvalid \(invalid)"
+                + "\tfailed \(failed)")
+        }
+        if conflicts > 0 { return .conflict }
+        return invalid + failed > 0 ? .failure : .ok
+    }
+}

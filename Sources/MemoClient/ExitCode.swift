@@ -1,0 +1,104 @@
+import MemoCore
+import MemoTLS
+import MemoWire
+
+/// The command line's exit codes (documented in `memo-client --help`).
+public enum ExitCode: Int32, Sendable, CaseIterable {
+    case ok = 0
+    /// Any other error.
+    case failure = 1
+    /// The command line was used wrongly.
+    case usage = 2
+    /// No memo has that id (or prefix).
+    case notFound = 3
+    /// A revision mismatch, a create reusing an id for other content, or an ambiguous id prefix.
+    case conflict = 4
+    /// TLS failed or the certificate was refused (or is read-only for a write).
+    case refused = 5
+    /// The server could not be reached or did not answer in time.
+    case unreachable = 6
+
+    public var meaning: String {
+        switch self {
+        case .ok: return "success"
+        case .failure: return "any other error"
+        case .usage: return "usage error (unknown command or option, missing argument)"
+        case .notFound: return "no memo with that id or prefix"
+        case .conflict: return "conflict: revision mismatch (--if-revision), id reused, or ambiguous id prefix"
+        case .refused: return "TLS failed or the certificate was refused (read-only certificates may not write)"
+        case .unreachable: return "server unreachable or timed out"
+        }
+    }
+
+    /// The exit code an error stands for.
+    public init(_ error: any Error) {
+        switch error {
+        case let error as MemoError:
+            switch error {
+            case .notFound: self = .notFound
+            case .conflict: self = .conflict
+            case .permissionDenied: self = .refused
+            case .unavailable: self = .unreachable
+            default: self = .failure
+            }
+        case let error as ClientError:
+            switch error {
+            case .tlsRefused: self = .refused
+            case .unreachable, .timedOut: self = .unreachable
+            case .server(let code, _):
+                switch code {
+                case .shuttingDown, .tooManyConnections, .handshakeTimeout, .idleTimeout: self = .unreachable
+                default: self = .failure
+                }
+            case .protocolError, .closed: self = .failure
+            }
+        case is TLSError: self = .refused
+        case let error as IDLookupError:
+            switch error {
+            case .notFound: self = .notFound
+            case .ambiguous: self = .conflict
+            }
+        case is CommandUsageError: self = .usage
+        default: self = .failure
+        }
+    }
+}
+
+/// A memo id given on the command line that matches no memo, or more than one.
+public enum IDLookupError: Error, Sendable, CustomStringConvertible {
+    case notFound(String)
+    case ambiguous(String, matches: [String])
+
+    public var description: String {
+        switch self {
+        case .notFound(let prefix): return "no memo has an id starting with \(prefix)"
+        case .ambiguous(let prefix, let matches):
+            let shown = matches.prefix(5).joined(separator: ", ") + (matches.count > 5 ? ", ..." : "")
+            return "id prefix \(prefix) matches \(matches.count) memos (\(shown)); give more of the id"
+        }
+    }
+}
+
+/// A command that cannot run as given (found while running, such as `add -` with nothing on stdin).
+public struct CommandUsageError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+extension ExitCode {
+    /// One clear line for stderr (without the program name).
+    public static func message(for error: any Error) -> String {
+        switch error {
+        case let error as TLSError:
+            if error.kind == .fileSystem {
+                return "\(error.detail ?? error.description) (give --certs DIR, MEMO_CERTS, or --ca/--cert/--key)"
+            }
+            return "cannot use the certificates: \(error.description)"
+        case let error as CustomStringConvertible:
+            return error.description
+        default:
+            return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import MemoCore
+
+/// The command line's JSON: one object per memo with the fields `id`, `content`, `insertDate`, `updateDate`
+/// (ISO 8601, UTC, microseconds) and `revision`, always in that order.
+public enum MemoJSON {
+    /// `{"id":"…","content":"…","insertDate":"…","updateDate":"…","revision":N}` on one line.
+    public static func object(_ memo: Memo) -> String {
+        var text = "{\"id\":\"" + memo.id.uuidString.lowercased() + "\",\"content\":"
+        appendString(memo.content, to: &text)
+        text += ",\"insertDate\":\"" + Timestamp.iso8601(micros: memo.insertMicros)
+        text += "\",\"updateDate\":\"" + Timestamp.iso8601(micros: memo.updateMicros)
+        text += "\",\"revision\":" + String(memo.revision) + "}"
+        return text
+    }
+
+    /// `{"type":"created"|"updated"|"deleted","revision":N,"memo":{…}}` on one line.
+    public static func object(_ change: Change) -> String {
+        "{\"type\":\"" + change.kind.name + "\",\"revision\":" + String(change.revision) + ",\"memo\":"
+            + object(change.memo) + "}"
+    }
+
+    /// Appends `value` as a JSON string: quotes, backslashes and control characters escaped, the rest as is.
+    public static func appendString(_ value: String, to text: inout String) {
+        text += "\""
+        var plainStart = value.unicodeScalars.startIndex
+        var index = plainStart
+        let scalars = value.unicodeScalars
+        while index < scalars.endIndex {
+            let scalar = scalars[index]
+            let escape: String?
+            switch scalar {
+            case "\"": escape = "\\\""
+            case "\\": escape = "\\\\"
+            case "\n": escape = "\\n"
+            case "\r": escape = "\\r"
+            case "\t": escape = "\\t"
+            case "\u{08}": escape = "\\b"
+            case "\u{0C}": escape = "\\f"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let hex = String(scalar.value, radix: 16)
+                    escape = "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    escape = nil
+                }
+            }
+            if let escape {
+                text.unicodeScalars.append(contentsOf: scalars[plainStart..<index])
+                text += escape
+                plainStart = scalars.index(after: index)
+            }
+            index = scalars.index(after: index)
+        }
+        text.unicodeScalars.append(contentsOf: scalars[plainStart..<scalars.endIndex])
+        text += "\""
+    }
+
+    /// One memo read back from an `export` line.
+    public struct Record: Sendable, Hashable {
+        public var id: UUID
+        public var content: String
+        public var insertMicros: Int64
+        public var updateMicros: Int64?
+        public var revision: UInt64?
+    }
+
+    private struct RawRecord: Decodable {
+        var id: String
+        var content: String
+        var insertDate: String
+        var updateDate: String?
+        var revision: UInt64?
+    }
+
+    /// Reads one line of `export` output.
+    /// - Throws: `MemoError.invalidArgument` saying what is wrong with the line.
+    public static func record(fromLine line: String) throws(MemoError) -> Record {
+        let raw: RawRecord
+        do {
+            raw = try JSONDecoder().decode(RawRecord.self, from: Data(line.utf8))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw .invalidArgument("missing field \"\(key.stringValue)\"")
+        } catch {
+            throw .invalidArgument("not a memo object (\(Self.reason(error)))")
+        }
+        guard let id = UUID(uuidString: raw.id) else { throw .invalidArgument("id \"\(raw.id)\" is not a UUID") }
+        guard let insert = Timestamp.parse(raw.insertDate) else {
+            throw .invalidArgument("insertDate \"\(raw.insertDate)\" is not an ISO 8601 time")
+        }
+        var update: Int64?
+        if let text = raw.updateDate {
+            guard let micros = Timestamp.parse(text) else {
+                throw .invalidArgument("updateDate \"\(text)\" is not an ISO 8601 time")
+            }
+            update = micros
+        }
+        return Record(id: id, content: raw.content, insertMicros: insert, updateMicros: update, revision: raw.revision)
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? context.debugDescription : "field \"\(path)\": \(context.debugDescription)"
+        case DecodingError.dataCorrupted(let context):
+            return context.debugDescription
+        default:
+            return "\(error)"
+        }
+    }
+}

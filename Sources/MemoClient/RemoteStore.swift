@@ -1,0 +1,195 @@
+import Foundation
+import MemoCore
+import MemoWire
+import Synchronization
+
+/// The storage protocol over the wire: a view model cannot tell it from `MemoryStore`.
+///
+/// Its list subject is the mirror of the server's: a snapshot, then every change in revision order, the whole
+/// list re-sent newest first after each applied batch. Local writes show at once (their ids are in
+/// `pendingWrites` until the server confirms them and the mirror has applied them); a refused write disappears
+/// again and its error is thrown. The mirror can be saved to a cache file and loaded before the connection is
+/// up, in which case it is `stale` until the server has answered.
+public final class RemoteStore: MemoStorage {
+    public let client: MemoClient
+    public let cachePath: String?
+    private let mirror: Mutex<Mirror>
+    private let subscription = Mutex<MemoClient.SubscriptionHandle?>(nil)
+    private let list: Subject<[Memo]>
+    /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
+    public let changes = Subject<Change>()
+    /// Everything the mirror did, in order: resets, change batches, becoming fresh, resubscribing.
+    public let events = Subject<MirrorEvent>()
+    /// The ids of local writes the server has not yet confirmed (for a status bar); replays.
+    public let pendingWrites: Subject<Set<UUID>>
+    /// True while the list is from the cache or not caught up with the server; replays.
+    public let stale: Subject<Bool>
+    /// The client's connection state; replays.
+    public var connectionState: Subject<ConnectionState> { client.connectionState }
+
+    /// - Parameters:
+    ///   - cachePath: a mirror cache to load now (if it exists) and to write with `saveCache()`.
+    /// - Throws: `MemoError.storage` for a damaged cache file.
+    public init(client: MemoClient, cachePath: String? = nil) throws {
+        self.client = client
+        self.cachePath = cachePath
+        var initial = Mirror()
+        if let cachePath, let cached = try MirrorCache.load(from: cachePath) {
+            initial = Mirror(cachedRevision: cached.revision, memos: cached.memos)
+        }
+        mirror = Mutex(initial)
+        list = Subject(initial.list)
+        pendingWrites = Subject(Set<UUID>())
+        stale = Subject(true)
+    }
+
+    deinit {
+        subscription.withLock { $0 }?.cancel()
+    }
+
+    /// The last revision the mirror applied.
+    public var revision: UInt64 { mirror.withLock { $0.revision } }
+
+    /// The mirror's state, copied.
+    public var snapshot: Mirror { mirror.withLock { $0 } }
+
+    /// Starts mirroring (subscribing on this and every later connection). `memoList()` calls it.
+    public func startMirror() {
+        let started: Bool = subscription.withLock { $0 != nil }
+        guard !started else { return }
+        let handle = client.subscribe(
+            start: { [weak self] in self?.mirror.withLock { $0.resumeRevision } },
+            handler: { [weak self] events in self?.received(events) })
+        let extra: MemoClient.SubscriptionHandle? = subscription.withLock { current in
+            if current != nil { return handle }
+            current = handle
+            return nil
+        }
+        extra?.cancel()
+    }
+
+    /// Waits until the mirror is fresh (caught up with the server).
+    /// - Throws: `ClientError.timedOut` after `timeout`.
+    public func waitUntilFresh(timeout: Duration? = nil) async throws {
+        startMirror()
+        let limit = timeout ?? client.configuration.requestTimeout
+        let stream = stale.values
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await isStale in stream where !isStale { return }
+            }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw ClientError.timedOut(server: self.client.configuration.server, seconds: limit.seconds)
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Writes the mirror (as the server last confirmed it) to `cachePath`.
+    public func saveCache() throws {
+        guard let cachePath else { return }
+        let (revision, memos, hasBase) = mirror.withLock { ($0.revision, $0.table.list, $0.hasBase) }
+        guard hasBase else { return }
+        try MirrorCache.save(revision: revision, memos: memos, to: cachePath)
+    }
+
+    // MARK: - Subscription
+
+    /// Runs on the client's loop thread, one read's events at a time, so sends to the subjects stay in order.
+    private func received(_ batch: [SubscriptionEvent]) {
+        let (events, visible, pendingIDs, isStale) = mirror.withLock { mirror in
+            let events = mirror.apply(batch)
+            return (events, mirror.list, mirror.pendingIDs, mirror.isStale)
+        }
+        var listChanged = false
+        for event in events {
+            switch event {
+            case .reset(_, _, let diff):
+                listChanged = true
+                for change in diff ?? [] { changes.send(change) }
+            case .changes(let applied):
+                listChanged = true
+                for change in applied { changes.send(change) }
+            case .resubscribe:
+                subscription.withLock { $0 }?.restart()
+            case .fresh, .failed:
+                break
+            }
+            self.events.send(event)
+        }
+        if listChanged { list.send(visible) }
+        if pendingWrites.value != pendingIDs { pendingWrites.send(pendingIDs) }
+        if stale.value != isStale { stale.send(isStale) }
+    }
+
+    /// Sends the list after a local write. On the client's loop thread, like `received`, so that the list
+    /// subject never gets an older list after a newer one.
+    private func publish() {
+        client.execute { [weak self] in
+            guard let self else { return }
+            let (visible, pendingIDs) = mirror.withLock { ($0.list, $0.pendingIDs) }
+            list.send(visible)
+            if pendingWrites.value != pendingIDs { pendingWrites.send(pendingIDs) }
+        }
+    }
+
+    // MARK: - MemoStorage
+
+    public func memoList() -> Subject<[Memo]> {
+        startMirror()
+        return list
+    }
+
+    /// Runs a write with its pending form shown until the server answers.
+    private func write(_ pendingForm: PendingWrite?, _ body: () async throws -> Memo) async throws -> Memo {
+        let mirroring = subscription.withLock { $0 != nil }
+        guard mirroring, let pendingForm else { return try await body() }
+        let token = mirror.withLock { $0.addPending(pendingForm) }
+        publish()
+        do {
+            let memo = try await body()
+            mirror.withLock { $0.confirm(token, revision: memo.revision) }
+            publish()
+            return memo
+        } catch {
+            mirror.withLock { $0.reject(token) }
+            publish()
+            throw error
+        }
+    }
+
+    @discardableResult
+    public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
+        let id = id ?? UUID()
+        let now = Date().unixMicros
+        let insert = insertDate?.unixMicros
+        let shown = Memo(id: id, content: content, insertMicros: insert ?? now, updateMicros: now, revision: 0)
+        return try await write(.create(shown)) {
+            try await client.create(content: content, id: id, insertMicros: insert)
+        }
+    }
+
+    public func get(id: UUID) async throws -> Memo {
+        try await client.get(id: id)
+    }
+
+    @discardableResult
+    public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
+        var shown = mirror.withLock { $0.table.memo(id) }
+        shown?.content = content
+        shown?.updateMicros = Date().unixMicros
+        return try await write(shown.map { .update($0) }) {
+            try await client.update(id: id, content: content, expectedRevision: expectedRevision)
+        }
+    }
+
+    @discardableResult
+    public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
+        let known = mirror.withLock { $0.table.memo(id) }
+        return try await write(known.map { .delete($0) }) {
+            try await client.delete(id: id, expectedRevision: expectedRevision, known: known)
+        }
+    }
+}

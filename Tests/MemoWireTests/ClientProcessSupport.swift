@@ -1,0 +1,211 @@
+import Foundation
+import Glibc
+import MemoNet
+import Synchronization
+import Testing
+
+/// Runs `memo-client` with connection options for `server` and the named certificate.
+func runClient(
+    _ arguments: [String], server: String, certs: String, name: String = "client", stdin: String? = nil
+) throws -> (status: Int32, out: String, err: String) {
+    let connection = ["--server", server, "--ca", certs + "/ca.crt", "--cert", certs + "/\(name).crt",
+                      "--key", certs + "/\(name).key"]
+    let (status, out, err) = try runTool("memo-client", connection + arguments, stdin: stdin)
+    return (status, out, err)
+}
+
+/// A long-running `memo-client` (watch) whose stdout lines are collected as they come.
+final class ClientProcess: Sendable {
+    private struct State {
+        var lines: [String] = []
+        var ended = false
+    }
+
+    private let process: Process
+    private let state = Mutex(State())
+    private let changed = DispatchSemaphore(value: 0)
+    let stderrPath: String
+
+    init(_ arguments: [String], directory: TemporaryDirectory) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtExecutable("memo-client"))
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardInput = FileHandle.nullDevice
+        stderrPath = directory.path + "/client-\(UUID().uuidString.prefix(8)).log"
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        self.process = process
+        try process.run()
+        let reader = output.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var pending = Data()
+            while true {
+                // availableData returns what one read gave (read(upToCount:) would wait for the whole count).
+                let chunk = reader.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                var lines: [String] = []
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending = Data(pending[(newline + 1)...])
+                }
+                if !lines.isEmpty {
+                    state.withLock { $0.lines.append(contentsOf: lines) }
+                    changed.signal()
+                }
+            }
+            state.withLock { $0.ended = true }
+            changed.signal()
+        }
+    }
+
+    var lines: [String] { state.withLock { $0.lines } }
+    var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until at least `count` lines arrived; throws after `seconds` or when the output ends first.
+    func waitForLines(_ count: Int, seconds: Double = 30) throws -> [String] {
+        let deadline = DispatchTime.now() + seconds
+        while true {
+            let (lines, ended) = state.withLock { ($0.lines, $0.ended) }
+            if lines.count >= count { return lines }
+            if ended { throw ClientTestTimeout(what: "\(count) lines; output ended after \(lines): \(stderr)") }
+            if changed.wait(timeout: deadline) == .timedOut {
+                throw ClientTestTimeout(what: "\(count) lines; got \(lines.count): \(lines.suffix(3)) \(stderr)")
+            }
+        }
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+    }
+}
+
+/// A loopback TCP proxy that can lose one answer: once armed, it cuts both sides of the connection as soon as
+/// the server sends anything after the client has sent something (the server has then done the request).
+final class CuttingProxy: Sendable {
+    private struct State {
+        var armed = false
+        var clientBytesSinceArmed = 0
+        var cuts = 0
+        var connections = 0
+        var descriptors: [Int32] = []
+        var stopped = false
+    }
+
+    let port: UInt16
+    private let listener: Int32
+    private let target: SocketAddress
+    private let state = Mutex(State())
+
+    init(to target: SocketAddress) throws {
+        self.target = target
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        self.listener = listener
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    var address: String { "127.0.0.1:\(port)" }
+    var cuts: Int { state.withLock { $0.cuts } }
+    var connections: Int { state.withLock { $0.connections } }
+
+    /// Loses the next answer.
+    func arm() {
+        state.withLock {
+            $0.armed = true
+            $0.clientBytesSinceArmed = 0
+        }
+    }
+
+    func stop() {
+        let descriptors = state.withLock { state in
+            state.stopped = true
+            return state.descriptors
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for fd in descriptors { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let (server, _) = (try? TCPSocket.connect(to: target, timeout: .seconds(5))).map { ($0, 0) } ?? (nil, 0)
+            guard let server else {
+                close(client)
+                continue
+            }
+            try? server.setBlocking(true)
+            let serverFD = dup(server.fileDescriptor)
+            server.close()
+            let keep = state.withLock { state -> Bool in
+                guard !state.stopped else { return false }
+                state.connections += 1
+                state.descriptors += [client, serverFD]
+                return true
+            }
+            guard keep else {
+                close(client)
+                close(serverFD)
+                return
+            }
+            Thread.detachNewThread { [self] in pump(from: client, to: serverFD, towardServer: true) }
+            Thread.detachNewThread { [self] in pump(from: serverFD, to: client, towardServer: false) }
+        }
+    }
+
+    private func pump(from source: Int32, to destination: Int32, towardServer: Bool) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            let cut = state.withLock { state -> Bool in
+                if towardServer {
+                    if state.armed { state.clientBytesSinceArmed += count }
+                    return false
+                }
+                guard state.armed, state.clientBytesSinceArmed > 0 else { return false }
+                state.armed = false
+                state.cuts += 1
+                return true
+            }
+            if cut { break }
+            var offset = 0
+            while offset < count {
+                let written = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + offset, count - offset,
+                                                            Int32(MSG_NOSIGNAL)) }
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else { break }
+                offset += written
+            }
+            if offset < count { break }
+        }
+        // Either side ending ends both: the answer in `buffer` is dropped with the connection.
+        shutdown(source, Int32(SHUT_RDWR))
+        shutdown(destination, Int32(SHUT_RDWR))
+    }
+}
