@@ -46,6 +46,8 @@ public final class ProbeConnection {
             trustedCAPath: identity.ca, certificateChainPath: identity.certificate, privateKeyPath: identity.key))
         tls = try TLSEngine(context: context, serverName: "127.0.0.1")
         socket = try TCPSocket.connect(to: address, timeout: timeout)
+        // Small frames go out at once; with Nagle's algorithm a handshake waits for delayed ACKs (40 ms).
+        try? socket.setNoDelay()
         let deadline = ContinuousClock.now + timeout
         while try tls.handshake() != .done {
             try sendOutbound()

@@ -88,29 +88,33 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
     return (configuration, command, json)
 }
 
-let argv = Array(CommandLine.arguments.dropFirst())
-if argv.contains("--help") || argv.contains("-h") || argv.first == "help" {
-    print(helpText, terminator: "")
-    exit(0)
-}
-
-let parsed: (ClientConfiguration, ClientCommand?, json: Bool)
-do {
-    parsed = try parse(argv, environment: ProcessInfo.processInfo.environment)
-} catch {
-    fail(usage: error)
-}
-
-guard let command = parsed.1 else {
-    if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
-        // HOOK: the interactive terminal front end (MemoTUI) opens here once it exists.
-        FileHandle.standardError.write(Data("memo-client: the interactive front end is not available yet\n".utf8))
-        FileHandle.standardError.write(Data(helpText.utf8))
-        exit(ExitCode.usage.rawValue)
+/// Runs the command line and returns the exit code. (A function rather than top-level code: the release
+/// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
+func runMain() async -> Int32 {
+    let argv = Array(CommandLine.arguments.dropFirst())
+    if argv.contains("--help") || argv.contains("-h") || argv.first == "help" {
+        print(helpText, terminator: "")
+        return 0
     }
-    fail(usage: UsageError("no command given (and not on a terminal)"))
+    let configuration: ClientConfiguration
+    let command: ClientCommand?
+    let json: Bool
+    do {
+        (configuration, command, json) = try parse(argv, environment: ProcessInfo.processInfo.environment)
+    } catch {
+        fail(usage: error)
+    }
+    guard let command else {
+        if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
+            // HOOK: the interactive terminal front end (MemoTUI) opens here once it exists.
+            FileHandle.standardError.write(Data("memo-client: the interactive front end is not available yet\n".utf8))
+            FileHandle.standardError.write(Data(helpText.utf8))
+            return ExitCode.usage.rawValue
+        }
+        fail(usage: UsageError("no command given (and not on a terminal)"))
+    }
+    let runner = CommandRunner(configuration: configuration, style: OutputStyle.detect(json: json))
+    return await runner.run(command).rawValue
 }
 
-let runner = CommandRunner(configuration: parsed.0, style: OutputStyle.detect(json: parsed.json))
-let code = await runner.run(command)
-exit(code.rawValue)
+exit(await runMain())
