@@ -92,6 +92,13 @@ public struct Arguments: Sendable {
         return value
     }
 
+    /// The first argument when it is a word (a command or mode), removed; nil when the line starts with an option.
+    public mutating func command() -> String? {
+        guard let first = items.first, !first.hasPrefix("-") || first == "-", isOptionPosition(0) else { return nil }
+        removeItem(at: 0)
+        return first
+    }
+
     /// The next positional argument (not an option), removed.
     public mutating func positional() -> String? {
         for index in items.indices where !isOptionPosition(index) || !items[index].hasPrefix("--") {

@@ -40,10 +40,19 @@ public final class ProbeConnection {
     public private(set) var peerClosed = false
     public let timeout: Duration
 
-    public init(address: SocketAddress, identity: Identity, timeout: Duration = .seconds(10)) throws {
-        self.timeout = timeout
-        let context = try TLSContext(.client(
+    /// A client TLS context for `identity`; share one among many connections (loading certificates is slow).
+    public static func context(for identity: Identity) throws -> TLSContext {
+        try TLSContext(.client(
             trustedCAPath: identity.ca, certificateChainPath: identity.certificate, privateKeyPath: identity.key))
+    }
+
+    public convenience init(address: SocketAddress, identity: Identity, timeout: Duration = .seconds(10)) throws {
+        try self.init(address: address, context: Self.context(for: identity), timeout: timeout)
+    }
+
+    /// Connects and completes the TLS handshake (not hello).
+    public init(address: SocketAddress, context: TLSContext, timeout: Duration = .seconds(10)) throws {
+        self.timeout = timeout
         tls = try TLSEngine(context: context, serverName: "127.0.0.1")
         socket = try TCPSocket.connect(to: address, timeout: timeout)
         // Small frames go out at once; with Nagle's algorithm a handshake waits for delayed ACKs (40 ms).
@@ -104,6 +113,27 @@ public final class ProbeConnection {
             if peerClosed { throw Failure.closed }
             try pump(until: deadline, what: "a frame")
         }
+    }
+
+    /// Reads what the socket holds now, without waiting; for callers multiplexing many connections with poll.
+    /// - Returns: the frames that are complete, in order.
+    public func readAvailable() throws -> [Frame] {
+        var frames = stash
+        stash.removeAll()
+        let result = try buffer.withUnsafeMutableBytes { try socket.read(into: $0) }
+        switch result {
+        case .bytes(let count):
+            buffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            var plaintext: [UInt8] = []
+            if try tls.readPlaintext(into: &plaintext) == .closed { peerClosed = true }
+            decoder.append(plaintext)
+        case .wouldBlock:
+            break
+        case .eof:
+            peerClosed = true
+        }
+        while let frame = try decoder.next() { frames.append(frame) }
+        return frames
     }
 
     /// Waits until the server closes the connection; returns the frames that came before.

@@ -2,18 +2,24 @@ import Foundation
 import MemoCLI
 
 let usage = """
-    usage: memo-bench MODE [options]
+    usage: memo-bench [MODE] [options]
 
+    With no mode: requests against a server, shaped like redis-benchmark (memo-bench --help-requests).
     Modes:
       store        creates per second straight into a store (no network): group commit at work
       connections  N idle TLS connections held open; the server's memory per connection
       handshakes   full TLS handshakes per second
+      fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
 
     memo-bench MODE --help describes a mode's options.
     """
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
-let mode = arguments.positional()
+let mode = arguments.command()
+if arguments.flag("--help-requests") {
+    print(RequestBench.help)
+    exit(0)
+}
 let wantsHelp = arguments.flag("--help", "-h")
 do {
     switch mode {
@@ -35,8 +41,16 @@ do {
             exit(0)
         }
         try HandshakesBench(&arguments).run()
+    case "fanout":
+        if wantsHelp {
+            print(FanoutBench.help)
+            exit(0)
+        }
+        try FanoutBench(&arguments).run()
     case nil where wantsHelp:
-        print(usage)
+        print(usage + "\n\n" + RequestBench.help)
+    case nil:
+        try RequestBench(&arguments).run()
     default:
         throw UsageError(mode.map { "unknown mode '\($0)'" } ?? "missing mode")
     }

@@ -3,7 +3,7 @@ import MemoCLI
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
 let wantsHelp = arguments.flag("--help", "-h")
-let command = arguments.positional()
+let command = arguments.command()
 
 func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("memo-server: \(message)\n".utf8))
@@ -16,7 +16,7 @@ do {
         if wantsHelp { print(command == nil ? Help.main + "\n\n" + Help.serve : Help.serve); exit(0) }
         try Serve(&arguments).run()
     case "certs":
-        let sub = arguments.positional()
+        let sub = arguments.command()
         switch sub {
         case "init":
             if wantsHelp { print(Help.certsInit); exit(0) }

@@ -1,0 +1,182 @@
+import Foundation
+import MemoCLI
+import MemoNet
+import MemoProbe
+import MemoWire
+
+/// Nanoseconds on the monotonic clock, comparable between processes on one machine.
+func monotonicNanos() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// Delivery latencies of a fan-out run, per change and subscriber.
+struct FanoutResult {
+    var deliveries: [Double] = []
+    /// For each change, the latency of its last delivery.
+    var lastPerChange: [Double] = []
+    var missing = 0
+    var cpuPerDeliveryMicros: Double?
+
+    func report(json: Bool, label: String, subscribers: Int, changes: Int, rate: Int) {
+        let all = LatencyStats(deliveries)
+        let last = LatencyStats(lastPerChange)
+        if json {
+            var text = String(format: "{\"op\":\"%@\",\"subscribers\":%d,\"changes\":%d,\"rate\":%d,"
+                              + "\"deliveries\":%d,\"missing\":%d,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
+                              + "\"last_p50_ms\":%.3f,\"last_p99_ms\":%.3f", label, subscribers, changes, rate,
+                              deliveries.count, missing, all.p50, all.p99, last.p50, last.p99)
+            if let cpu = cpuPerDeliveryMicros { text += String(format: ",\"server_cpu_us_per_delivery\":%.3f", cpu) }
+            print(text + "}")
+        } else {
+            print(String(format: "%@: %d subscribers, %d changes at %d/s: %d deliveries (%d missing); "
+                         + "latency p50 %.3f ms p99 %.3f ms; last subscriber p50 %.3f ms p99 %.3f ms",
+                         label, subscribers, changes, rate, deliveries.count, missing, all.p50, all.p99,
+                         last.p50, last.p99))
+            if let cpu = cpuPerDeliveryMicros {
+                print(String(format: "server CPU: %.3f µs per delivery", cpu))
+            }
+        }
+    }
+}
+
+/// Reads many connections with poll(2) from a few threads until each has seen `expected` items.
+/// `handle` gets a connection's index and its newly readable bytes decoded by the caller's reader.
+func pollConnections(
+    count: Int, threads: Int, descriptor: @escaping @Sendable (Int) -> Int32,
+    readable: @escaping @Sendable (Int) throws -> Bool, deadline: ContinuousClock.Instant
+) -> [any Error] {
+    let errors = Recorder<(any Error)?>()
+    for thread in 0..<threads {
+        let mine = Array(stride(from: thread, to: count, by: threads))
+        Thread.detachNewThread {
+            var open = Set(mine)
+            var fds = [pollfd]()
+            do {
+                while !open.isEmpty, ContinuousClock.now < deadline {
+                    let order = Array(open)
+                    fds = order.map { pollfd(fd: descriptor($0), events: Int16(POLLIN), revents: 0) }
+                    let ready = poll(&fds, nfds_t(fds.count), 100)
+                    if ready <= 0 { continue }
+                    for (slot, index) in order.enumerated() where fds[slot].revents != 0 {
+                        if try readable(index) { open.remove(index) }
+                    }
+                }
+                errors.record(nil)
+            } catch {
+                errors.record(error)
+            }
+        }
+    }
+    return errors.waitFor(threads).compactMap { $0 }
+}
+
+/// `memo-bench fanout`: S subscribers, K changes at R per second, delivery latency.
+struct FanoutBench {
+    static let help = """
+        usage: memo-bench fanout [--server HOST:PORT] [--certs DIR] [--subscribers S] [--changes K] [--rate R]
+                                 [--server-pid PID] [--json]
+
+        Opens S subscribed connections (default 1000), then creates K memos (default 1000) at R per second
+        (default 100), each carrying its send time. Reports the delivery latency p50/p99 over all deliveries
+        and for the last subscriber of each change, and, with --server-pid, the server's CPU time per delivery.
+        """
+
+    var target: BenchTarget
+    var subscribers = 1000
+    var changes = 1000
+    var rate = 100
+    var json = false
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        target = try BenchTarget(&arguments)
+        subscribers = try arguments.integer("--subscribers", in: 1...100_000) ?? subscribers
+        changes = try arguments.integer("--changes", in: 1...10_000_000) ?? changes
+        rate = try arguments.integer("--rate", in: 1...1_000_000) ?? rate
+        json = arguments.flag("--json")
+        try arguments.finish()
+    }
+
+    /// One subscriber's state, touched only by the thread that polls it.
+    final class Subscriber: @unchecked Sendable {
+        // @unchecked Sendable: each subscriber is polled by exactly one thread after setup.
+        let connection: ProbeConnection
+        let subscription: UInt32
+        var latencies: [Int: Double] = [:]
+        init(_ connection: ProbeConnection, _ subscription: UInt32) {
+            self.connection = connection
+            self.subscription = subscription
+        }
+    }
+
+    func run() throws {
+        raiseDescriptorLimit()
+        let context = try ProbeConnection.context(for: target.identity)
+        let address = try target.address()
+        var subs: [Subscriber] = []
+        for _ in 0..<subscribers {
+            let connection = try ProbeConnection(address: address, context: context)
+            guard case .welcome(_, let revision, _, _, _) = try connection.hello() else { continue }
+            let id = try connection.send(.subscribe(after: revision))
+            _ = try connection.receive { $0.requestID == id }
+            subs.append(Subscriber(connection, id))
+        }
+        let writer = UncheckedBox(try ProbeConnection(address: address, context: context))
+        try writer.value.hello()
+        let expected = changes
+        let all = subs
+        let cpuBefore = target.serverCPUSeconds()
+        let deadline = ContinuousClock.now + .seconds(Double(changes) / Double(rate) + 30)
+        let writerDone = Recorder<(any Error)?>()
+        let pace = 1.0 / Double(rate)
+        Thread.detachNewThread {
+            do {
+                let start = Date()
+                for index in 0..<expected {
+                    let due = start.addingTimeInterval(Double(index) * pace)
+                    let wait = due.timeIntervalSinceNow
+                    if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+                    try writer.value.send(.create(id: nil, insertMicros: nil, content: "\(index) \(monotonicNanos())"))
+                    _ = try writer.value.readAvailable()
+                }
+                writerDone.record(nil)
+            } catch {
+                writerDone.record(error)
+            }
+        }
+        let errors = pollConnections(
+            count: all.count, threads: 2, descriptor: { all[$0].connection.socket.fileDescriptor },
+            readable: { index in
+                let subscriber = all[index]
+                let now = monotonicNanos()
+                for frame in try subscriber.connection.readAvailable() where frame.requestID == subscriber.subscription {
+                    guard case .change(let change) = try Message(frame: frame) else { continue }
+                    let parts = change.memo.content.split(separator: " ")
+                    guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }
+                    subscriber.latencies[sequence] = Double(now &- sent) / 1e6
+                }
+                return subscriber.latencies.count >= expected || subscriber.connection.peerClosed
+            }, deadline: deadline)
+        if let error = writerDone.waitFor(1).first ?? nil { throw error }
+        if let error = errors.first { throw error }
+        let cpuAfter = target.serverCPUSeconds()
+        var result = FanoutResult()
+        for change in 0..<changes {
+            var last = 0.0
+            for subscriber in all {
+                if let latency = subscriber.latencies[change] {
+                    result.deliveries.append(latency)
+                    last = max(last, latency)
+                } else {
+                    result.missing += 1
+                }
+            }
+            result.lastPerChange.append(last)
+        }
+        if let cpuBefore, let cpuAfter, !result.deliveries.isEmpty {
+            result.cpuPerDeliveryMicros = (cpuAfter - cpuBefore) * 1e6 / Double(result.deliveries.count)
+        }
+        result.report(json: json, label: "fanout", subscribers: all.count, changes: changes, rate: rate)
+    }
+}
