@@ -10,6 +10,17 @@ final class LoopContext {
     var plaintext: [UInt8] = []
     /// Frames on their way into TLS.
     var writer = WireWriter(capacity: 64 * 1024)
+    /// TLS records on their way to a socket.
+    var cipherBuffer = [UInt8](repeating: 0, count: 80 * 1024)
+    /// Counts idle sweeps; a connection with no activity since the last one gives its buffers back.
+    private(set) var tick: UInt64 = 1
+
+    /// Called about once a second: gives back the buffers of connections idle since the last sweep.
+    func sweep() {
+        let current = tick
+        for connection in connections.values { connection.releaseIfIdle(currentTick: current) }
+        tick += 1
+    }
     /// Every open connection of this loop.
     var connections: [ObjectIdentifier: ServerConnection] = [:]
     /// Subscriptions by connection: request id -> the revision after which changes are due.

@@ -91,6 +91,7 @@ public final class MemoServer: Sendable {
         boundAddress = try listener.localAddress()
         contexts = group.loops.map { loop in onLoop(loop) { LoopBound(LoopContext(), eventLoop: loop) } }
         broadcaster = Broadcaster(store: core.store, contexts: contexts)
+        for context in contexts { scheduleSweep(context) }
         let contexts = contexts
         let acceptLoop = group.loops[0]
         let counter = Atomic<UInt64>(0)
@@ -160,6 +161,14 @@ public final class MemoServer: Sendable {
         }
         broadcaster.stop()
         group.shutdownGracefully()
+    }
+}
+
+/// Sweeps a loop's idle connections every second, for as long as the loop runs.
+private func scheduleSweep(_ context: LoopBound<LoopContext>) {
+    _ = context.eventLoop.schedule(after: .seconds(1)) {
+        context.value.sweep()
+        scheduleSweep(context)
     }
 }
 

@@ -119,7 +119,8 @@ struct FIFOQueue<Element> {
     mutating func removeFirst() {
         head += 1
         if head == storage.count {
-            storage = []
+            // A few slots are kept so that steady one-at-a-time traffic does not allocate every time.
+            storage.removeAll(keepingCapacity: storage.capacity <= 8)
             head = 0
         } else if head >= 32, head * 2 >= storage.count {
             storage.removeFirst(head)

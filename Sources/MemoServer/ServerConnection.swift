@@ -37,7 +37,9 @@ final class ServerConnection: EventHandler {
     /// Set when the connection was accepted over the limit: it is told so once TLS is up.
     private let rejected: Bool
     private var commonName = "-"
-    private var lastAnswerTime = ContinuousClock.now
+    /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
+    private var lastActiveTick: UInt64 = 0
+    private var buffersHeld = true
 
     init(
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
@@ -64,6 +66,7 @@ final class ServerConnection: EventHandler {
             return
         }
         context.value.connections[ObjectIdentifier(self)] = self
+        markActive()
         let bound = LoopBound(self, eventLoop: loop)
         deadline = loop.schedule(after: .milliseconds(Int(server.limits.handshakeTimeout * 1000))) {
             bound.value.handshakeDeadlinePassed()
@@ -73,6 +76,7 @@ final class ServerConnection: EventHandler {
     // MARK: Reading
 
     func readable() {
+        markActive()
         guard phase == .handshaking || phase == .open else {
             drainWhileClosing()
             return
@@ -253,9 +257,27 @@ final class ServerConnection: EventHandler {
         }
     }
 
+    private func markActive() {
+        lastActiveTick = context.value.tick
+        buffersHeld = true
+    }
+
+    /// Gives back the TLS buffers of a connection idle since the last sweep (called by the loop's sweep).
+    func releaseIfIdle(currentTick: UInt64) {
+        guard buffersHeld, lastActiveTick < currentTick, phase == .open || phase == .handshaking,
+            outbound.isEmpty, pendingCipherOffset == pendingCipher.count
+        else { return }
+        pendingCipher = []
+        pendingCipherOffset = 0
+        session?.releaseBuffers()
+        tls.releaseBuffers(force: true)
+        buffersHeld = false
+    }
+
     /// Writes as much as the socket takes: queued frames into TLS, TLS records into the socket.
     func flush() {
         guard phase != .closed else { return }
+        markActive()
         let ctx = context.value
         while true {
             if pendingCipherOffset < pendingCipher.count {
@@ -282,7 +304,27 @@ final class ServerConnection: EventHandler {
                 }
             }
             if tls.hasOutbound {
-                tls.takeOutbound(into: &pendingCipher)
+                // Straight from TLS to the socket through the loop's buffer; only what the socket refuses is kept.
+                let taken = ctx.cipherBuffer.withUnsafeMutableBytes { tls.takeOutbound(into: $0) }
+                let result: TCPSocket.WriteResult
+                do {
+                    result = try ctx.cipherBuffer.withUnsafeBytes { raw throws(NetError) in
+                        try socket.write(UnsafeRawBufferPointer(rebasing: raw[..<taken]))
+                    }
+                } catch {
+                    abort("write failed: \(error)")
+                    return
+                }
+                let written: Int
+                switch result {
+                case .wrote(let count): written = count
+                case .wouldBlock: written = 0
+                }
+                if written < taken {
+                    pendingCipher.append(contentsOf: ctx.cipherBuffer[written..<taken])
+                    setInterest(.all)
+                    return
+                }
                 continue
             }
             if !outbound.isEmpty, tls.isHandshakeComplete {
@@ -303,8 +345,6 @@ final class ServerConnection: EventHandler {
         }
         // Everything is written.
         setInterest(phase == .closing ? .none : .readable)
-        pendingCipher = []
-        tls.releaseBuffers()
         if phase == .closing, session?.hasPendingWrites != true {
             finish()
         }

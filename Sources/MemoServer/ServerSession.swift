@@ -44,6 +44,11 @@ struct ServerSession {
         decoder = FrameDecoder(maxFrameSize: limits.maxFrameSize)
     }
 
+    /// Gives back the decoder's buffer when it holds no partial frame (an idle connection).
+    mutating func releaseBuffers() {
+        if decoder.bufferedByteCount == 0 { decoder = FrameDecoder(maxFrameSize: limits.maxFrameSize) }
+    }
+
     /// Bytes buffered but not yet a whole frame.
     var bufferedBytes: Int { decoder.bufferedByteCount }
 

@@ -241,11 +241,13 @@ public final class TLSEngine: @unchecked Sendable {
 
     /// Frees memory an idle connection does not need: the read scratch buffer, and the memory BIOs if they
     /// are empty but grew large (a memory BIO never shrinks by itself). Call when the connection goes idle.
-    public func releaseBuffers() {
+    /// - Parameter force: replace the empty BIOs whatever they hold, for connections idle long enough that a
+    ///   fresh allocation on their next message costs less than the memory kept meanwhile.
+    public func releaseBuffers(force: Bool = false) {
         scratch?.deallocate()
         scratch = nil
         guard CMemoSSL_BIO_pending(inbound) == 0, CMemoSSL_BIO_pending(outbound) == 0,
-            retainedBufferBytes > Self.retainedBIOLimit,
+            force ? retainedBufferBytes > 0 : retainedBufferBytes > Self.retainedBIOLimit,
             let newInbound = BIO_new(BIO_s_mem())
         else { return }
         guard let newOutbound = BIO_new(BIO_s_mem()) else {
