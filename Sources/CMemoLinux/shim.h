@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <pthread.h>
+#include <malloc.h>
 
 // accept4 and pthread_setname_np are declared only under _GNU_SOURCE; declare them here with their glibc
 // signatures so that Swift sees them without changing how the rest of libc is imported.

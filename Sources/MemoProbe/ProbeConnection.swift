@@ -20,25 +20,16 @@ public final class ProbeConnection {
         }
     }
 
-    public enum Failure: Error, CustomStringConvertible {
-        case timedOut(String)
-        case closed
-        public var description: String {
-            switch self {
-            case .timedOut(let what): return "timed out waiting for \(what)"
-            case .closed: return "connection closed"
-            }
-        }
-    }
+    public typealias Failure = TLSStream.Failure
 
-    public let socket: TCPSocket
-    public let tls: TLSEngine
+    public let stream: TLSStream
+    public var socket: TCPSocket { stream.socket }
+    public var tls: TLSEngine { stream.tls }
+    public var timeout: Duration { stream.timeout }
+    public private(set) var peerClosed = false
     private var decoder = FrameDecoder()
     private var stash: [Frame] = []
-    private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
     private var nextID: UInt32 = 1
-    public private(set) var peerClosed = false
-    public let timeout: Duration
 
     /// A client TLS context for `identity`; share one among many connections (loading certificates is slow).
     public static func context(for identity: Identity) throws -> TLSContext {
@@ -52,27 +43,13 @@ public final class ProbeConnection {
 
     /// Connects and completes the TLS handshake (not hello).
     public init(address: SocketAddress, context: TLSContext, timeout: Duration = .seconds(10)) throws {
-        self.timeout = timeout
-        tls = try TLSEngine(context: context, serverName: "127.0.0.1")
-        socket = try TCPSocket.connect(to: address, timeout: timeout)
-        // Small frames go out at once; with Nagle's algorithm a handshake waits for delayed ACKs (40 ms).
-        try? socket.setNoDelay()
-        let deadline = ContinuousClock.now + timeout
-        while try tls.handshake() != .done {
-            try sendOutbound()
-            try pump(until: deadline, what: "the TLS handshake")
-        }
-        try sendOutbound()
-    }
-
-    deinit {
-        socket.close()
+        stream = try TLSStream(address: address, context: context, timeout: timeout)
     }
 
     /// Sends hello and checks the welcome.
     @discardableResult
     public func hello() throws -> Message {
-        let reply = try request(.hello(minVersion: 1, maxVersion: 1, client: "test"))
+        let reply = try request(.hello(minVersion: 1, maxVersion: 1, client: "probe"))
         guard case .welcome = reply else { throw Failure.timedOut("welcome, got \(reply)") }
         return reply
     }
@@ -88,8 +65,7 @@ public final class ProbeConnection {
 
     /// Sends plaintext bytes as they are (for malformed frames).
     public func sendRaw(_ bytes: [UInt8]) throws {
-        try tls.writePlaintext(bytes)
-        try sendOutbound()
+        try stream.write(bytes)
     }
 
     /// Sends `message` and waits for the first frame with its request id.
@@ -111,7 +87,7 @@ public final class ProbeConnection {
                 stash.append(frame)
             }
             if peerClosed { throw Failure.closed }
-            try pump(until: deadline, what: "a frame")
+            try take(try stream.read(until: deadline, what: "a frame"))
         }
     }
 
@@ -120,18 +96,7 @@ public final class ProbeConnection {
     public func readAvailable() throws -> [Frame] {
         var frames = stash
         stash.removeAll()
-        let result = try buffer.withUnsafeMutableBytes { try socket.read(into: $0) }
-        switch result {
-        case .bytes(let count):
-            buffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            var plaintext: [UInt8] = []
-            if try tls.readPlaintext(into: &plaintext) == .closed { peerClosed = true }
-            decoder.append(plaintext)
-        case .wouldBlock:
-            break
-        case .eof:
-            peerClosed = true
-        }
+        try take(try stream.readAvailable())
         while let frame = try decoder.next() { frames.append(frame) }
         return frames
     }
@@ -145,51 +110,17 @@ public final class ProbeConnection {
             while let frame = try decoder.next() { messages.append(try Message(frame: frame)) }
             if peerClosed { return messages }
             do {
-                try pump(until: deadline, what: "the server to close")
+                try take(try stream.read(until: deadline, what: "the server to close"))
             } catch is TLSError {
+                peerClosed = true
+            } catch let error as NetError where error.isConnectionLoss {
                 peerClosed = true
             }
         }
     }
 
-    private func sendOutbound() throws {
-        var out: [UInt8] = []
-        tls.takeOutbound(into: &out)
-        var offset = 0
-        let deadline = ContinuousClock.now + timeout
-        while offset < out.count {
-            let result = try out.withUnsafeBytes { raw in
-                try socket.write(UnsafeRawBufferPointer(rebasing: raw[offset...]))
-            }
-            switch result {
-            case .wrote(let count): offset += count
-            case .wouldBlock:
-                guard try socket.wait(for: .writable, timeout: deadline - ContinuousClock.now) else {
-                    throw Failure.timedOut("the socket to take our bytes")
-                }
-            }
-        }
-    }
-
-    /// Reads what the socket has (waiting for it), feeds TLS and the decoder.
-    private func pump(until deadline: ContinuousClock.Instant, what: String) throws {
-        let left = deadline - ContinuousClock.now
-        guard left > .zero, try socket.wait(for: .readable, timeout: left) else { throw Failure.timedOut(what) }
-        let result = try buffer.withUnsafeMutableBytes { try socket.read(into: $0) }
-        switch result {
-        case .bytes(let count):
-            buffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-        case .wouldBlock:
-            return
-        case .eof:
-            peerClosed = true
-        }
-        if tls.isHandshakeComplete {
-            var plaintext: [UInt8] = []
-            let state = try tls.readPlaintext(into: &plaintext)
-            decoder.append(plaintext)
-            if state == .closed { peerClosed = true }
-        }
-        try sendOutbound()
+    private func take(_ plaintext: [UInt8]) throws {
+        decoder.append(plaintext)
+        if stream.peerClosed { peerClosed = true }
     }
 }

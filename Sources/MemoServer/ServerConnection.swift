@@ -15,6 +15,10 @@ final class ServerConnection: EventHandler {
         case open
         /// Not reading any more; closes once writes in flight are answered and everything is flushed.
         case closing
+        /// Everything is sent and our side shut down; reading and discarding until the peer closes too, so that
+        /// a request still in flight from the peer does not make the kernel reset the connection (which would
+        /// destroy the error or going-away frame before the peer reads it).
+        case lingering
         case closed
     }
 
@@ -344,10 +348,11 @@ final class ServerConnection: EventHandler {
             break
         }
         // Everything is written.
-        setInterest(phase == .closing ? .none : .readable)
         if phase == .closing, session?.hasPendingWrites != true {
-            finish()
+            linger()
+            return
         }
+        setInterest(phase == .closing ? .none : .readable)
     }
 
     private func setInterest(_ interest: Interest) {
@@ -384,6 +389,20 @@ final class ServerConnection: EventHandler {
         flush()
     }
 
+    private func linger() {
+        phase = .lingering
+        do {
+            try socket.shutdownWrite()
+        } catch {
+            finish()
+            return
+        }
+        setInterest(.readable)
+        deadline?.cancel()
+        let bound = LoopBound(self, eventLoop: loop)
+        deadline = loop.schedule(after: .seconds(2)) { bound.value.finish() }
+    }
+
     /// Sends going-away and closes gracefully (server shutdown).
     func goAway(_ message: String) {
         guard phase == .handshaking || phase == .open else { return }
@@ -398,21 +417,30 @@ final class ServerConnection: EventHandler {
     private func drainWhileClosing() {
         // Read and discard so that a peer's close is noticed; nothing more is served.
         let ctx = context.value
-        let result = try? ctx.readBuffer.withUnsafeMutableBytes { buffer throws(NetError) in
-            try socket.read(into: buffer)
+        for _ in 0..<16 {
+            let result = try? ctx.readBuffer.withUnsafeMutableBytes { buffer throws(NetError) in
+                try socket.read(into: buffer)
+            }
+            switch result {
+            case .bytes: continue
+            case .wouldBlock: return
+            case .eof, nil: finish()
+            }
+            return
         }
-        if result == .eof || result == nil { abort(closeReason.isEmpty ? "peer closed the connection" : closeReason) }
     }
 
     private func handshakeDeadlinePassed() {
         guard phase == .handshaking else { return }
+        let reason = "handshake not finished within \(server.limits.handshakeTimeout) s"
         if tls.isHandshakeComplete {
             enqueue(.frame(Message.error(
                 code: .handshakeTimeout,
                 message: "hello was not sent within \(server.limits.handshakeTimeout) seconds").frame(requestID: 0)))
-            flush()
+            beginClosing(reason)
+        } else {
+            abort(reason)
         }
-        abort("handshake not finished within \(server.limits.handshakeTimeout) s")
     }
 
     /// Closes at once.

@@ -246,6 +246,7 @@ public final class TLSEngine: @unchecked Sendable {
     public func releaseBuffers(force: Bool = false) {
         scratch?.deallocate()
         scratch = nil
+        if force { _ = SSL_free_buffers(ssl) }  // the record layer's read and write buffers, when empty
         guard CMemoSSL_BIO_pending(inbound) == 0, CMemoSSL_BIO_pending(outbound) == 0,
             force ? retainedBufferBytes > 0 : retainedBufferBytes > Self.retainedBIOLimit,
             let newInbound = BIO_new(BIO_s_mem())

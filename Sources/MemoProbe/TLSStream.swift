@@ -1,0 +1,95 @@
+import Foundation
+import MemoNet
+import MemoTLS
+
+/// A blocking TLS byte stream over a non-blocking socket, with a deadline on every wait: the transport of the
+/// probe client and of the benchmarks' Redis client.
+public final class TLSStream {
+    public enum Failure: Error, CustomStringConvertible {
+        case timedOut(String)
+        case closed
+        public var description: String {
+            switch self {
+            case .timedOut(let what): return "timed out waiting for \(what)"
+            case .closed: return "connection closed"
+            }
+        }
+    }
+
+    public let socket: TCPSocket
+    public let tls: TLSEngine
+    public let timeout: Duration
+    public private(set) var peerClosed = false
+    private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+
+    /// Connects and completes the TLS handshake.
+    public init(address: SocketAddress, context: TLSContext, timeout: Duration = .seconds(10)) throws {
+        self.timeout = timeout
+        tls = try TLSEngine(context: context, serverName: address.host)
+        socket = try TCPSocket.connect(to: address, timeout: timeout)
+        // Small writes go out at once; with Nagle's algorithm a handshake waits for delayed ACKs (40 ms).
+        try? socket.setNoDelay()
+        let deadline = ContinuousClock.now + timeout
+        while try tls.handshake() != .done {
+            try flush()
+            _ = try read(until: deadline, what: "the TLS handshake")
+        }
+        try flush()
+    }
+
+    deinit {
+        socket.close()
+    }
+
+    /// Encrypts and sends `bytes`, waiting for the socket when it is full.
+    public func write(_ bytes: [UInt8]) throws {
+        try tls.writePlaintext(bytes)
+        try flush()
+    }
+
+    private func flush() throws {
+        var out: [UInt8] = []
+        tls.takeOutbound(into: &out)
+        var offset = 0
+        let deadline = ContinuousClock.now + timeout
+        while offset < out.count {
+            let result = try out.withUnsafeBytes { raw in
+                try socket.write(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+            }
+            switch result {
+            case .wrote(let count): offset += count
+            case .wouldBlock:
+                guard try socket.wait(for: .writable, timeout: deadline - ContinuousClock.now) else {
+                    throw Failure.timedOut("the socket to take our bytes")
+                }
+            }
+        }
+    }
+
+    /// Waits for the socket, then returns the plaintext that one read brought (maybe none: a partial record).
+    /// - Throws: `timedOut` past the deadline; TLS errors as `TLSError`.
+    public func read(until deadline: ContinuousClock.Instant, what: String) throws -> [UInt8] {
+        let left = deadline - ContinuousClock.now
+        guard left > .zero, try socket.wait(for: .readable, timeout: left) else { throw Failure.timedOut(what) }
+        return try readAvailable()
+    }
+
+    /// Returns the plaintext that the socket holds now, without waiting.
+    public func readAvailable() throws -> [UInt8] {
+        let result = try buffer.withUnsafeMutableBytes { try socket.read(into: $0) }
+        switch result {
+        case .bytes(let count):
+            buffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        case .wouldBlock:
+            return []
+        case .eof:
+            peerClosed = true
+        }
+        var plaintext: [UInt8] = []
+        if tls.isHandshakeComplete {
+            if try tls.readPlaintext(into: &plaintext) == .closed { peerClosed = true }
+        }
+        try flush()  // TLS may answer the peer (key updates, alerts)
+        return plaintext
+    }
+}
