@@ -39,7 +39,8 @@ let package = Package(
             dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
         .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
         .executableTarget(
-            name: "memo-bench", dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoTLS", "MemoNet", "MemoCLI"]),
+            name: "memo-bench",
+            dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
             dependencies: [

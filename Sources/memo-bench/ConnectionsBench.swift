@@ -95,24 +95,32 @@ struct ConnectionsBench {
         // Every connection is still served after the hold.
         for connection in connections.prefix(10) { _ = try connection.request(.ping(nonce: 1)) }
         let after = target.serverRSS()
+        Self.report(label: "connections", count: count, seconds: openSeconds, before: before, after: after, json: json)
+        withExtendedLifetime(connections) {}
+    }
+}
+
+extension ConnectionsBench {
+    /// Prints the connections figures (shared with the Redis mode).
+    static func report(label: String, count: Int, seconds: Double, before: Int?, after: Int?, json: Bool) {
         let perConnection = before.flatMap { b in after.map { Double($0 - b) / Double(count) } }
-        let rate = Double(count) / openSeconds
+        let rate = Double(count) / seconds
         if json {
-            var fields = ["\"op\":\"connections\"", "\"count\":\(count)", String(format: "\"handshakes_per_sec\":%.1f", rate)]
+            var fields = ["\"op\":\"\(label)\"", "\"count\":\(count)",
+                          String(format: "\"handshakes_per_sec\":%.1f", rate)]
             if let before, let after, let perConnection {
                 fields += ["\"server_rss_before_kb\":\(before)", "\"server_rss_after_kb\":\(after)",
                            String(format: "\"kb_per_connection\":%.2f", perConnection)]
             }
             print("{" + fields.joined(separator: ",") + "}")
         } else {
-            print(String(format: "connections: %d opened in %.2f s (%.0f TLS handshakes + hello per second)",
-                         count, openSeconds, rate))
+            print(String(format: "%@: %d opened in %.2f s (%.0f TLS handshakes per second)", label, count, seconds,
+                         rate))
             if let before, let after, let perConnection {
                 print(String(format: "server RSS: %d KiB before, %d KiB after: %.2f KiB per connection",
                              before, after, perConnection))
             }
         }
-        withExtendedLifetime(connections) {}
     }
 }
 

@@ -10,6 +10,8 @@ let usage = """
       connections  N idle TLS connections held open; the server's memory per connection
       handshakes   full TLS handshakes per second
       fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
+      snapshot     time until a fresh mirror of an N-memo store is ready
+      redis-fanout, redis-connections   the same shapes against Redis over TLS (bench/compare.sh)
 
     memo-bench MODE --help describes a mode's options.
     """
@@ -47,6 +49,18 @@ do {
             exit(0)
         }
         try FanoutBench(&arguments).run()
+    case "redis-fanout", "redis-connections":
+        if wantsHelp {
+            print(RedisBench.help)
+            exit(0)
+        }
+        if mode == "redis-fanout" { try RedisBench.fanout(&arguments) } else { try RedisBench.connections(&arguments) }
+    case "snapshot":
+        if wantsHelp {
+            print(SnapshotBench.help)
+            exit(0)
+        }
+        try await SnapshotBench(&arguments).run()
     case nil where wantsHelp:
         print(usage + "\n\n" + RequestBench.help)
     case nil:
