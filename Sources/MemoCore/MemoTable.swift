@@ -110,15 +110,24 @@ public struct WritePlanner {
     private var overlay: [UUID: Memo?] = [:]
     public private(set) var revision: UInt64
     private var lastInsertMicros: Int64
+    /// False when the caller applies each planned change to the table before planning the next, so that the
+    /// table itself shows earlier effects and no overlay is needed.
+    private let keepsOverlay: Bool
 
-    public init(startingAt table: borrowing MemoTable) {
+    /// - Parameter appliesAsItGoes: true when each planned change is applied to `table` before the next plan.
+    public init(startingAt table: borrowing MemoTable, appliesAsItGoes: Bool = false) {
         revision = table.revision
         lastInsertMicros = table.lastInsertMicros
+        keepsOverlay = !appliesAsItGoes
     }
 
     private func current(_ id: UUID, in table: borrowing MemoTable) -> Memo? {
-        if let entry = overlay[id] { return entry }
+        if keepsOverlay, let entry = overlay[id] { return entry }
         return table.memo(id)
+    }
+
+    private mutating func record(_ id: UUID, _ memo: Memo?) {
+        if keepsOverlay { overlay[id] = .some(memo) }
     }
 
     /// Plans one write.
@@ -146,7 +155,7 @@ public struct WritePlanner {
             let memo = Memo(
                 id: id, content: content, insertMicros: insert, updateMicros: max(nowMicros, insert),
                 revision: revision)
-            overlay[id] = memo
+            record(id, memo)
             return .change(Change(revision: revision, kind: .created, memo: memo))
         case .update(let id, let content, let expected):
             try MemoLimits.validate(content: content)
@@ -158,7 +167,7 @@ public struct WritePlanner {
             memo.content = content
             memo.updateMicros = max(nowMicros, memo.updateMicros)
             memo.revision = revision
-            overlay[id] = memo
+            record(id, memo)
             return .change(Change(revision: revision, kind: .updated, memo: memo))
         case .delete(let id, let expected):
             guard var memo = current(id, in: table) else { throw .notFound(id) }
@@ -167,7 +176,7 @@ public struct WritePlanner {
             }
             revision += 1
             memo.revision = revision
-            overlay[id] = .some(nil)
+            record(id, nil)
             return .change(Change(revision: revision, kind: .deleted, memo: memo))
         }
     }

@@ -66,19 +66,24 @@ public final class StoreCore: Sendable {
         var listPending: Subject<[Memo]>.PendingDelivery?
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
-            var planner = WritePlanner(startingAt: inner.table)
+            // Each change is applied before the next write is planned, so the planner needs no overlay.
+            var planner = WritePlanner(startingAt: inner.table, appliesAsItGoes: true)
             var results: [Result<WriteOutcome, MemoError>] = []
-            var changes: [Change] = []
+            results.reserveCapacity(ops.count)
             for op in ops {
                 do throws(MemoError) {
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros)
-                    if case .change(let change) = outcome { changes.append(change) }
+                    if case .change(let change) = outcome {
+                        inner.table.apply(change)
+                        inner.history.append(change)
+                        pending.append(events.enqueue(.change(change)))
+                    }
                     results.append(.success(outcome))
                 } catch {
                     results.append(.failure(error))
                 }
             }
-            (pending, listPending) = applyLocked(changes, to: &inner)
+            if !pending.isEmpty { listPending = inner.list.map { $0.enqueue(inner.table.list) } }
             return results
         }
         deliver(pending, listPending)

@@ -1,5 +1,6 @@
 import MemoNet
 import MemoWire
+import Synchronization
 
 /// Carries every change of the store to the subscribers on every loop: one watch on the store, each change
 /// encoded once, one hop per loop (not per subscriber).
@@ -10,12 +11,15 @@ import MemoWire
 final class Broadcaster: Sendable {
     private let contexts: [LoopBound<LoopContext>]
     private let subscription: Subscription
-
-    init(store: any ServingStore, contexts: [LoopBound<LoopContext>]) {
+    init(store: any ServingStore, contexts: [LoopBound<LoopContext>], subscribers: SubscriberCount) {
         self.contexts = contexts
         let head = store.revision
         subscription = store.watch(from: .after(head)) { event in
             guard case .change(let change) = event else { return }
+            // With no subscription anywhere the change is not even encoded. A subscription counts itself before
+            // it reads its snapshot or history, and this check runs after the store applied the change: so a
+            // subscription this check missed has read a snapshot that already holds the change.
+            guard subscribers.value.load(ordering: .sequentiallyConsistent) > 0 else { return }
             let frame = SharedFrame(change: change)
             for context in contexts {
                 context.eventLoop.execute { context.value.deliver(frame) }
@@ -26,4 +30,9 @@ final class Broadcaster: Sendable {
     func stop() {
         subscription.cancel()
     }
+}
+
+/// How many subscriptions are open on all loops.
+final class SubscriberCount: Sendable {
+    let value = Atomic<Int>(0)
 }

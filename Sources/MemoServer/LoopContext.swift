@@ -26,26 +26,36 @@ final class LoopContext {
     /// Subscriptions by connection: request id -> the revision after which changes are due.
     private var subscribers: [ObjectIdentifier: [UInt32: UInt64]] = [:]
 
-    init() {
+    private let counter: SubscriberCount
+
+    init(counter: SubscriberCount) {
+        self.counter = counter
         plaintext.reserveCapacity(64 * 1024)
     }
 
+    /// Registers a subscription that is due every change after `revision`; call with `UInt64.max` before reading
+    /// the snapshot (so that the broadcaster counts it), then again with the snapshot's revision.
     func subscribe(_ connection: ServerConnection, requestID: UInt32, after revision: UInt64) {
-        subscribers[ObjectIdentifier(connection), default: [:]][requestID] = revision
+        let previous = subscribers[ObjectIdentifier(connection), default: [:]].updateValue(revision, forKey: requestID)
+        if previous == nil { counter.value.add(1, ordering: .sequentiallyConsistent) }
     }
 
     func unsubscribe(_ connection: ServerConnection, requestID: UInt32) {
         let key = ObjectIdentifier(connection)
-        subscribers[key]?[requestID] = nil
+        if subscribers[key]?.removeValue(forKey: requestID) != nil {
+            counter.value.subtract(1, ordering: .sequentiallyConsistent)
+        }
         if subscribers[key]?.isEmpty == true { subscribers[key] = nil }
     }
 
     func removeSubscriptions(of connection: ServerConnection) {
-        subscribers[ObjectIdentifier(connection)] = nil
+        if let removed = subscribers.removeValue(forKey: ObjectIdentifier(connection)) {
+            counter.value.subtract(removed.count, ordering: .sequentiallyConsistent)
+        }
     }
 
     func removeAll(of connection: ServerConnection) {
-        subscribers[ObjectIdentifier(connection)] = nil
+        removeSubscriptions(of: connection)
         connections[ObjectIdentifier(connection)] = nil
     }
 

@@ -89,8 +89,9 @@ public final class MemoServer: Sendable {
         self.group = group
         self.core = core
         boundAddress = try listener.localAddress()
-        contexts = group.loops.map { loop in onLoop(loop) { LoopBound(LoopContext(), eventLoop: loop) } }
-        broadcaster = Broadcaster(store: core.store, contexts: contexts)
+        let subscriberCount = SubscriberCount()
+        contexts = group.loops.map { loop in onLoop(loop) { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) } }
+        broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
         for context in contexts { scheduleSweep(context) }
         let contexts = contexts
         let acceptLoop = group.loops[0]

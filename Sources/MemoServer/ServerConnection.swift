@@ -44,6 +44,8 @@ final class ServerConnection: EventHandler {
     /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
+    /// This connection, for work that hops back to its loop (made once, on the loop).
+    private lazy var loopBound = LoopBound(self, eventLoop: loop)
 
     init(
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
@@ -190,9 +192,15 @@ final class ServerConnection: EventHandler {
                     requestID: requestID, revision: revision, memos: memos, snapshot: false,
                     maxFrameSize: server.limits.maxFrameSize)))
             case .submit(let requestID, let op):
-                let bound = LoopBound(self, eventLoop: loop)
+                let bound = loopBound
                 server.store.submit(op) { result in
-                    bound.eventLoop.execute { bound.value.writeCompleted(requestID, result) }
+                    // The memory store answers at once, on this loop: no hop needed.
+                    if bound.eventLoop.inEventLoop {
+                        // Answered while the request is being handled: the flush after this batch sends it.
+                        bound.value.writeCompleted(requestID, result, flush: false)
+                    } else {
+                        bound.eventLoop.execute { bound.value.writeCompleted(requestID, result) }
+                    }
                 }
             case .subscribe(let requestID, let start):
                 subscribe(requestID, start)
@@ -205,16 +213,18 @@ final class ServerConnection: EventHandler {
         }
     }
 
-    private func writeCompleted(_ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>) {
+    private func writeCompleted(_ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, flush now: Bool = true) {
         guard phase != .closed, var session else { return }
         let frame = session.completed(requestID: requestID, result)
         self.session = session
         enqueue(.frame(frame))
-        flush()
+        if now { flush() }
     }
 
     private func subscribe(_ requestID: UInt32, _ start: WatchStart) {
         let store = server.store
+        // Counted before the snapshot or history is read; see `Broadcaster`.
+        context.value.subscribe(self, requestID: requestID, after: UInt64.max)
         switch start {
         case .snapshot:
             let (revision, memos) = store.snapshot()
@@ -230,6 +240,7 @@ final class ServerConnection: EventHandler {
                 for change in changes { enqueue(.frame(Message.change(change).frame(requestID: requestID))) }
             } catch {
                 session?.subscriptionEnded(requestID)
+                context.value.unsubscribe(self, requestID: requestID)
                 if case .historyGone(let requested, let oldest) = error {
                     enqueue(.frame(Message.historyGone(requested: requested, oldestAvailable: oldest)
                         .frame(requestID: requestID)))

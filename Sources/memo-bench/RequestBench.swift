@@ -9,13 +9,14 @@ import MemoWire
 struct RequestBench {
     static let help = """
         usage: memo-bench [--server HOST:PORT] [--certs DIR] [--clients C] [--requests N] [--pipeline P]
-                          [--size BYTES] [--op create|get|update|list] [--json]
+                          [--size BYTES] [--op create|get|update|list] [--threads T] [--json]
 
         C connections (default 50), each sending P requests (default 1) before reading their answers, until N
         requests in all (default 100000) are answered. --size is the memo content in bytes (default 64). get and
         update work on 1,000 memos the benchmark makes first; list lists whatever the store holds. Prints
         requests per second and latency p50/p99 (from a request's send to its answer); --json prints
-        {"op":..,"clients":..,"pipeline":..,"requests":..,"ops_per_sec":..,"p50_ms":..,"p99_ms":..}.
+        {"op":..,"clients":..,"pipeline":..,"requests":..,"ops_per_sec":..,"p50_ms":..,"p99_ms":..}. Like
+        redis-benchmark, T threads (default 1) multiplex all the connections with poll(2).
         """
 
     enum Operation: String {
@@ -29,9 +30,11 @@ struct RequestBench {
     var size = 64
     var op = Operation.create
     var json = false
+    var threads = 1
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         target = try BenchTarget(&arguments)
+        threads = try arguments.integer("--threads", in: 1...64) ?? threads
         clients = try arguments.integer("--clients", in: 1...10_000) ?? clients
         requests = try arguments.integer("--requests", in: 1...100_000_000) ?? requests
         pipeline = try arguments.integer("--pipeline", in: 1...10_000) ?? pipeline
@@ -65,59 +68,74 @@ struct RequestBench {
             pool = ids
         }
         let shares = (0..<clients).map { requests / clients + ($0 < requests % clients ? 1 : 0) }
-        let connections = try shares.map { _ in
+        let drivers = try shares.enumerated().map { index, share in
             let connection = try ProbeConnection(address: address, context: context)
             try connection.hello()
-            return connection
+            return UncheckedBox(Driver(
+                connection: connection, count: share, pipeline: pipeline, op: op, content: content, pool: pool,
+                seed: index))
         }
-        let results = Recorder<Result<(latencies: [Double], errors: Int), any Error>>()
+        // Like redis-benchmark, a few threads multiplex every connection (poll), so that the client spends its
+        // CPU on requests rather than on thread switches.
         let clock = ContinuousClock()
         let started = clock.now
-        let op = op
-        let pipeline = pipeline
-        let poolIDs = pool
-        for (index, share) in shares.enumerated() {
-            let connection = UncheckedBox(connections[index])
-            Thread.detachNewThread {
-                results.record(Result {
-                    try Self.drive(connection.value, count: share, pipeline: pipeline, op: op, content: content,
-                                   pool: poolIDs, seed: index)
-                })
-            }
-        }
-        let outcomes = try results.waitFor(clients).map { try $0.get() }
+        for driver in drivers { try driver.value.sendBatch() }
+        let errors = pollConnections(
+            count: drivers.count, threads: threads, descriptor: { drivers[$0].value.connection.socket.fileDescriptor },
+            readable: { try drivers[$0].value.readable() }, deadline: clock.now + .seconds(600))
+        if let error = errors.first { throw error }
         let elapsed = (clock.now - started).milliseconds / 1000
-        let latencies = outcomes.flatMap(\.latencies)
-        let errors = outcomes.reduce(0) { $0 + $1.errors }
+        let latencies = drivers.flatMap { $0.value.latencies }
+        let failed = drivers.reduce(0) { $0 + $1.value.errors }
+        guard latencies.count == requests else {
+            throw UsageError("only \(latencies.count) of \(requests) requests were answered in time")
+        }
         let stats = LatencyStats(latencies)
         let rate = Double(latencies.count) / elapsed
         if json {
             print(String(format: "{\"op\":\"%@\",\"clients\":%d,\"pipeline\":%d,\"requests\":%d,\"ops_per_sec\":%.1f,"
                          + "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"errors\":%d}", op.rawValue, clients, pipeline,
-                         latencies.count, rate, stats.p50, stats.p99, errors))
+                         latencies.count, rate, stats.p50, stats.p99, failed))
         } else {
             print(String(format: "%@: %d requests, %d clients, pipeline %d, %d bytes: %.0f requests/s, "
                          + "p50 %.3f ms, p99 %.3f ms, %d errors", op.rawValue, latencies.count, clients, pipeline,
-                         size, rate, stats.p50, stats.p99, errors))
+                         size, rate, stats.p50, stats.p99, failed))
         }
     }
 
-    /// One connection's share: P requests out, P answers in, until `count` are answered.
-    private static func drive(
-        _ connection: ProbeConnection, count: Int, pipeline: Int, op: Operation, content: String, pool: [UUID],
-        seed: Int
-    ) throws -> (latencies: [Double], errors: Int) {
-        let clock = ContinuousClock()
-        var latencies: [Double] = []
-        latencies.reserveCapacity(count)
-        var errors = 0
-        var done = 0
-        var next = seed
-        while done < count {
-            let batch = min(pipeline, count - done)
-            var sent: [(UInt32, ContinuousClock.Instant)] = []
+    /// One connection's share: P requests out, then the next P once all P are answered.
+    final class Driver {
+        let connection: ProbeConnection
+        let count: Int
+        let pipeline: Int
+        let op: Operation
+        let content: String
+        let pool: [UUID]
+        private var next: Int
+        private var sent = 0
+        private var outstanding: [UInt32: ContinuousClock.Instant] = [:]
+        private var nextID: UInt32 = 100
+        private let clock = ContinuousClock()
+        private(set) var latencies: [Double] = []
+        private(set) var errors = 0
+
+        init(connection: ProbeConnection, count: Int, pipeline: Int, op: Operation, content: String, pool: [UUID],
+             seed: Int) {
+            self.connection = connection
+            self.count = count
+            self.pipeline = pipeline
+            self.op = op
+            self.content = content
+            self.pool = pool
+            next = seed
+            latencies.reserveCapacity(count)
+        }
+
+        func sendBatch() throws {
+            let batch = min(pipeline, count - sent)
+            guard batch > 0 else { return }
             var bytes: [UInt8] = []
-            var id = UInt32(truncatingIfNeeded: done + 1)
+            let now = clock.now
             for _ in 0..<batch {
                 let message: Message
                 switch op {
@@ -127,32 +145,42 @@ struct RequestBench {
                 case .list: message = .list
                 }
                 next += 7
-                bytes += message.frame(requestID: id)
-                sent.append((id, clock.now))
-                id &+= 1
+                nextID &+= 1
+                message.encode(into: &scratch, requestID: nextID)
+                outstanding[nextID] = now
             }
+            bytes = scratch.bytes
+            scratch.bytes.removeAll(keepingCapacity: true)
+            sent += batch
             try connection.sendRaw(bytes)
-            for (requestID, at) in sent {
-                var finished = false
-                while !finished {
-                    let (frame, message) = try connection.receive { $0.requestID == requestID }
-                    switch message {
-                    case .memos(_, let last, _): finished = last
-                    case .error: errors += 1; finished = true
-                    default: finished = true
-                    }
-                    _ = frame
+        }
+
+        private var scratch = WireWriter(capacity: 4096)
+
+        /// Takes the answers that arrived. - Returns: true when this connection's share is done.
+        func readable() throws -> Bool {
+            for frame in try connection.readAvailable() {
+                // `list` answers in chunks: only the last one ends the request.
+                if frame.type == Message.Kind.memos.rawValue, frame.payload.count > 8, frame.payload[8] & 1 == 0 {
+                    continue
                 }
+                guard let at = outstanding.removeValue(forKey: frame.requestID) else { continue }
+                if frame.type == Message.Kind.error.rawValue { errors += 1 }
                 latencies.append((clock.now - at).milliseconds)
             }
-            done += batch
+            if outstanding.isEmpty {
+                if sent == count { return true }
+                try sendBatch()
+            }
+            if connection.peerClosed { throw TLSStream.Failure.closed }
+            return false
         }
-        return (latencies, errors)
     }
 }
 
-/// Hands a connection made on one thread to the thread that will use it alone.
-// @unchecked Sendable: each box is given to exactly one thread, which is the only one to touch the value.
+/// Hands an object made on one thread to the one thread that uses it afterwards.
+// @unchecked Sendable: each box is given to exactly one thread (or read only after that thread has finished),
+// so its value is never touched by two threads at once.
 final class UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
