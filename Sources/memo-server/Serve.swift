@@ -72,7 +72,11 @@ struct Serve {
         ServerLog.standardError("\(name): stopping; going-away sent to \(server.connectionCount) connections")
         server.shutdown()
         memoStore.close()
-        ServerLog.standardError("stopped cleanly at revision \(memoStore.revision)")
+        var summary = "stopped cleanly at revision \(memoStore.revision)"
+        if let sqlite = memoStore as? SQLiteStore {
+            summary += "; \(sqlite.transactionCount) transactions committed since start"
+        }
+        ServerLog.standardError(summary)
         _ = watcher
         signals.shutdownGracefully()
     }
