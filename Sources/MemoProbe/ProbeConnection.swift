@@ -40,10 +40,15 @@ public final class ProbeConnection {
     public private(set) var peerClosed = false
     public let timeout: Duration
 
-    public init(address: SocketAddress, identity: Identity, timeout: Duration = .seconds(10)) throws {
-        self.timeout = timeout
+    public convenience init(address: SocketAddress, identity: Identity, timeout: Duration = .seconds(10)) throws {
         let context = try TLSContext(.client(
             trustedCAPath: identity.ca, certificateChainPath: identity.certificate, privateKeyPath: identity.key))
+        try self.init(address: address, context: context, timeout: timeout)
+    }
+
+    /// Connects with a TLS context of the caller's making (an old protocol version, a lowered security level).
+    public init(address: SocketAddress, context: TLSContext, timeout: Duration = .seconds(10)) throws {
+        self.timeout = timeout
         tls = try TLSEngine(context: context, serverName: "127.0.0.1")
         socket = try TCPSocket.connect(to: address, timeout: timeout)
         // Small frames go out at once; with Nagle's algorithm a handshake waits for delayed ACKs (40 ms).
