@@ -14,6 +14,8 @@ public struct ServerLimits: Sendable, Hashable {
     public var maxConnections = 16_384
     /// Seconds a connection has to finish TLS and `hello`.
     public var handshakeTimeout: Double = 10
+    /// Seconds a frame, once begun, may take to arrive whole; a peer that stops mid-frame is closed with 304.
+    public var frameTimeout: Double = 30
 
     public init() {}
 }

@@ -36,6 +36,8 @@ struct ServerSession {
     /// Open subscriptions, by the request id of their `subscribe`.
     private(set) var subscriptions = Set<UInt32>()
     private(set) var clientName = ""
+    /// Whole frames taken so far (a connection restarts its frame deadline when this moves).
+    private(set) var framesReceived = 0
 
     init(limits: ServerLimits, role: Role, serverName: String = "memo-server") {
         self.limits = limits
@@ -57,6 +59,7 @@ struct ServerSession {
             do throws(WireError) {
                 guard let next = try decoder.next() else { break }
                 frame = next
+                framesReceived += 1
             } catch {
                 fail(&actions, requestID: 0, code: error.code, error.description)
                 break

@@ -102,6 +102,32 @@ struct ServerHostileTests {
         expectStillServed(server, good)
     }
 
+    @Test func aFrameCutMidwayThenSilenceIsClosedAfterTheFrameTimeout() throws {
+        var limits = ServerLimits()
+        limits.frameTimeout = 0.5
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        let stalled = try server.connect()
+        let whole = Message.create(id: nil, insertMicros: nil, content: String(repeating: "x", count: 500))
+            .frame(requestID: 3)
+        try stalled.sendRaw(Array(whole.prefix(100)))
+        let start = ContinuousClock.now
+        let messages = try stalled.readUntilClosed()
+        #expect(messages.contains { if case .error(.idleTimeout, _) = $0 { true } else { false } })
+        #expect(ContinuousClock.now - start >= .milliseconds(400))
+        // Frames that keep arriving whole are never cut, even when reads often end mid-frame.
+        let steady = try server.connect()
+        for i in 0..<8 {
+            let ping = Message.ping(nonce: UInt64(i)).frame(requestID: UInt32(10 + i))
+            try steady.sendRaw(Array(ping.prefix(6)))
+            Thread.sleep(forTimeInterval: 0.2)
+            try steady.sendRaw(Array(ping.dropFirst(6)))
+            #expect(try steady.receive { $0.requestID == UInt32(10 + i) }.1 == .pong(nonce: UInt64(i)))
+        }
+        expectStillServed(server, good)
+    }
+
     @Test func requestsBeforeHelloAndUnknownVersionsAreRefused() throws {
         let server = try TestServer()
         defer { server.stop() }
