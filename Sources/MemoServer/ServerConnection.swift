@@ -318,7 +318,8 @@ final class ServerConnection: EventHandler {
             }
             if !outbound.isEmpty, tls.isHandshakeComplete {
                 ctx.writer.bytes.removeAll(keepingCapacity: true)
-                outbound.fill(&ctx.writer, upTo: 64 * 1024)
+                let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
+                if listsSent > 0 { session?.listsSent(listsSent) }
                 do throws(TLSError) {
                     try tls.writePlaintext(ctx.writer.bytes)
                 } catch {

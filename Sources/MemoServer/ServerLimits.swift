@@ -4,7 +4,8 @@ import MemoWire
 public struct ServerLimits: Sendable, Hashable {
     /// The largest frame accepted or sent, length prefix included.
     public var maxFrameSize = WireProtocol.defaultMaxFrameSize
-    /// Unanswered requests one connection may have (writes waiting for the store, subscriptions open).
+    /// Unanswered requests one connection may have (writes waiting for the store, lists not
+    /// yet sent in full, subscriptions open).
     public var maxInFlight = 1024
     /// Subscriptions one connection may hold open.
     public var maxSubscriptions = 64

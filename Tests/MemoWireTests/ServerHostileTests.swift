@@ -158,6 +158,29 @@ struct ServerHostileTests {
         expectStillServed(server, good)
     }
 
+    @Test func listsPipelinedWithoutReadingCountAgainstTheInFlightLimit() throws {
+        var limits = ServerLimits()
+        limits.maxInFlight = 8
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        for i in 0..<50 { _ = try good.request(.create(id: nil, insertMicros: nil, content: "memo \(i)")) }
+        // Each queued answer holds a snapshot of every memo until it is sent: a peer must not pile them up.
+        let flooder = try server.connect()
+        try flooder.sendRaw((0..<200).flatMap { Message.list.frame(requestID: UInt32($0 + 10)) })
+        let messages = try flooder.readUntilClosed()
+        #expect(messages.contains { if case .error(.tooManyInFlight, _) = $0 { true } else { false } })
+        // Lists read as they come are answered one after another without limit.
+        for _ in 0..<20 {
+            guard case .memos(_, true, let memos) = try good.request(.list) else {
+                Issue.record("a list was not answered in one chunk")
+                return
+            }
+            #expect(memos.count >= 50)
+        }
+        expectStillServed(server, good)
+    }
+
     @Test func aSubscriberThatNeverReadsIsDroppedAsASlowConsumer() throws {
         var limits = ServerLimits()
         limits.maxOutboundBytes = 256 * 1024
