@@ -3,12 +3,16 @@ import MemoNet
 
 /// A `memo-server serve` process started by the torture harness: its address comes from the one stdout line,
 /// its log goes to a file, and it can be killed with SIGKILL and started again with the same arguments.
-final class ServerRunner {
+// @unchecked Sendable: the process handle is behind a lock; the rest is immutable.
+final class ServerRunner: @unchecked Sendable {
     let binary: String
     let arguments: [String]
     let logPath: String
-    private var process: Process?
-    private(set) var address = ""
+    private let current = LockedBox<Process?>(nil)
+    private var process: Process? {
+        get { current.value }
+        set { current.value = newValue }
+    }
 
     init(binary: String, arguments: [String], logPath: String) {
         self.binary = binary
@@ -36,8 +40,7 @@ final class ServerRunner {
             process.waitUntilExit()
             throw TortureError("memo-server did not start; its log:\n\(self.log.suffix(2000))")
         }
-        address = String(line.dropFirst("listening on ".count))
-        return address
+        return String(line.dropFirst("listening on ".count))
     }
 
     /// SIGKILL, and wait until the process is gone.

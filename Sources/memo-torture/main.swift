@@ -7,6 +7,7 @@ let usage = """
     Modes:
       crash    writers and watchers against a server killed with SIGKILL and restarted, then every
                acknowledged write and every watched change is checked
+      hostile  a catalog of hostile peers against one live server while a good client keeps working
 
     memo-torture MODE --help describes a mode's options. Exit status: 0 all checks passed, 1 a check failed
     or the harness could not run, 2 a usage error.
@@ -23,6 +24,12 @@ do {
             exit(0)
         }
         exit(try CrashTorture(&arguments).run() ? 0 : 1)
+    case "hostile":
+        if wantsHelp {
+            print(HostileTorture.help)
+            exit(0)
+        }
+        exit(try HostileTorture(&arguments).run() ? 0 : 1)
     case nil where wantsHelp:
         print(usage)
     default:
