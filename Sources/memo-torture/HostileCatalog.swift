@@ -159,7 +159,8 @@ enum HostileCatalog {
             context.expectClose(with: .malformedFrame, try context.sendAndReadUntilClosed(frame(type: 0x04, [0xAA])))
         },
         HostileCase(name: "response-as-request", expected: "error 203 invalid-request, closed") { context in
-            context.expectClose(with: .invalidRequest, try context.sendAndReadUntilClosed(Message.ok.frame(requestID: 4)))
+            context.expectClose(
+                with: .invalidRequest, try context.sendAndReadUntilClosed(Message.ok.frame(requestID: 4)))
         },
         HostileCase(
             name: "abrupt-reset-mid-frame",
@@ -236,7 +237,8 @@ enum HostileCatalog {
             let connection = try context.connect()
             var burst: [UInt8] = []
             for i in 0..<2000 {
-                burst += Message.create(id: UUID(), insertMicros: nil, content: "flood \(i)").frame(requestID: UInt32(i + 10))
+                burst += Message.create(id: UUID(), insertMicros: nil, content: "flood \(i)")
+                    .frame(requestID: UInt32(i + 10))
             }
             try? connection.sendRaw(burst)
             return context.expectClose(with: .tooManyInFlight, context.readUntilClosed(connection))
@@ -286,7 +288,9 @@ enum HostileCatalog {
             var changes = 0
             while changes < 20_000, context.logCount("slow consumer") == before {
                 var ids: [UInt32] = []
-                for _ in 0..<32 { ids.append(try writer.send(.create(id: UUID(), insertMicros: nil, content: content))) }
+                for _ in 0..<32 {
+                    ids.append(try writer.send(.create(id: UUID(), insertMicros: nil, content: content)))
+                }
                 for id in ids { _ = try writer.receive { $0.requestID == id } }
                 changes += 32
             }

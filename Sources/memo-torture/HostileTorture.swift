@@ -171,7 +171,8 @@ final class HostileContext: Sendable {
 
     /// A client certificate of ours (`client`, `reader`, `expired`, `future`).
     func identity(_ name: String = "client") -> ProbeConnection.Identity {
-        ProbeConnection.Identity(ca: certs + "/ca.crt", certificate: certs + "/\(name).crt", key: certs + "/\(name).key")
+        ProbeConnection.Identity(
+            ca: certs + "/ca.crt", certificate: certs + "/\(name).crt", key: certs + "/\(name).key")
     }
 
     /// TLS (and hello unless told not to) with one of our certificates.
