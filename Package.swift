@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "memo-server", targets: ["memo-server"]),
         .executable(name: "memo-client", targets: ["memo-client"]),
         .executable(name: "memo-bench", targets: ["memo-bench"]),
+        .executable(name: "memo-torture", targets: ["memo-torture"]),
     ],
     targets: [
         .systemLibrary(
@@ -41,6 +42,8 @@ let package = Package(
         .executableTarget(
             name: "memo-bench",
             dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),
+        .executableTarget(
+            name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
         .testTarget(
             name: "MemoWireTests",
             dependencies: [

@@ -81,7 +81,10 @@ struct OutboundQueue {
     }
 
     /// Moves frames into `writer` until it holds about `limit` bytes or the queue is empty.
-    mutating func fill(_ writer: inout WireWriter, upTo limit: Int) {
+    /// - Returns: how many `list` answers were finished (their last chunk made).
+    @discardableResult
+    mutating func fill(_ writer: inout WireWriter, upTo limit: Int) -> Int {
+        var listsFinished = 0
         while writer.bytes.count < limit, let item = items.first {
             switch item {
             case .frame(let bytes):
@@ -97,12 +100,14 @@ struct OutboundQueue {
             case .stream(var stream):
                 stream.produce(into: &writer)
                 if stream.finished {
+                    if !stream.snapshot { listsFinished += 1 }
                     items.removeFirst()
                 } else {
                     items.replaceFirst(.stream(stream))
                 }
             }
         }
+        return listsFinished
     }
 }
 

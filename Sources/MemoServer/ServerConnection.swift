@@ -37,6 +37,8 @@ final class ServerConnection: EventHandler {
     private var pendingCipher: [UInt8] = []
     private var pendingCipherOffset = 0
     private var deadline: TimerHandle?
+    /// Runs while a frame is begun but not whole (see `ServerLimits.frameTimeout`).
+    private var frameDeadline: TimerHandle?
     private var closeReason = ""
     /// Set when the connection was accepted over the limit: it is told so once TLS is up.
     private let rejected: Bool
@@ -148,15 +150,44 @@ final class ServerConnection: EventHandler {
             return
         }
         if !ctx.plaintext.isEmpty, var session {
+            let framesBefore = session.framesReceived
             let actions = ctx.plaintext.withUnsafeBytes { session.receive($0, store: server.store) }
             self.session = session
             perform(actions)
+            updateFrameDeadline(progressed: session.framesReceived != framesBefore)
         }
         if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
         if result == .closed, phase != .closed {
             beginClosing("peer sent close_notify")
         }
         flush()
+    }
+
+    /// A peer that begins a frame must finish it within the frame timeout: without this, one that stops
+    /// mid-frame holds its connection (and the partial frame) forever. The clock restarts with each whole frame,
+    /// so a steady stream of pipelined frames that often ends mid-frame is never cut.
+    private func updateFrameDeadline(progressed: Bool) {
+        guard phase == .open || phase == .handshaking, let session, session.bufferedBytes > 0 else {
+            frameDeadline?.cancel()
+            frameDeadline = nil
+            return
+        }
+        if frameDeadline != nil, !progressed { return }
+        frameDeadline?.cancel()
+        let bound = LoopBound(self, eventLoop: loop)
+        frameDeadline = loop.schedule(after: .milliseconds(Int(server.limits.frameTimeout * 1000))) {
+            bound.value.frameDeadlinePassed()
+        }
+    }
+
+    private func frameDeadlinePassed() {
+        frameDeadline = nil
+        guard phase == .open || phase == .handshaking, let session, session.bufferedBytes > 0 else { return }
+        enqueue(.frame(Message.error(
+            code: .idleTimeout,
+            message: "a frame was begun and not finished within \(server.limits.frameTimeout) seconds"
+        ).frame(requestID: 0)))
+        beginClosing("frame not finished within \(server.limits.frameTimeout) s")
     }
 
     private func handshakeCompleted() {
@@ -344,7 +375,8 @@ final class ServerConnection: EventHandler {
             }
             if !outbound.isEmpty, tls.isHandshakeComplete {
                 ctx.writer.bytes.removeAll(keepingCapacity: true)
-                outbound.fill(&ctx.writer, upTo: 64 * 1024)
+                let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
+                if listsSent > 0 { session?.listsSent(listsSent) }
                 do throws(TLSError) {
                     try tls.writePlaintext(ctx.writer.bytes)
                 } catch {
@@ -391,6 +423,8 @@ final class ServerConnection: EventHandler {
         phase = .closing
         closeReason = reason
         deadline?.cancel()
+        frameDeadline?.cancel()
+        frameDeadline = nil
         context.value.removeSubscriptions(of: self)
         // A peer that does not read cannot hold the server up for long.
         let bound = LoopBound(self, eventLoop: loop)
@@ -466,6 +500,8 @@ final class ServerConnection: EventHandler {
         phase = .closed
         deadline?.cancel()
         deadline = nil
+        frameDeadline?.cancel()
+        frameDeadline = nil
         if let registration { loop.deregister(registration) }
         registration = nil
         socket.close()

@@ -4,7 +4,8 @@ import MemoWire
 public struct ServerLimits: Sendable, Hashable {
     /// The largest frame accepted or sent, length prefix included.
     public var maxFrameSize = WireProtocol.defaultMaxFrameSize
-    /// Unanswered requests one connection may have (writes waiting for the store, subscriptions open).
+    /// Unanswered requests one connection may have (writes waiting for the store, lists not
+    /// yet sent in full, subscriptions open).
     public var maxInFlight = 1024
     /// Subscriptions one connection may hold open.
     public var maxSubscriptions = 64
@@ -14,6 +15,8 @@ public struct ServerLimits: Sendable, Hashable {
     public var maxConnections = 16_384
     /// Seconds a connection has to finish TLS and `hello`.
     public var handshakeTimeout: Double = 10
+    /// Seconds a frame, once begun, may take to arrive whole; a peer that stops mid-frame is closed with 304.
+    public var frameTimeout: Double = 30
 
     public init() {}
 }

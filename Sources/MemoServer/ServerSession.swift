@@ -33,9 +33,13 @@ struct ServerSession {
     private var decoder: FrameDecoder
     /// Writes waiting for the store, by request id.
     private(set) var pendingWrites = Set<UInt32>()
+    /// `list` answers queued but not yet sent in full: each holds a snapshot of every memo until it is.
+    private(set) var pendingLists = 0
     /// Open subscriptions, by the request id of their `subscribe`.
     private(set) var subscriptions = Set<UInt32>()
     private(set) var clientName = ""
+    /// Whole frames taken so far (a connection restarts its frame deadline when this moves).
+    private(set) var framesReceived = 0
 
     init(limits: ServerLimits, role: Role, serverName: String = "memo-server") {
         self.limits = limits
@@ -62,6 +66,7 @@ struct ServerSession {
             do throws(WireError) {
                 guard let next = try decoder.next() else { break }
                 frame = next
+                framesReceived += 1
             } catch {
                 fail(&actions, requestID: 0, code: error.code, error.description)
                 break
@@ -112,6 +117,8 @@ struct ServerSession {
                 answer(&actions, id, .error(code: ErrorCode(error), message: error.description))
             }
         case .list:
+            guard admitInFlight(&actions, id) else { return }
+            pendingLists += 1
             let (revision, memos) = store.snapshot()
             actions.append(.sendList(requestID: id, revision: revision, memos: memos))
         case .create(let memoID, let insert, let content):
@@ -158,7 +165,7 @@ struct ServerSession {
     }
 
     private mutating func admitInFlight(_ actions: inout [SessionAction], _ id: UInt32) -> Bool {
-        guard pendingWrites.count + subscriptions.count < limits.maxInFlight else {
+        guard pendingWrites.count + subscriptions.count + pendingLists < limits.maxInFlight else {
             fail(&actions, requestID: id, code: .tooManyInFlight,
                  "more than \(limits.maxInFlight) requests in flight; read the answers before sending more")
             return false
@@ -175,6 +182,11 @@ struct ServerSession {
         case .failure(let error):
             return Message.error(code: ErrorCode(error), message: error.description).frame(requestID: requestID)
         }
+    }
+
+    /// `count` list answers were sent in full.
+    mutating func listsSent(_ count: Int) {
+        pendingLists -= count
     }
 
     /// A subscription ended from the server's side (history gone).

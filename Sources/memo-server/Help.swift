@@ -34,6 +34,8 @@ enum Help {
           --max-outbound BYTES       bytes queued for one client before it is dropped as a slow consumer
                                      with 301 (default 8388608)
           --handshake-timeout SECS   time to finish TLS and hello (default 10)
+          --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
+                                     mid-frame is closed with 304 idle-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
         """
 

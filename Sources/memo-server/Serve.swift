@@ -26,6 +26,7 @@ struct Serve {
         limits.maxOutboundBytes = try arguments.integer("--max-outbound", in: 64 * 1024...1 << 34)
             ?? limits.maxOutboundBytes
         limits.handshakeTimeout = try arguments.seconds("--handshake-timeout") ?? limits.handshakeTimeout
+        limits.frameTimeout = try arguments.seconds("--frame-timeout") ?? limits.frameTimeout
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
         try arguments.finish()

@@ -102,6 +102,32 @@ struct ServerHostileTests {
         expectStillServed(server, good)
     }
 
+    @Test func aFrameCutMidwayThenSilenceIsClosedAfterTheFrameTimeout() throws {
+        var limits = ServerLimits()
+        limits.frameTimeout = 0.5
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        let stalled = try server.connect()
+        let whole = Message.create(id: nil, insertMicros: nil, content: String(repeating: "x", count: 500))
+            .frame(requestID: 3)
+        try stalled.sendRaw(Array(whole.prefix(100)))
+        let start = ContinuousClock.now
+        let messages = try stalled.readUntilClosed()
+        #expect(messages.contains { if case .error(.idleTimeout, _) = $0 { true } else { false } })
+        #expect(ContinuousClock.now - start >= .milliseconds(400))
+        // Frames that keep arriving whole are never cut, even when reads often end mid-frame.
+        let steady = try server.connect()
+        for i in 0..<8 {
+            let ping = Message.ping(nonce: UInt64(i)).frame(requestID: UInt32(10 + i))
+            try steady.sendRaw(Array(ping.prefix(6)))
+            Thread.sleep(forTimeInterval: 0.2)
+            try steady.sendRaw(Array(ping.dropFirst(6)))
+            #expect(try steady.receive { $0.requestID == UInt32(10 + i) }.1 == .pong(nonce: UInt64(i)))
+        }
+        expectStillServed(server, good)
+    }
+
     @Test func requestsBeforeHelloAndUnknownVersionsAreRefused() throws {
         let server = try TestServer()
         defer { server.stop() }
@@ -129,6 +155,29 @@ struct ServerHostileTests {
         try flooder.sendRaw(burst)
         let messages = try flooder.readUntilClosed()
         #expect(messages.contains { if case .error(.tooManyInFlight, _) = $0 { true } else { false } })
+        expectStillServed(server, good)
+    }
+
+    @Test func listsPipelinedWithoutReadingCountAgainstTheInFlightLimit() throws {
+        var limits = ServerLimits()
+        limits.maxInFlight = 8
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        for i in 0..<50 { _ = try good.request(.create(id: nil, insertMicros: nil, content: "memo \(i)")) }
+        // Each queued answer holds a snapshot of every memo until it is sent: a peer must not pile them up.
+        let flooder = try server.connect()
+        try flooder.sendRaw((0..<200).flatMap { Message.list.frame(requestID: UInt32($0 + 10)) })
+        let messages = try flooder.readUntilClosed()
+        #expect(messages.contains { if case .error(.tooManyInFlight, _) = $0 { true } else { false } })
+        // Lists read as they come are answered one after another without limit.
+        for _ in 0..<20 {
+            guard case .memos(_, true, let memos) = try good.request(.list) else {
+                Issue.record("a list was not answered in one chunk")
+                return
+            }
+            #expect(memos.count >= 50)
+        }
         expectStillServed(server, good)
     }
 

@@ -183,7 +183,7 @@ struct ServerCommandLineTests {
         let (status, help, _) = try runTool("memo-server", ["serve", "--help"])
         #expect(status == 0)
         for flag in ["--listen", "--store", "--certs", "--threads", "--max-connections", "--max-frame",
-                     "--max-in-flight", "--max-outbound", "--handshake-timeout", "--history"] {
+                     "--max-in-flight", "--max-outbound", "--handshake-timeout", "--frame-timeout", "--history"] {
             #expect(help.contains(flag), "\(flag)")
         }
         #expect(try runTool("memo-server", ["--help"]).1.contains("certs client NAME"))

@@ -1,0 +1,202 @@
+import Foundation
+import MemoCLI
+import MemoNet
+import MemoProbe
+import MemoTLS
+import MemoWire
+
+/// `memo-torture crash`: writers and watchers against a SQLite-backed server that is killed with SIGKILL at
+/// random moments and restarted on the same port; afterwards every acknowledged write and every watcher's
+/// stream is checked against the server's final list and history.
+struct CrashTorture {
+    static let help = """
+        usage: memo-torture crash [--cycles N] [--writers N] [--watchers N] [--pipeline N]
+                                  [--min-uptime SECS] [--max-uptime SECS] [--seed N]
+                                  [--server-binary PATH] [--client-binary PATH] [--store sqlite|memory]
+                                  [--keep]
+
+        Starts memo-server (sqlite store, a fixed free loopback port), N writer connections (creates with ids
+        they choose, updates, deletes; --pipeline requests in flight each) and N `memo-client watch --json`
+        processes. Each cycle lets the server run for a random time between --min-uptime and --max-uptime
+        seconds (default 0.3 and 1.5), kills it with SIGKILL and starts it again on the same port. Writes in
+        flight at a kill are unknown and sent again after reconnecting. Then it checks: every acknowledged write
+        is in the history at its revision and in the final list; nothing acknowledged as deleted came back; no
+        memo exists twice; no welcome after a restart is behind an acknowledged revision; each watcher printed
+        every change exactly once, in order, as the history has it.
+
+        Prints one summary line and exits 0 when all holds, 1 on any violation. Defaults: --cycles 5
+        --writers 4 --watchers 2 --pipeline 4; the binaries default to the ones next to memo-torture.
+        --keep leaves the data, certificates and logs in place and says where. --store memory runs the same
+        against a store that forgets everything at a kill: the checks must then fail (a check of the checks).
+        """
+
+    var cycles = 5
+    var writers = 4
+    var watchers = 2
+    var pipeline = 4
+    var minUptime = 0.3
+    var maxUptime = 1.5
+    var seed = UInt64.random(in: 1...UInt64(UInt32.max))
+    var serverBinary = siblingExecutable("memo-server")
+    var clientBinary = siblingExecutable("memo-client")
+    var keep = false
+    var memoryStore = false
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        cycles = try arguments.integer("--cycles", in: 1...10_000) ?? cycles
+        writers = try arguments.integer("--writers", in: 1...256) ?? writers
+        watchers = try arguments.integer("--watchers", in: 0...64) ?? watchers
+        pipeline = try arguments.integer("--pipeline", in: 1...64) ?? pipeline
+        minUptime = try arguments.seconds("--min-uptime") ?? minUptime
+        maxUptime = try arguments.seconds("--max-uptime") ?? maxUptime
+        seed = try arguments.integer("--seed", in: 1...Int.max).map { UInt64($0) } ?? seed
+        serverBinary = try arguments.option("--server-binary") ?? serverBinary
+        clientBinary = try arguments.option("--client-binary") ?? clientBinary
+        keep = arguments.flag("--keep")
+        let store = try arguments.option("--store") ?? "sqlite"
+        guard store == "sqlite" || store == "memory" else { throw UsageError("--store takes sqlite or memory") }
+        memoryStore = store == "memory"
+        try arguments.finish()
+        guard minUptime <= maxUptime else { throw UsageError("--min-uptime is above --max-uptime") }
+    }
+
+    /// - Returns: whether every check passed.
+    func run() throws -> Bool {
+        let directory = try makeTemporaryDirectory("memo-crash")
+        defer {
+            if keep {
+                say("kept \(directory)")
+            } else {
+                try? FileManager.default.removeItem(atPath: directory)
+            }
+        }
+        let certs = directory + "/certs"
+        _ = try CertificateAuthority.initialize(directory: certs, caValidity: .days(1), serverValidity: .days(1),
+                                                clientValidity: .days(1))
+        let identity = ProbeConnection.Identity(
+            ca: certs + "/ca.crt", certificate: certs + "/client.crt", key: certs + "/client.key")
+        let port = try freeLoopbackPort()
+        let listen = "127.0.0.1:\(port)"
+        let server = ServerRunner(
+            binary: serverBinary,
+            arguments: [
+                "--listen", listen, "--store", memoryStore ? "memory" : "sqlite:\(directory)/memos.sqlite",
+                "--certs", certs,
+            ],
+            logPath: directory + "/server.log")
+        _ = try server.start()
+        defer { server.stop() }
+        let address = try SocketAddress(parsing: listen)
+        var random = SplitMix64(seed: seed)
+        say("crash: seed \(seed), \(cycles) cycles, \(writers) writers, \(watchers) watchers, server \(listen)")
+
+        // The seed memo: once a watcher prints it, it is subscribed, and every later change must reach it.
+        let setup = try ProbeConnection(address: address, identity: identity)
+        try setup.hello()
+        guard case .memo(let seedMemo) = try setup.request(.create(id: UUID(), insertMicros: nil, content: "seed"))
+        else { throw TortureError("the seed memo was not created") }
+        var watches: [WatchProcess] = []
+        defer { for watch in watches { watch.stop() } }
+        for number in 1...max(1, watchers) where watchers > 0 {
+            let watch = try WatchProcess(
+                number: number, binary: clientBinary, server: listen, certs: certs, directory: directory)
+            watches.append(watch)
+            guard watch.wait(seconds: 30, until: { !$0.isEmpty }) else {
+                throw TortureError("watcher \(number) printed nothing in 30 s")
+            }
+        }
+
+        let shared = CrashShared()
+        let team = (1...writers).map { number in
+            CrashWriter(number: number, address: address, identity: identity, pipeline: pipeline,
+                        seed: random.next(), shared: shared)
+        }
+        let finished = DispatchGroup()
+        for writer in team {
+            finished.enter()
+            Thread.detachNewThread {
+                writer.run()
+                finished.leave()
+            }
+        }
+
+        var regressions: [String] = []
+        for cycle in 1...cycles {
+            pause(Double.random(in: minUptime...maxUptime, using: &random))
+            server.kill9()
+            let floor = shared.maxAcknowledged
+            _ = try server.start()
+            let check = try ProbeConnection(address: address, identity: identity)
+            if case .welcome(_, let revision, _, _, _) = try check.hello(), revision < floor {
+                regressions.append("cycle \(cycle): restarted at revision \(revision), \(floor) was acknowledged")
+            }
+            say("crash: cycle \(cycle): killed and restarted; \(floor) acknowledged before the kill")
+        }
+        // A last stretch of writing against a server that stays up, then every writer finishes its writes.
+        pause(minUptime)
+        shared.stop()
+        guard finished.wait(timeout: .now() + 120) == .success else {
+            throw TortureError("the writers did not finish within 120 s")
+        }
+
+        // The truth: the final list and the whole history, from the server that survived.
+        let reader = try ProbeConnection(address: address, identity: identity, timeout: .seconds(30))
+        try reader.hello()
+        let (head, finalMemos) = try list(reader)
+        let history = try changes(reader, upTo: head)
+
+        var check = CrashCheck(history: history, finalMemos: finalMemos, head: head, seed: seedMemo)
+        check.checkStore()
+        for writer in team { check.checkWriter(writer) }
+        let expectedLines = 1 + Int(head - seedMemo.revision)
+        for watch in watches {
+            // Wait for the stream to reach the head; a watcher that never gets there shows as missed events.
+            _ = watch.wait(seconds: 30) { lines in
+                lines.count >= expectedLines && WatchLine(lines.last!)?.revision ?? 0 >= head
+            }
+            pause(0.2)  // anything after the head would be a repeat
+            check.checkWatcher(number: watch.number, lines: watch.output)
+        }
+
+        let violations = team.flatMap(\.violations) + regressions
+        let unknown = team.reduce(0) { $0 + $1.unknown }
+        let backwards = team.flatMap(\.violations).filter { $0.contains("went backwards") }.count
+        let passed = check.passed && violations.isEmpty
+        for problem in check.problems + violations.prefix(20) { say("crash: problem: \(problem)") }
+        say("crash summary: \(passed ? "PASS" : "FAIL"); cycles \(cycles); writes acknowledged "
+            + "\(check.acknowledged) (in flight at a kill \(unknown)), lost \(check.lost), duplicated "
+            + "\(check.duplicated), deleted-came-back \(check.cameBack), history-inconsistent \(check.inconsistent), "
+            + "revision-regressions \(regressions.count + backwards), other-violations "
+            + "\(violations.count - regressions.count - backwards); watchers \(watches.count), "
+            + "events checked \(check.eventsChecked), missed \(check.missed), repeated \(check.repeated), "
+            + "mismatched \(check.mismatched); head \(head), memos \(finalMemos.count)")
+        return passed
+    }
+
+    private func list(_ connection: ProbeConnection) throws -> (UInt64, [Memo]) {
+        let id = try connection.send(.list)
+        var memos: [Memo] = []
+        while true {
+            let (_, message) = try connection.receive { $0.requestID == id }
+            guard case .memos(let revision, let last, let chunk) = message else {
+                throw TortureError("list answered \(message)")
+            }
+            memos += chunk
+            if last { return (revision, memos) }
+        }
+    }
+
+    private func changes(_ connection: ProbeConnection, upTo head: UInt64) throws -> [Change] {
+        let id = try connection.send(.subscribe(after: 0))
+        var changes: [Change] = []
+        while changes.last?.revision ?? 0 < head {
+            let (_, message) = try connection.receive { $0.requestID == id }
+            switch message {
+            case .subscribed: continue
+            case .change(let change): changes.append(change)
+            default: throw TortureError("the history subscription answered \(message)")
+            }
+        }
+        return changes
+    }
+}
