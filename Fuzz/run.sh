@@ -6,7 +6,8 @@
 # The targets are compiled with the MemoCore and MemoWire sources (not through SwiftPM, so `swift build` never
 # sees them) into .build/fuzz. Each run starts from the committed seeds in Fuzz/corpus/TARGET plus whatever
 # earlier runs found (.build/fuzz/corpus/TARGET). A crash leaves its input in Fuzz/crashes/TARGET/ and makes
-# the script exit 1 (after the other targets have run); replay one with `.build/fuzz/TARGET CRASH-FILE`.
+# the script exit 1 (after the other targets have run); replay one with `.build/fuzz/TARGET CRASH-FILE`, and once
+# it is fixed keep it in Fuzz/regressions/TARGET/, where `swift test --filter FuzzRegression` replays it.
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ "$1" =~ ^[0-9]+$ ]]; then
