@@ -7,12 +7,17 @@ final class SQLiteDatabase {
     private var handle: OpaquePointer?
     let path: String
 
-    /// Opens (creating when missing) the database at `path` in WAL mode with `synchronous=FULL`.
+    /// The log's size, in pages, that starts a checkpoint (1 MiB with 4 KiB pages).
+    static let checkpointPages = 256
+
+    /// Opens (creating when missing) the database at `path` in WAL mode with `synchronous=FULL`; read-only, it
+    /// opens an existing file as it is, for checks that must not change it.
     /// - Throws: `MemoError.storage` with SQLite's message.
-    init(path: String) throws(MemoError) {
+    init(path: String, readOnly: Bool = false) throws(MemoError) {
         self.path = path
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let access = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        let flags = access | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -23,8 +28,15 @@ final class SQLiteDatabase {
         sqlite3_extended_result_codes(db, 1)
         // A writer waits for a reader (e.g. the sqlite3 shell) instead of failing at once.
         sqlite3_busy_timeout(db, 5_000)
+        if readOnly { return }
         try execute("PRAGMA journal_mode=WAL")
         try execute("PRAGMA synchronous=FULL")
+        // The log gives its space back only when a checkpoint completes, and a checkpoint needs room in the
+        // database file. With SQLite's default (a checkpoint at 1,000 pages, no size limit) a 7 MiB disk filled
+        // with a 4 MB log and stayed full after 1.5 MiB was freed: the log held the room its checkpoint needed
+        // (DiskFullTests). Checkpointing at 1 MiB, and cutting the log back to 1 MiB after a large batch, bounds it.
+        try execute("PRAGMA wal_autocheckpoint=\(Self.checkpointPages)")
+        try execute("PRAGMA journal_size_limit=\(Self.checkpointPages * 4096)")
         try execute("PRAGMA foreign_keys=OFF")
     }
 

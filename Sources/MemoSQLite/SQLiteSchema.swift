@@ -133,8 +133,16 @@ final class SQLiteWriter: @unchecked Sendable {
             try commit.run()
         } catch {
             try? rollback.run()
+            if case .storageFull = error { reclaimLog() }
             throw error
         }
+    }
+
+    /// After a full disk: copies the write-ahead log into the database and truncates it to nothing. The log only
+    /// grows until a checkpoint, and it keeps its size after one, so on a small disk it holds space that only a
+    /// completed checkpoint gives back; when this checkpoint cannot finish either, the next write tries again.
+    private func reclaimLog() {
+        try? schema.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 
     private func write(_ change: Change) throws(MemoError) {

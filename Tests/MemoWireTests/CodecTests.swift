@@ -7,7 +7,8 @@ let sampleMessages: [Message] = {
     let id = UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0")!
     let memo = Memo(id: id, content: "안녕하세요\n둘째 줄 🎉", insertMicros: 1_795_000_000_123_456,
                     updateMicros: 1_795_000_100_000_000, revision: 42)
-    let other = Memo(id: UUID(), content: "", insertMicros: -5, updateMicros: 0, revision: UInt64.max)
+    let other = Memo(id: UUID(uuidString: "00000000-0000-4000-8000-0000000000FF")!, content: "", insertMicros: -5,
+                     updateMicros: 0, revision: UInt64.max)
     return [
         .hello(minVersion: 1, maxVersion: 3, client: "memo-client/1"),
         .create(id: nil, insertMicros: nil, content: "plain"),

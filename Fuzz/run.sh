@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets and runs each for SECONDS seconds, then prints executions and coverage.
+#
+#   Fuzz/run.sh SECONDS [frame|message|all]
+#
+# The targets are compiled with the MemoCore and MemoWire sources (not through SwiftPM, so `swift build` never
+# sees them) into .build/fuzz. Each run starts from the committed seeds in Fuzz/corpus/TARGET plus whatever
+# earlier runs found (.build/fuzz/corpus/TARGET). A crash leaves its input in Fuzz/crashes/TARGET/ and makes
+# the script exit 1 (after the other targets have run); replay one with `.build/fuzz/TARGET CRASH-FILE`, and once
+# it is fixed keep it in Fuzz/regressions/TARGET/, where `swift test --filter FuzzRegression` replays it.
+set -euo pipefail
+
+if [ $# -lt 1 ] || ! [[ "$1" =~ ^[0-9]+$ ]]; then
+    echo "usage: $0 SECONDS [frame|message|all]" >&2
+    exit 2
+fi
+seconds=$1
+which=${2:-all}
+root=$(cd "$(dirname "$0")/.." && pwd)
+[ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
+
+declare -A sources=([frame]=FrameDecoderFuzz.swift [message]=MessageFuzz.swift)
+declare -A max_len=([frame]=16384 [message]=8192)
+case "$which" in
+    all) targets=(frame message) ;;
+    frame | message) targets=("$which") ;;
+    *) echo "unknown target '$which' (frame, message or all)" >&2; exit 2 ;;
+esac
+
+build="$root/.build/fuzz"
+mkdir -p "$build"
+flags=(-sanitize=fuzzer,address -parse-as-library -O)
+
+# The libraries, instrumented: MemoWire re-exports MemoCore, so both are modules as in the package.
+echo "building the fuzz targets in $build"
+swiftc "${flags[@]}" -module-name MemoCore -emit-module -emit-module-path "$build/MemoCore.swiftmodule" \
+    -emit-library -static -o "$build/libMemoCore.a" "$root"/Sources/MemoCore/*.swift
+swiftc "${flags[@]}" -module-name MemoWire -I "$build" -emit-module -emit-module-path "$build/MemoWire.swiftmodule" \
+    -emit-library -static -o "$build/libMemoWire.a" "$root"/Sources/MemoWire/*.swift
+for target in "${targets[@]}"; do
+    # lld: the default gold linker warns about ASan's local symbols.
+    swiftc "${flags[@]}" -use-ld=lld -I "$build" "$root/Fuzz/${sources[$target]}" \
+        "$build/libMemoWire.a" "$build/libMemoCore.a" -o "$build/$target"
+done
+
+failed=0
+for target in "${targets[@]}"; do
+    corpus="$build/corpus/$target"
+    crashes="$root/Fuzz/crashes/$target"
+    log="$build/$target.log"
+    mkdir -p "$corpus" "$crashes"
+    echo "fuzzing $target for $seconds s (log: $log)"
+    status=0
+    "$build/$target" "$corpus" "$root/Fuzz/corpus/$target" \
+        -max_total_time="$seconds" -max_len="${max_len[$target]}" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$crashes/" >"$log" 2>&1 || status=$?
+
+    # The last status line holds the coverage (cov: edges, ft: features); the final stats the executions.
+    last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+    cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
+    ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
+    corp=$(sed -nE 's/.* corp: ([0-9]+\/[0-9]+[a-zA-Z]*).*/\1/p' <<<"$last")
+    runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log")
+    rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log")
+    echo "$target: executions ${runs:-?} (${rate:-?}/s) in $seconds s, cov: ${cov:-?} ft: ${ft:-?}, corpus ${corp:-?}"
+    if [ "$status" -ne 0 ]; then
+        failed=1
+        echo "$target: CRASH (exit $status); inputs in $crashes:" >&2
+        ls -1 "$crashes" >&2 || true
+        grep -E -A 12 '^==[0-9]+==|Fatal error|SUMMARY' "$log" | head -n 40 >&2 || true
+    fi
+done
+exit "$failed"
