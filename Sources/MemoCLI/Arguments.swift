@@ -78,7 +78,8 @@ public struct Arguments: Sendable {
     ) throws(UsageError) -> Int? {
         guard let text = try option(name) else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw UsageError("\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError(
+                "\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return value
     }

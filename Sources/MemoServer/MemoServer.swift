@@ -90,7 +90,9 @@ public final class MemoServer: Sendable {
         self.core = core
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
-        contexts = group.loops.map { loop in onLoop(loop) { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) } }
+        contexts = group.loops.map { loop in
+            onLoop(loop) { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
+        }
         broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
         for context in contexts { scheduleSweep(context) }
         let contexts = contexts

@@ -193,7 +193,8 @@ final class ServerConnection: EventHandler {
     private func handshakeCompleted() {
         commonName = tls.peerCommonName ?? "-"
         let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
-        server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(role == .readOnly ? "read-only" : "read-write") "
+        let roleName = role == .readOnly ? "read-only" : "read-write"
+        server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) "
             + "tls=\(tls.negotiatedProtocol ?? "?")")
         if rejected {
             enqueue(.frame(Message.goingAway(
@@ -244,7 +245,9 @@ final class ServerConnection: EventHandler {
         }
     }
 
-    private func writeCompleted(_ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, flush now: Bool = true) {
+    private func writeCompleted(
+        _ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, flush now: Bool = true
+    ) {
         guard phase != .closed, var session else { return }
         let frame = session.completed(requestID: requestID, result)
         self.session = session

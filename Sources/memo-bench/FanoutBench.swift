@@ -150,7 +150,8 @@ struct FanoutBench {
             readable: { index in
                 let subscriber = all[index]
                 let now = monotonicNanos()
-                for frame in try subscriber.connection.readAvailable() where frame.requestID == subscriber.subscription {
+                let frames = try subscriber.connection.readAvailable()
+                for frame in frames where frame.requestID == subscriber.subscription {
                     guard case .change(let change) = try Message(frame: frame) else { continue }
                     let parts = change.memo.content.split(separator: " ")
                     guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }

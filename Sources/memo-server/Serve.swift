@@ -45,7 +45,8 @@ struct Serve {
         if store == "memory" {
             memoStore = MemoryStore(historyCapacity: historyCapacity)
         } else {
-            memoStore = try SQLiteStore(path: String(store.dropFirst("sqlite:".count)), historyCapacity: historyCapacity)
+            let path = String(store.dropFirst("sqlite:".count))
+            memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
         }
         let server: MemoServer
         do {
