@@ -19,6 +19,25 @@ struct FanoutResult {
     var missing = 0
     var cpuPerDeliveryMicros: Double?
 
+    /// Gathers each subscriber's latencies (by change number) and the server's CPU seconds over the run.
+    init(changes: Int, latencies: [[Int: Double]], cpuSeconds: Double?) {
+        for change in 0..<changes {
+            var last = 0.0
+            for table in latencies {
+                if let latency = table[change] {
+                    deliveries.append(latency)
+                    last = max(last, latency)
+                } else {
+                    missing += 1
+                }
+            }
+            lastPerChange.append(last)
+        }
+        if let cpuSeconds, !deliveries.isEmpty {
+            cpuPerDeliveryMicros = cpuSeconds * 1e6 / Double(deliveries.count)
+        }
+    }
+
     func report(json: Bool, label: String, subscribers: Int, changes: Int, rate: Int) {
         let all = LatencyStats(deliveries)
         let last = LatencyStats(lastPerChange)
@@ -162,22 +181,9 @@ struct FanoutBench {
         if let error = writerDone.waitFor(1).first ?? nil { throw error }
         if let error = errors.first { throw error }
         let cpuAfter = target.serverCPUSeconds()
-        var result = FanoutResult()
-        for change in 0..<changes {
-            var last = 0.0
-            for subscriber in all {
-                if let latency = subscriber.latencies[change] {
-                    result.deliveries.append(latency)
-                    last = max(last, latency)
-                } else {
-                    result.missing += 1
-                }
-            }
-            result.lastPerChange.append(last)
-        }
-        if let cpuBefore, let cpuAfter, !result.deliveries.isEmpty {
-            result.cpuPerDeliveryMicros = (cpuAfter - cpuBefore) * 1e6 / Double(result.deliveries.count)
-        }
+        let result = FanoutResult(
+            changes: changes, latencies: all.map(\.latencies),
+            cpuSeconds: cpuAfter.flatMap { a in cpuBefore.map { a - $0 } })
         result.report(json: json, label: "fanout", subscribers: all.count, changes: changes, rate: rate)
     }
 }

@@ -192,22 +192,9 @@ struct RedisBench {
         if let error = done.waitFor(1).first ?? nil { throw error }
         if let error = errors.first { throw error }
         let cpuAfter = target.serverCPUSeconds()
-        var result = FanoutResult()
-        for change in 0..<expected {
-            var last = 0.0
-            for table in latencies {
-                if let latency = table.value.values[change] {
-                    result.deliveries.append(latency)
-                    last = max(last, latency)
-                } else {
-                    result.missing += 1
-                }
-            }
-            result.lastPerChange.append(last)
-        }
-        if let cpuBefore, let cpuAfter, !result.deliveries.isEmpty {
-            result.cpuPerDeliveryMicros = (cpuAfter - cpuBefore) * 1e6 / Double(result.deliveries.count)
-        }
+        let result = FanoutResult(
+            changes: expected, latencies: latencies.map(\.value.values),
+            cpuSeconds: cpuAfter.flatMap { a in cpuBefore.map { a - $0 } })
         result.report(json: bench.json, label: "redis-fanout", subscribers: all.count, changes: expected,
                       rate: bench.rate)
     }
