@@ -66,6 +66,8 @@ final class ClientCore: @unchecked Sendable {
     let configuration: ClientConfiguration
     let tls: TLSContext
     let state: Subject<ConnectionState>
+    /// Attempts made since the connection was last live (0 while live), for a status bar.
+    let attempts: Subject<Int>
     private var connection: WireConnection?
     private var nextID: UInt32 = 1
     private var requests: [UInt32: Request] = [:]
@@ -83,11 +85,15 @@ final class ClientCore: @unchecked Sendable {
     var onWelcome: ((Welcome) -> Void)?
     private(set) var welcome: Welcome?
 
-    init(loop: EventLoop, configuration: ClientConfiguration, tls: TLSContext, state: Subject<ConnectionState>) {
+    init(
+        loop: EventLoop, configuration: ClientConfiguration, tls: TLSContext, state: Subject<ConnectionState>,
+        attempts: Subject<Int>
+    ) {
         self.loop = loop
         self.configuration = configuration
         self.tls = tls
         self.state = state
+        self.attempts = attempts
     }
 
     private func setState(_ new: ConnectionState) {
@@ -99,6 +105,7 @@ final class ClientCore: @unchecked Sendable {
     func attempt() {
         guard !closed, connection == nil else { return }
         reconnectTimer = nil
+        attempts.send((attempts.value ?? 0) + 1)
         setState(everLive ? .reconnecting : .connecting)
         let address: SocketAddress
         let engine: TLSEngine
@@ -129,6 +136,7 @@ final class ClientCore: @unchecked Sendable {
         failures = 0
         everLive = true
         lastFailure = nil
+        attempts.send(0)
         self.welcome = welcome
         onWelcome?(welcome)
         setState(.live)

@@ -13,6 +13,8 @@ public final class MemoClient: Sendable {
     public let configuration: ClientConfiguration
     /// Where the connection stands; replays the current state to new subscribers.
     public let connectionState: Subject<ConnectionState>
+    /// Connection attempts made since the connection was last live (0 while live); replays.
+    public let connectionAttempts: Subject<Int>
     private let loop: EventLoop
     private let core: ClientCore
     private let nextToken = Mutex(1)
@@ -25,8 +27,10 @@ public final class MemoClient: Sendable {
                 trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
                 privateKeyPath: configuration.keyPath))
         connectionState = Subject(ConnectionState.connecting)
+        connectionAttempts = Subject(0)
         loop = try EventLoop.start(name: "memo-client")
-        core = ClientCore(loop: loop, configuration: configuration, tls: tls, state: connectionState)
+        core = ClientCore(
+            loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let lastWelcome = self.lastWelcome
         let core = self.core
         loop.execute { core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } } }

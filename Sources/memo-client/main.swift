@@ -11,7 +11,7 @@ func fail(usage error: UsageError) -> Never {
 
 /// Everything the command line says, read in one go (options first: the reader takes positionals last).
 func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -> (
-    ClientConfiguration, ClientCommand?, json: Bool
+    ClientConfiguration, ClientCommand?, json: Bool, locale: String?
 ) {
     var arguments = Arguments(argv)
     let json = arguments.flag("--json")
@@ -25,6 +25,10 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
     let timeout = try arguments.seconds("--timeout") ?? 10
     let filter = try arguments.option("--filter")
     let limit = try arguments.integer("--limit", in: 0...Int.max)
+    let locale = try arguments.option("--locale")
+    if let locale, locale.isEmpty || locale.contains(where: { $0.isWhitespace }) {
+        throw UsageError("--locale takes a locale identifier such as ko_KR, not '\(locale)'")
+    }
     var ifRevision: UInt64?
     if let text = try arguments.option("--if-revision") {
         guard let value = UInt64(text) else {
@@ -42,7 +46,7 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
 
     guard let name = arguments.positional() else {
         try arguments.finish()
-        return (configuration, nil, json)
+        return (configuration, nil, json, locale)
     }
     func rest(_ what: String) throws(UsageError) -> TextSource {
         var words: [String] = []
@@ -84,8 +88,9 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
     case .edit, .remove: break
     default: try only("--if-revision", ifRevision != nil, for: "edit and rm")
     }
+    try only("--locale", locale != nil, for: "the terminal front end (no command)")
     try arguments.finish()
-    return (configuration, command, json)
+    return (configuration, command, json, locale)
 }
 
 /// Runs the command line and returns the exit code. (A function rather than top-level code: the release
@@ -99,17 +104,15 @@ func runMain() async -> Int32 {
     let configuration: ClientConfiguration
     let command: ClientCommand?
     let json: Bool
+    let locale: String?
     do {
-        (configuration, command, json) = try parse(argv, environment: ProcessInfo.processInfo.environment)
+        (configuration, command, json, locale) = try parse(argv, environment: ProcessInfo.processInfo.environment)
     } catch {
         fail(usage: error)
     }
     guard let command else {
         if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
-            // HOOK: the interactive terminal front end (MemoTUI) opens here once it exists.
-            FileHandle.standardError.write(Data("memo-client: the interactive front end is not available yet\n".utf8))
-            FileHandle.standardError.write(Data(helpText.utf8))
-            return ExitCode.usage.rawValue
+            return await runFrontEnd(configuration: configuration, locale: locale)
         }
         fail(usage: UsageError("no command given (and not on a terminal)"))
     }

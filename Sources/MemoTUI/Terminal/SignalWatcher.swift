@@ -14,7 +14,10 @@ final class SignalWatcher {
     private let sources: [any DispatchSourceSignal]
     private static let queue = DispatchQueue(label: "memo.tui.signals")
 
-    init(terminal: Terminal, onResize: @escaping @Sendable () -> Void) {
+    /// - Parameter beforeExit: runs after the terminal is restored, before a terminating signal exits.
+    init(
+        terminal: Terminal, beforeExit: (@Sendable () -> Void)? = nil, onResize: @escaping @Sendable () -> Void
+    ) {
         var sources: [any DispatchSourceSignal] = []
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: Self.queue)
         resize.setEventHandler(handler: onResize)
@@ -25,6 +28,7 @@ final class SignalWatcher {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: Self.queue)
             source.setEventHandler {
                 terminal.leave()
+                beforeExit?()
                 exit(128 + signalNumber)
             }
             sources.append(source)

@@ -25,7 +25,9 @@ public enum TerminalApp {
         defer { terminal.leave() }
 
         let (events, continuation) = AsyncStream<Event>.makeStream()
-        let signals = SignalWatcher(terminal: terminal) { continuation.yield(.resize) }
+        let signals = SignalWatcher(terminal: terminal, beforeExit: options.onSignalExit) {
+            continuation.yield(.resize)
+        }
         defer { signals.cancel() }
         let reader = try InputReader(fd: terminal.input, escapeTimeout: options.escapeTimeoutMilliseconds) { key in
             continuation.yield(.key(key))

@@ -10,17 +10,22 @@ public struct TerminalOptions: Sendable {
     public var escapeTimeoutMilliseconds: Int32
     /// The command Ctrl-E runs with the file's path: $VISUAL, $EDITOR, or vi.
     public var editorCommand: String
+    /// Run after the terminal is restored when a signal (SIGTERM, SIGINT, SIGHUP) ends the process, which then
+    /// exits without returning from `TerminalApp.run`: the place to save what a normal exit would save.
+    public var onSignalExit: (@Sendable () -> Void)?
 
     public init(
         colorEnabled: Bool = true,
         dateFormat: MemoDateFormat = MemoDateFormat(locale: Locale(identifier: "en_US_POSIX")),
         escapeTimeoutMilliseconds: Int32 = 50,
-        editorCommand: String = "vi"
+        editorCommand: String = "vi",
+        onSignalExit: (@Sendable () -> Void)? = nil
     ) {
         self.colorEnabled = colorEnabled
         self.dateFormat = dateFormat
         self.escapeTimeoutMilliseconds = escapeTimeoutMilliseconds
         self.editorCommand = editorCommand
+        self.onSignalExit = onSignalExit
     }
 
     public static func fromEnvironment(

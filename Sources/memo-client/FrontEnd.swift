@@ -1,0 +1,63 @@
+import Foundation
+import MemoClient
+import MemoCore
+import MemoTUI
+
+/// Opens the terminal front end over a `RemoteStore` and returns the exit code.
+///
+/// The mirror cache is loaded first, so that a server that is down still leaves the last list on screen (marked
+/// offline); the connection is made in the background and the screen follows it. The cache is written back on the
+/// way out, by `q` or Ctrl-C, by a signal, or after an error.
+/// - Parameter locale: a locale identifier for the detail's dates (`ko_KR`); nil for the user's locale.
+func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> Int32 {
+    let client: MemoClient
+    do {
+        client = try MemoClient.start(configuration)
+    } catch {
+        report(error)
+        return ExitCode(error).rawValue
+    }
+    defer { client.close() }
+    let cachePath = MirrorCache.defaultPath(server: configuration.server)
+    let store: RemoteStore
+    do {
+        store = try RemoteStore(client: client, cachePath: cachePath)
+    } catch {
+        // The cache is only a copy of the server's list: a damaged one is dropped, not a reason to stop.
+        FileHandle.standardError.write(Data("memo-client: ignoring the mirror cache: \(error)\n".utf8))
+        try? FileManager.default.removeItem(atPath: cachePath)
+        do {
+            store = try RemoteStore(client: client, cachePath: cachePath)
+        } catch {
+            report(error)
+            return ExitCode(error).rawValue
+        }
+    }
+    store.startMirror()
+    let status = RemoteStatus(store: store)
+
+    var options = TerminalOptions.fromEnvironment()
+    if let locale { options.dateFormat.locale = Locale(identifier: locale) }
+    options.onSignalExit = { try? store.saveCache() }
+    do {
+        try await TerminalApp.run(storage: store, status: status, options: options)
+    } catch {
+        saveCache(store)
+        report(error)
+        return ExitCode.failure.rawValue
+    }
+    saveCache(store)
+    return ExitCode.ok.rawValue
+}
+
+private func saveCache(_ store: RemoteStore) {
+    do {
+        try store.saveCache()
+    } catch {
+        FileHandle.standardError.write(Data("memo-client: could not save the mirror cache: \(error)\n".utf8))
+    }
+}
+
+private func report(_ error: any Error) {
+    FileHandle.standardError.write(Data("memo-client: \(ExitCode.message(for: error))\n".utf8))
+}
