@@ -14,6 +14,13 @@ public final class RemoteStore: MemoStorage {
     public let client: MemoClient
     public let cachePath: String?
     private let mirror: Mutex<Mirror>
+    /// Numbers each state read from the mirror (under its lock), so that the loop never sends an older state
+    /// after a newer one while still sending every state a local write made, however fast it was answered.
+    private let stateVersion = Atomic<UInt64>(0)
+    /// The newest state version sent to the subjects; touched on the client's loop thread only.
+    private let sentVersion = Atomic<UInt64>(0)
+    /// Local-write states read but not yet handled on the loop; `received` then sends its (newer) list anyway.
+    private let queuedPublishes = Atomic<Int>(0)
     private let subscription = Mutex<MemoClient.SubscriptionHandle?>(nil)
     private let list: Subject<[Memo]>
     /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
@@ -99,10 +106,12 @@ public final class RemoteStore: MemoStorage {
 
     /// Runs on the client's loop thread, one read's events at a time, so sends to the subjects stay in order.
     private func received(_ batch: [SubscriptionEvent]) {
-        let (events, visible, pendingIDs, isStale) = mirror.withLock { mirror in
+        let (events, visible, pendingIDs, isStale, version) = mirror.withLock { mirror in
             let events = mirror.apply(batch)
-            return (events, mirror.list, mirror.pendingIDs, mirror.isStale)
+            let version = stateVersion.add(1, ordering: .relaxed).newValue
+            return (events, mirror.list, mirror.pendingIDs, mirror.isStale, version)
         }
+        sentVersion.store(version, ordering: .relaxed)
         var listChanged = false
         for event in events {
             switch event {
@@ -119,7 +128,8 @@ public final class RemoteStore: MemoStorage {
             }
             self.events.send(event)
         }
-        if listChanged { list.send(visible) }
+        // A local write's state still queued would be skipped as older than this one: send this list for it.
+        if listChanged || queuedPublishes.load(ordering: .relaxed) > 0 { list.send(visible) }
         if pendingWrites.value != pendingIDs { pendingWrites.send(pendingIDs) }
         if stale.value != isStale { stale.send(isStale) }
     }
@@ -127,9 +137,16 @@ public final class RemoteStore: MemoStorage {
     /// Sends the list after a local write. On the client's loop thread, like `received`, so that the list
     /// subject never gets an older list after a newer one.
     private func publish() {
+        // The state is read now, so a write refused before the loop gets to it still shows as pending first.
+        let (visible, pendingIDs, version) = mirror.withLock { mirror in
+            (mirror.list, mirror.pendingIDs, stateVersion.add(1, ordering: .relaxed).newValue)
+        }
+        queuedPublishes.add(1, ordering: .relaxed)
         client.execute { [weak self] in
             guard let self else { return }
-            let (visible, pendingIDs) = mirror.withLock { ($0.list, $0.pendingIDs) }
+            queuedPublishes.subtract(1, ordering: .relaxed)
+            guard version > sentVersion.load(ordering: .relaxed) else { return }
+            sentVersion.store(version, ordering: .relaxed)
             list.send(visible)
             if pendingWrites.value != pendingIDs { pendingWrites.send(pendingIDs) }
         }

@@ -106,12 +106,17 @@ struct ClientLibraryTests {
         let store = try RemoteStore(client: client)
         let list = store.memoList()
         try await store.waitUntilFresh()
-        let pendingSeen = Task { try await firstValue(of: store.pendingWrites, "a pending write") { !$0.isEmpty } }
+        // Subscribed before the write, so that even an instant refusal cannot hide the pending state.
+        let pending = Recorder<Set<UUID>>()
+        let subscription = store.pendingWrites.subscribe { pending.record($0) }
+        defer { subscription.cancel() }
         await #expect(throws: MemoError.self) {
             try await store.create(content: "not allowed", id: nil, insertDate: nil)
         }
-        _ = try await pendingSeen.value
         _ = try await firstValue(of: store.pendingWrites, "the rollback") { $0.isEmpty }
+        let states = pending.values
+        let shown = try #require(states.firstIndex { !$0.isEmpty }, "the write was never shown as pending")
+        #expect(states[shown...].contains { $0.isEmpty })
         #expect(list.value == [])
     }
 
