@@ -2,6 +2,7 @@ import Foundation
 import MemoCLI
 import MemoNet
 import MemoProbe
+import MemoTLS
 import MemoWire
 
 /// Where to reach a server and with which certificate; shared by the network modes.
@@ -22,8 +23,9 @@ struct BenchTarget {
 
     func address() throws -> SocketAddress { try SocketAddress(parsing: server) }
 
-    func connect() throws -> ProbeConnection {
-        let connection = try ProbeConnection(address: try address(), identity: identity)
+    /// A connection that has done TLS and hello; `context` is made once and shared, as a real client would.
+    func connect(_ context: TLSContext) throws -> ProbeConnection {
+        let connection = try ProbeConnection(address: try address(), context: context)
         try connection.hello()
         return connection
     }
@@ -84,12 +86,13 @@ struct ConnectionsBench {
 
     func run() throws {
         raiseDescriptorLimit()
+        let context = try ProbeConnection.context(for: target.identity)
         let before = target.serverRSS()
         var connections: [ProbeConnection] = []
         connections.reserveCapacity(count)
         let clock = ContinuousClock()
         let started = clock.now
-        for _ in 0..<count { connections.append(try target.connect()) }
+        for _ in 0..<count { connections.append(try target.connect(context)) }
         let openSeconds = (clock.now - started).milliseconds / 1000
         Thread.sleep(forTimeInterval: hold)
         // Every connection is still served after the hold.
@@ -148,6 +151,7 @@ struct HandshakesBench {
 
     func run() throws {
         let target = target
+        let context = try ProbeConnection.context(for: target.identity)
         let perClient = (0..<clients).map { count / clients + ($0 < count % clients ? 1 : 0) }
         let results = Recorder<Result<[Double], any Error>>()
         let clock = ContinuousClock()
@@ -157,7 +161,7 @@ struct HandshakesBench {
                 results.record(Result {
                     try (0..<share).map { _ in
                         let begin = clock.now
-                        let connection = try target.connect()
+                        let connection = try target.connect(context)
                         let elapsed = (clock.now - begin).milliseconds
                         connection.socket.close()
                         return elapsed
