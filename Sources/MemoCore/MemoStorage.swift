@@ -64,6 +64,11 @@ public protocol ChangeFeed: Sendable {
     /// The current memos, newest first, and the revision they are at.
     func snapshot() -> (revision: UInt64, memos: [Memo])
 
+    /// Calls `handler` with every change from now on, in revision order, synchronously while the store applies it
+    /// (under the store's lock): the fast path for a server's fan-out. The handler must be quick, must not block
+    /// and must not call the store.
+    func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription
+
     /// Every change after `revision` and the revision they lead to, read at one instant.
     /// - Throws: `historyGone` when the history no longer holds them (or `revision` is ahead of the store).
     func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change])

@@ -62,6 +62,10 @@ public final class MemoryStore: ServingStore {
         try core.changes(after: revision)
     }
 
+    public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
+        core.observeChanges(handler)
+    }
+
     public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
         completion(core.planAndApply([op], nowMicros: clock())[0])
     }

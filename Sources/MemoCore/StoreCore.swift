@@ -12,6 +12,8 @@ public final class StoreCore: Sendable {
         var history: ChangeHistory
         var list: Subject<[Memo]>?
         var closed = false
+        var observers: [UInt64: @Sendable (Change) -> Void] = [:]
+        var nextObserver: UInt64 = 0
     }
 
     private let inner: Mutex<Inner>
@@ -76,6 +78,7 @@ public final class StoreCore: Sendable {
                     if case .change(let change) = outcome {
                         inner.table.apply(change)
                         inner.history.append(change)
+                        for observer in inner.observers.values { observer(change) }
                         pending.append(events.enqueue(.change(change)))
                     }
                     results.append(.success(outcome))
@@ -106,6 +109,7 @@ public final class StoreCore: Sendable {
         for change in changes {
             inner.table.apply(change)
             inner.history.append(change)
+            for observer in inner.observers.values { observer(change) }
             pending.append(events.enqueue(.change(change)))
         }
         // The whole list is built once per batch, and only when someone holds the list subject.
@@ -133,6 +137,18 @@ public final class StoreCore: Sendable {
     /// The current memos and their revision.
     public func snapshot() -> (revision: UInt64, memos: [Memo]) {
         inner.withLock { ($0.table.revision, $0.table.list) }
+    }
+
+    /// See `ChangeFeed.observeChanges`.
+    public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
+        let id = inner.withLock { inner in
+            defer { inner.nextObserver += 1 }
+            inner.observers[inner.nextObserver] = handler
+            return inner.nextObserver
+        }
+        return Subscription { [weak self] in
+            _ = self?.inner.withLock { $0.observers.removeValue(forKey: id) }
+        }
     }
 
     /// See `ChangeFeed.changes(after:)`.

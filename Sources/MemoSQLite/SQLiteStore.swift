@@ -157,6 +157,10 @@ public final class SQLiteStore: ServingStore {
         try core.changes(after: revision)
     }
 
+    public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
+        core.observeChanges(handler)
+    }
+
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
     public func close() {
         let first = queue.withLock { queue in

@@ -13,9 +13,8 @@ final class Broadcaster: Sendable {
     private let subscription: Subscription
     init(store: any ServingStore, contexts: [LoopBound<LoopContext>], subscribers: SubscriberCount) {
         self.contexts = contexts
-        let head = store.revision
-        subscription = store.watch(from: .after(head)) { event in
-            guard case .change(let change) = event else { return }
+        // Called under the store's lock, in revision order: it only counts, encodes and queues.
+        subscription = store.observeChanges { change in
             // With no subscription anywhere the change is not even encoded. A subscription counts itself before
             // it reads its snapshot or history, and this check runs after the store applied the change: so a
             // subscription this check missed has read a snapshot that already holds the change.
