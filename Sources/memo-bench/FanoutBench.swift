@@ -187,3 +187,63 @@ struct FanoutBench {
         result.report(json: json, label: "fanout", subscribers: all.count, changes: changes, rate: rate)
     }
 }
+
+/// Like `pollConnections`, but on MemoNet's epoll loops (as `redis-benchmark` uses epoll), so that the client's
+/// own cost per wake-up does not grow with the number of connections.
+func epollConnections(
+    count: Int, threads: Int, descriptor: @escaping @Sendable (Int) -> Int32,
+    readable: @escaping @Sendable (Int) throws -> Bool
+) throws -> [any Error] {
+    let outcomes = Recorder<(any Error)?>()
+    let loops = try (0..<threads).map { try EventLoop.start(name: "bench-\($0)") }
+    defer { for loop in loops { loop.shutdownGracefully() } }
+    for index in 0..<count {
+        let loop = loops[index % loops.count]
+        loop.execute {
+            let handler = ConnectionHandler(index: index, loop: loop, readable: readable) { outcomes.record($0) }
+            do {
+                handler.registration = try loop.register(
+                    fileDescriptor: descriptor(index), interest: .readable, handler: handler)
+            } catch {
+                outcomes.record(error)
+            }
+        }
+    }
+    return outcomes.waitFor(count).compactMap { $0 }
+}
+
+/// Calls `readable` for one connection until it says it is done, then stops watching it.
+private final class ConnectionHandler: EventHandler {
+    let index: Int
+    let loop: EventLoop
+    let onReadable: (Int) throws -> Bool
+    let finished: ((any Error)?) -> Void
+    var registration: Registration?
+
+    init(index: Int, loop: EventLoop, readable: @escaping (Int) throws -> Bool,
+         finished: @escaping ((any Error)?) -> Void) {
+        self.index = index
+        self.loop = loop
+        onReadable = readable
+        self.finished = finished
+    }
+
+    func readable() {
+        do {
+            if try onReadable(index) { finish(nil) }
+        } catch {
+            finish(error)
+        }
+    }
+
+    func hangup() {
+        finish(TLSStream.Failure.closed)
+    }
+
+    private func finish(_ error: (any Error)?) {
+        guard let registration else { return }
+        loop.deregister(registration)
+        self.registration = nil
+        finished(error)
+    }
+}

@@ -16,7 +16,7 @@ struct RequestBench {
         update work on 1,000 memos the benchmark makes first; list lists whatever the store holds. Prints
         requests per second and latency p50/p99 (from a request's send to its answer); --json prints
         {"op":..,"clients":..,"pipeline":..,"requests":..,"ops_per_sec":..,"p50_ms":..,"p99_ms":..}. Like
-        redis-benchmark, T threads (default 1) multiplex all the connections with poll(2).
+        redis-benchmark, T threads (default 1) multiplex all the connections with epoll.
         """
 
     enum Operation: String {
@@ -75,14 +75,14 @@ struct RequestBench {
                 connection: connection, count: share, pipeline: pipeline, op: op, content: content, pool: pool,
                 seed: index))
         }
-        // Like redis-benchmark, a few threads multiplex every connection (poll), so that the client spends its
+        // Like redis-benchmark, a few threads multiplex every connection (epoll), so that the client spends its
         // CPU on requests rather than on thread switches.
         let clock = ContinuousClock()
         let started = clock.now
         for driver in drivers { try driver.value.sendBatch() }
-        let errors = pollConnections(
+        let errors = try epollConnections(
             count: drivers.count, threads: threads, descriptor: { drivers[$0].value.connection.socket.fileDescriptor },
-            readable: { try drivers[$0].value.readable() }, deadline: clock.now + .seconds(600))
+            readable: { try drivers[$0].value.readable() })
         if let error = errors.first { throw error }
         let elapsed = (clock.now - started).milliseconds / 1000
         let latencies = drivers.flatMap { $0.value.latencies }
