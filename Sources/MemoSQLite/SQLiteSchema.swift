@@ -5,7 +5,9 @@ import MemoCore
 ///
 /// - `memos`: one row per live memo.
 /// - `changes`: the last changes (at least `historyCapacity`), each with the memo as it was after the change.
-/// - `meta`: `schema` (the format version) and `head` (the revision of the last committed change).
+/// - `meta`: `schema` (the format version) and `head`, the revision of the last committed change as of the last
+///   trim. Between trims the head is the newest revision in `changes` (trimming always keeps the newest), so a
+///   transaction does not rewrite the meta page; the head is the larger of the two.
 final class SQLiteSchema {
     static let version: Int64 = 1
 
@@ -41,7 +43,10 @@ final class SQLiteSchema {
 
     /// Reads every memo and the history.
     func load() throws(MemoError) -> (MemoTable, ChangeHistory) {
-        let head = UInt64(try value(of: "head"))
+        var head = UInt64(try value(of: "head"))
+        let newest = try database.prepare("SELECT MAX(revision) FROM changes")
+        if try newest.step() { head = max(head, UInt64(newest.int64(0))) }
+        newest.reset()
         var memos: [Memo] = []
         let select = try database.prepare("SELECT id, content, insert_us, update_us, revision FROM memos")
         while try select.step() {
@@ -122,11 +127,12 @@ final class SQLiteWriter: @unchecked Sendable {
         try begin.run()
         do throws(MemoError) {
             for change in changes { try write(change) }
-            setHead.bind(1, Int64(head))
-            try setHead.run()
             writesSinceTrim += changes.count
             if writesSinceTrim >= 1024, head > UInt64(schema.historyCapacity) {
                 writesSinceTrim = 0
+                // The head is recorded with each trim, so that it survives even a history emptied by hand.
+                setHead.bind(1, Int64(head))
+                try setHead.run()
                 trim.bind(1, Int64(head - UInt64(schema.historyCapacity)))
                 try trim.run()
             }
