@@ -70,6 +70,9 @@ final class SQLiteDatabase {
         return SQLiteStatement(stmt, database: self)
     }
 
+    /// The rowid of the row the last INSERT made.
+    var lastInsertRowid: Int64 { handle.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+
     var lastMessage: String {
         handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed"
     }

@@ -3,7 +3,8 @@ import MemoCore
 
 /// The file's tables, and reading them back into a table and a history.
 ///
-/// - `memos`: one row per live memo.
+/// - `memos`: one row per live memo, found by its rowid (which the writer keeps in memory for each id): an index
+///   on the random UUIDs would make every transaction rewrite a page of the index per write.
 /// - `changes`: the last changes (at least `historyCapacity`), each with the memo as it was after the change.
 /// - `meta`: `schema` (the format version) and `head`, the revision of the last committed change as of the last
 ///   trim. Between trims the head is the newest revision in `changes` (trimming always keeps the newest), so a
@@ -20,7 +21,7 @@ final class SQLiteSchema {
         try database.execute("""
             CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS memos (
-                id BLOB PRIMARY KEY, content TEXT NOT NULL,
+                id BLOB NOT NULL, content TEXT NOT NULL,
                 insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, revision INTEGER NOT NULL);
             CREATE TABLE IF NOT EXISTS changes (
                 revision INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, content TEXT NOT NULL,
@@ -104,6 +105,10 @@ final class SQLiteWriter: @unchecked Sendable {
     private let setHead: SQLiteStatement
     private let trim: SQLiteStatement
     private var writesSinceTrim = 0
+    /// The rowid of every live memo's row.
+    private var rowids: [UUID: Int64] = [:]
+    /// Rowids made or dropped by the transaction in progress (nil: dropped), merged once it commits.
+    private var pendingRowids: [UUID: Int64?] = [:]
 
     init(schema: SQLiteSchema) throws(MemoError) {
         self.schema = schema
@@ -113,8 +118,13 @@ final class SQLiteWriter: @unchecked Sendable {
         rollback = try db.prepare("ROLLBACK")
         insertMemo = try db.prepare(
             "INSERT INTO memos (id, content, insert_us, update_us, revision) VALUES (?, ?, ?, ?, ?)")
-        updateMemo = try db.prepare("UPDATE memos SET content = ?, update_us = ?, revision = ? WHERE id = ?")
-        deleteMemo = try db.prepare("DELETE FROM memos WHERE id = ?")
+        updateMemo = try db.prepare("UPDATE memos SET content = ?, update_us = ?, revision = ? WHERE rowid = ?")
+        deleteMemo = try db.prepare("DELETE FROM memos WHERE rowid = ?")
+        let rows = try db.prepare("SELECT rowid, id FROM memos")
+        while try rows.step() {
+            if let id = UUID(bytes: rows.bytes(1)) { rowids[id] = rows.int64(0) }
+        }
+        rows.reset()
         insertChange = try db.prepare(
             "INSERT INTO changes (revision, kind, id, content, insert_us, update_us) VALUES (?, ?, ?, ?, ?, ?)")
         setHead = try db.prepare("UPDATE meta SET value = ? WHERE key = 'head'")
@@ -137,7 +147,10 @@ final class SQLiteWriter: @unchecked Sendable {
                 try trim.run()
             }
             try commit.run()
+            for (id, rowid) in pendingRowids { rowids[id] = rowid }
+            pendingRowids.removeAll(keepingCapacity: true)
         } catch {
+            pendingRowids.removeAll(keepingCapacity: true)
             try? rollback.run()
             if case .storageFull = error { reclaimLog() }
             throw error
@@ -162,15 +175,17 @@ final class SQLiteWriter: @unchecked Sendable {
             insertMemo.bind(4, memo.updateMicros)
             insertMemo.bind(5, Int64(memo.revision))
             try insertMemo.run()
+            pendingRowids[memo.id] = .some(schema.database.lastInsertRowid)
         case .updated:
             updateMemo.bind(1, memo.content)
             updateMemo.bind(2, memo.updateMicros)
             updateMemo.bind(3, Int64(memo.revision))
-            updateMemo.bind(4, id)
+            updateMemo.bind(4, try rowid(of: memo.id))
             try updateMemo.run()
         case .deleted:
-            deleteMemo.bind(1, id)
+            deleteMemo.bind(1, try rowid(of: memo.id))
             try deleteMemo.run()
+            pendingRowids[memo.id] = .some(nil)
         }
         insertChange.bind(1, Int64(change.revision))
         insertChange.bind(2, Int64(change.kind.rawValue))
@@ -179,6 +194,15 @@ final class SQLiteWriter: @unchecked Sendable {
         insertChange.bind(5, memo.insertMicros)
         insertChange.bind(6, memo.updateMicros)
         try insertChange.run()
+    }
+
+    private func rowid(of id: UUID) throws(MemoError) -> Int64 {
+        if let pending = pendingRowids[id] {
+            if let pending { return pending }
+        } else if let rowid = rowids[id] {
+            return rowid
+        }
+        throw .storage("\(schema.database.path): no row for memo \(id.uuidString.lowercased())")
     }
 
     func close() {
