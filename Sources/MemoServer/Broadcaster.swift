@@ -2,7 +2,7 @@ import MemoNet
 import MemoWire
 import Synchronization
 
-/// Carries every change of the store to the subscribers on every loop: one watch on the store, each change
+/// Carries every change of the store to the subscribers on every loop: one observer on the store, each change
 /// encoded once, one hop per loop (not per subscriber).
 ///
 /// A new subscription is registered on its own loop with the revision of the snapshot (or history) it was sent:
@@ -11,6 +11,7 @@ import Synchronization
 final class Broadcaster: Sendable {
     private let contexts: [LoopBound<LoopContext>]
     private let subscription: Subscription
+
     init(store: any ServingStore, contexts: [LoopBound<LoopContext>], subscribers: SubscriberCount) {
         self.contexts = contexts
         // Called under the store's lock, in revision order: it only counts, encodes and queues.
