@@ -91,7 +91,7 @@ public final class MemoServer: Sendable {
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
         contexts = group.loops.map { loop in
-            onLoop(loop) { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
+            loop.runAndWait { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
         }
         broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
         for context in contexts { scheduleSweep(context) }
@@ -99,7 +99,7 @@ public final class MemoServer: Sendable {
         let acceptLoop = group.loops[0]
         let counter = Atomic<UInt64>(0)
         let limits = core.limits
-        acceptor = try onLoop(acceptLoop) { () throws -> LoopBound<Acceptor?> in
+        acceptor = try acceptLoop.runAndWait { () throws(NetError) -> LoopBound<Acceptor?> in
             let acceptor = try Acceptor(
                 listener: listener, eventLoop: acceptLoop,
                 onError: { error in core.log("accept failed: \(error.message)") },
@@ -148,7 +148,7 @@ public final class MemoServer: Sendable {
         }
         guard first else { return }
         let acceptor = acceptor
-        onLoop(acceptor.eventLoop) {
+        acceptor.eventLoop.runAndWait {
             acceptor.value?.stop()
             acceptor.value = nil
         }
@@ -180,30 +180,4 @@ private func scheduleSweep(_ context: LoopBound<LoopContext>) {
 private final class Handoff: @unchecked Sendable {
     let engine: TLSEngine
     init(_ engine: TLSEngine) { self.engine = engine }
-}
-
-/// Runs `work` on `loop` and waits for its result (from a thread that is not the loop's).
-func onLoop<Result>(_ loop: EventLoop, _ work: @escaping () throws -> Result) rethrows -> Result {
-    if loop.inEventLoop { return try work() }
-    let box = ResultBox<Result>()
-    let done = DispatchSemaphore(value: 0)
-    let job = UncheckedWork { box.result = Swift.Result { try work() } ; done.signal() }
-    loop.execute { job.run() }
-    done.wait()
-    switch box.result! {
-    case .success(let value): return value
-    case .failure(let error): try { throw error }()
-    }
-    fatalError("unreachable")
-}
-
-// @unchecked Sendable: written on the loop thread before the semaphore is signalled, read after waiting on it.
-private final class ResultBox<Value>: @unchecked Sendable {
-    var result: Result<Value, any Error>?
-}
-
-// @unchecked Sendable: the work runs exactly once on the target loop while the caller waits for it.
-private final class UncheckedWork: @unchecked Sendable {
-    let run: () -> Void
-    init(_ run: @escaping () -> Void) { self.run = run }
 }

@@ -133,7 +133,7 @@ final class ServerConnection: EventHandler {
                 }
             } catch {
                 flush()  // the alert, if any, tells the peer why
-                abort("TLS handshake failed: \(error.kind.summary)", tlsError: error)
+                abort("TLS handshake failed: \(error.kind.summary)")
                 return
             }
             handshakeCompleted()
@@ -146,7 +146,7 @@ final class ServerConnection: EventHandler {
             result = try tls.readPlaintext(into: &ctx.plaintext)
         } catch {
             flush()
-            abort("TLS error: \(error.kind.summary)", tlsError: error)
+            abort("TLS error: \(error.kind.summary)")
             return
         }
         if !ctx.plaintext.isEmpty, var session {
@@ -383,7 +383,7 @@ final class ServerConnection: EventHandler {
                 do throws(TLSError) {
                     try tls.writePlaintext(ctx.writer.bytes)
                 } catch {
-                    abort("TLS write failed: \(error.kind.summary)", tlsError: error)
+                    abort("TLS write failed: \(error.kind.summary)")
                     return
                 }
                 if ctx.writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize {
@@ -492,7 +492,7 @@ final class ServerConnection: EventHandler {
     }
 
     /// Closes at once.
-    func abort(_ reason: String, tlsError: TLSError? = nil) {
+    func abort(_ reason: String) {
         guard phase != .closed else { return }
         if closeReason.isEmpty || phase != .closing { closeReason = reason }
         finish()

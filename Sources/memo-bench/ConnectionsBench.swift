@@ -51,15 +51,6 @@ struct BenchTarget {
     }
 }
 
-/// Lets this process hold as many sockets as its hard limit allows.
-func raiseDescriptorLimit() {
-    var limit = rlimit()
-    let resource = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
-    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-    limit.rlim_cur = limit.rlim_max
-    _ = setrlimit(resource, &limit)
-}
-
 /// `memo-bench connections`: N idle TLS connections held open, then the server's memory per connection.
 struct ConnectionsBench {
     static let help = """

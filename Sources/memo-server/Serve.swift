@@ -64,7 +64,7 @@ struct Serve {
         let signals = try EventLoop.start(name: "memo-signals")
         let stop = DispatchSemaphore(value: 0)
         let received = Atomic<Int32>(0)
-        let watcher = try onSignalsLoop(signals) {
+        let watcher = try signals.runAndWait { () throws(NetError) -> SignalWatcher in
             try SignalWatcher(signals: [SIGTERM, SIGINT], eventLoop: signals) { signal in
                 if received.exchange(signal, ordering: .relaxed) == 0 { stop.signal() }
             }
@@ -94,27 +94,4 @@ struct Serve {
             ServerLog.standardError("no CA in \(directory) and making one failed: \(error)")
         }
     }
-
-    /// Ten thousand connections need more descriptors than the usual soft limit of 1024.
-    private func raiseDescriptorLimit() {
-        var limit = rlimit()
-        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
-    }
-}
-
-private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
-
-/// Runs `work` on `loop`'s thread and waits for it.
-private func onSignalsLoop<T>(_ loop: EventLoop, _ work: @escaping () throws -> T) throws -> T {
-    let done = DispatchSemaphore(value: 0)
-    nonisolated(unsafe) var result: Result<T, any Error>?
-    nonisolated(unsafe) let job = work
-    loop.execute {
-        result = Result { try job() }
-        done.signal()
-    }
-    done.wait()
-    return try result!.get()
 }

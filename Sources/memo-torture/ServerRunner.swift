@@ -113,15 +113,6 @@ func makeTemporaryDirectory(_ prefix: String) throws -> String {
     return String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-/// Lets this process hold as many sockets as its hard limit allows (the half-open flood needs thousands).
-func raiseDescriptorLimit() {
-    var limit = rlimit()
-    let resource = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
-    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-    limit.rlim_cur = limit.rlim_max
-    _ = setrlimit(resource, &limit)
-}
-
 /// A failure of the harness itself (not a finding about the server).
 struct TortureError: Error, CustomStringConvertible {
     let description: String
