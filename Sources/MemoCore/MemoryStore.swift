@@ -1,8 +1,8 @@
 import Foundation
 
 /// The seeds' `MemoryStorage`: every memo in memory, for tests, view models and `--store memory`.
-public final class MemoryStore: ServingStore {
-    private let core: StoreCore
+public final class MemoryStore: CoreBackedStore {
+    public let core: StoreCore
     private let clock: @Sendable () -> Int64
 
     /// - Parameters:
@@ -32,14 +32,6 @@ public final class MemoryStore: ServingStore {
         try write(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
     }
 
-    public func get(id: UUID) async throws -> Memo {
-        try core.memo(id)
-    }
-
-    public func memoList() -> Subject<[Memo]> {
-        core.memoList()
-    }
-
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
         try write(.update(id: id, content: content, expectedRevision: expectedRevision))
     }
@@ -48,30 +40,8 @@ public final class MemoryStore: ServingStore {
         try write(.delete(id: id, expectedRevision: expectedRevision))
     }
 
-    public var revision: UInt64 { core.revision }
-
-    public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
-        core.watch(from: start, handler)
-    }
-
-    public func snapshot() -> (revision: UInt64, memos: [Memo]) {
-        core.snapshot()
-    }
-
-    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
-        try core.changes(after: revision)
-    }
-
-    public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
-        core.observeChanges(handler)
-    }
-
     public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
         completion(core.planAndApply([op], nowMicros: clock())[0])
-    }
-
-    public func memo(_ id: UUID) throws(MemoError) -> Memo {
-        try core.memo(id)
     }
 
     /// Stops the store; later calls throw `closed`.

@@ -9,7 +9,7 @@ import Synchronization
 /// commit), so fifty writers pay for one fsync rather than fifty. A write completes only after its transaction
 /// is committed; then it is applied to the in-memory table and published to watchers. The change history lives
 /// in the file too, so that watchers can resume across a restart.
-public final class SQLiteStore: ServingStore {
+public final class SQLiteStore: CoreBackedStore {
     private struct Request {
         let op: WriteOp
         let completion: @Sendable (Result<WriteOutcome, MemoError>) -> Void
@@ -25,7 +25,7 @@ public final class SQLiteStore: ServingStore {
     public static let maxBatch = 1024
 
     public let path: String
-    private let core: StoreCore
+    public let core: StoreCore
     private let queue = Mutex(Queue())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -123,42 +123,12 @@ public final class SQLiteStore: ServingStore {
         try await write(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
     }
 
-    public func get(id: UUID) async throws -> Memo {
-        try core.memo(id)
-    }
-
-    public func memo(_ id: UUID) throws(MemoError) -> Memo {
-        try core.memo(id)
-    }
-
-    public func memoList() -> Subject<[Memo]> {
-        core.memoList()
-    }
-
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
         try await write(.update(id: id, content: content, expectedRevision: expectedRevision))
     }
 
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
         try await write(.delete(id: id, expectedRevision: expectedRevision))
-    }
-
-    public var revision: UInt64 { core.revision }
-
-    public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
-        core.watch(from: start, handler)
-    }
-
-    public func snapshot() -> (revision: UInt64, memos: [Memo]) {
-        core.snapshot()
-    }
-
-    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
-        try core.changes(after: revision)
-    }
-
-    public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
-        core.observeChanges(handler)
     }
 
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
