@@ -167,28 +167,3 @@ public final class Subscription: Cancellable {
         action?()
     }
 }
-
-/// A first-in first-out queue with amortised O(1) append and removal.
-struct FIFO<Element> {
-    private var items: [Element] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == items.count }
-    var count: Int { items.count - head }
-
-    mutating func append(_ element: Element) { items.append(element) }
-
-    mutating func popFirst() -> Element? {
-        guard head < items.count else { return nil }
-        let element = items[head]
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        } else if head >= 64 && head * 2 >= items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return element
-    }
-}

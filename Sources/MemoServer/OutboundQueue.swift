@@ -60,7 +60,7 @@ struct OutboundQueue {
         case stream(ChunkStream)
     }
 
-    private var items = FIFOQueue<Item>()
+    private var items = FIFO<Item>()
     /// Bytes of whole frames waiting (streams count only once a chunk is made).
     private(set) var queuedBytes = 0
 
@@ -76,7 +76,7 @@ struct OutboundQueue {
     }
 
     mutating func removeAll() {
-        items = FIFOQueue()
+        items = FIFO()
         queuedBytes = 0
     }
 
@@ -109,29 +109,4 @@ struct OutboundQueue {
         }
         return listsFinished
     }
-}
-
-/// A first-in first-out queue with O(1) amortised operations that gives its memory back when empty.
-struct FIFOQueue<Element> {
-    private var storage: [Element] = []
-    private var head = 0
-
-    var isEmpty: Bool { head == storage.count }
-    var first: Element? { head < storage.count ? storage[head] : nil }
-
-    mutating func append(_ element: Element) { storage.append(element) }
-
-    mutating func removeFirst() {
-        head += 1
-        if head == storage.count {
-            // A few slots are kept so that steady one-at-a-time traffic does not allocate every time.
-            storage.removeAll(keepingCapacity: storage.capacity <= 8)
-            head = 0
-        } else if head >= 32, head * 2 >= storage.count {
-            storage.removeFirst(head)
-            head = 0
-        }
-    }
-
-    mutating func replaceFirst(_ element: Element) { storage[head] = element }
 }

@@ -1,0 +1,41 @@
+/// A first-in first-out queue with amortised O(1) append and removal, for subscribers' queues and connections'
+/// outbound queues. When it empties it keeps only a small buffer, so that steady one-at-a-time traffic does not
+/// allocate each time and an idle queue does not hold a burst's memory.
+public struct FIFO<Element> {
+    private var items: [Element] = []
+    private var head = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { head == items.count }
+    public var count: Int { items.count - head }
+    public var first: Element? { head < items.count ? items[head] : nil }
+
+    public mutating func append(_ element: Element) { items.append(element) }
+
+    /// Removes and returns the first element, if any.
+    public mutating func popFirst() -> Element? {
+        guard let element = first else { return nil }
+        removeFirst()
+        return element
+    }
+
+    /// Removes the first element; the queue must not be empty.
+    public mutating func removeFirst() {
+        precondition(head < items.count, "removeFirst on an empty FIFO")
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: items.capacity <= 8)
+            head = 0
+        } else if head >= 64, head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Replaces the first element (a partly consumed one); the queue must not be empty.
+    public mutating func replaceFirst(_ element: Element) {
+        precondition(head < items.count, "replaceFirst on an empty FIFO")
+        items[head] = element
+    }
+}
