@@ -7,13 +7,11 @@ import Synchronization
 ///
 /// A new subscription is registered on its own loop with the revision of the snapshot (or history) it was sent:
 /// changes at or below it are skipped, later ones delivered. That is gap-free and duplicate-free without a lock,
-/// because the store applies a change before publishing it and each loop runs its queued work in order.
+/// because the store applies a change before it calls its observers and each loop runs its queued work in order.
 final class Broadcaster: Sendable {
-    private let contexts: [LoopBound<LoopContext>]
     private let subscription: Subscription
 
     init(store: any ServingStore, contexts: [LoopBound<LoopContext>], subscribers: SubscriberCount) {
-        self.contexts = contexts
         // Called under the store's lock, in revision order: it only counts, encodes and queues.
         subscription = store.observeChanges { change in
             // With no subscription anywhere the change is not even encoded. A subscription counts itself before
