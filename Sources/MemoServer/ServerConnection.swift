@@ -290,7 +290,8 @@ final class ServerConnection: EventHandler {
 
     /// Queues a frame; a peer whose queue grows past the limit is dropped as a slow consumer.
     func enqueue(_ item: OutboundQueue.Item) {
-        guard phase != .closed else { return }
+        // Once lingering, our sending side is shut: answers to what is still being processed have nowhere to go.
+        guard phase != .closed, phase != .lingering else { return }
         outbound.append(item)
         if outbound.queuedBytes > server.limits.maxOutboundBytes, phase != .closing {
             // Drop what is queued (the client resumes from its revision) and say why, after the records already
@@ -494,7 +495,7 @@ final class ServerConnection: EventHandler {
     /// Closes at once.
     func abort(_ reason: String) {
         guard phase != .closed else { return }
-        if closeReason.isEmpty || phase != .closing { closeReason = reason }
+        if closeReason.isEmpty || (phase != .closing && phase != .lingering) { closeReason = reason }
         finish()
     }
 
