@@ -38,4 +38,63 @@ static inline int CMemoSSL_MBSTRING_UTF8(void) { return MBSTRING_UTF8; }
 static inline uint64_t CMemoSSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
 static inline uint64_t CMemoSSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
 static inline uint64_t CMemoSSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
+
+#include <openssl/hmac.h>
+#include <openssl/crypto.h>
+#include <string.h>
+
+// TLS 1.3 traffic secrets, captured during the handshake so that the engine can protect records itself once
+// the handshake is over (TLSRecordLayer.swift). OpenSSL hands them out only through the key log callback,
+// which gets the SSL and one NSS key log line: "<LABEL> <client random hex> <secret hex>".
+typedef struct {
+    unsigned char client[EVP_MAX_MD_SIZE];
+    unsigned char server[EVP_MAX_MD_SIZE];
+    size_t clientLength;
+    size_t serverLength;
+} CMemoSSL_TrafficSecrets;
+
+static inline int CMemoSSL_hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+// Parses the secret after the second space of `line` into `out`; returns its length, or 0 if malformed.
+static inline size_t CMemoSSL_parse_secret(const char *line, unsigned char *out) {
+    const char *p = strchr(line, ' ');
+    if (p == NULL) return 0;
+    p = strchr(p + 1, ' ');
+    if (p == NULL) return 0;
+    p += 1;
+    size_t n = 0;
+    while (p[0] != '\0' && p[1] != '\0' && n < EVP_MAX_MD_SIZE) {
+        int hi = CMemoSSL_hex_value(p[0]), lo = CMemoSSL_hex_value(p[1]);
+        if (hi < 0 || lo < 0) return 0;
+        out[n++] = (unsigned char)(hi * 16 + lo);
+        p += 2;
+    }
+    return p[0] == '\0' ? n : 0;
+}
+
+static inline void CMemoSSL_keylog(const SSL *ssl, const char *line) {
+    CMemoSSL_TrafficSecrets *secrets = SSL_get_ex_data(ssl, 0);  // index 0 is the application's (app data)
+    if (secrets == NULL) return;
+    static const char client[] = "CLIENT_TRAFFIC_SECRET_0 ";
+    static const char server[] = "SERVER_TRAFFIC_SECRET_0 ";
+    if (strncmp(line, client, sizeof client - 1) == 0) {
+        secrets->clientLength = CMemoSSL_parse_secret(line, secrets->client);
+    } else if (strncmp(line, server, sizeof server - 1) == 0) {
+        secrets->serverLength = CMemoSSL_parse_secret(line, secrets->server);
+    }
+}
+
+static inline void CMemoSSL_CTX_capture_traffic_secrets(SSL_CTX *ctx) {
+    SSL_CTX_set_keylog_callback(ctx, CMemoSSL_keylog);
+}
+static inline int CMemoSSL_set_traffic_secrets(SSL *ssl, CMemoSSL_TrafficSecrets *secrets) {
+    return SSL_set_ex_data(ssl, 0, secrets);
+}
+static inline int CMemoSSL_CTRL_AEAD_GET_TAG(void) { return EVP_CTRL_AEAD_GET_TAG; }
+static inline int CMemoSSL_CTRL_AEAD_SET_TAG(void) { return EVP_CTRL_AEAD_SET_TAG; }
 #endif

@@ -1,40 +1,26 @@
 internal import COpenSSL
 
-extension TLSEngine {
-    /// The CN of the peer's verified certificate, or nil before the handshake or without a certificate.
-    public var peerCommonName: String? {
-        peerSubject(nid: NID_commonName).last
-    }
+/// What a completed handshake established, read from the `SSL` before it may be freed by a hand-off.
+struct EstablishedSession {
+    /// Every CN of the peer's verified certificate, in certificate order.
+    let commonNames: [String]
+    /// Every OU of the peer's verified certificate, in certificate order.
+    let organizationalUnits: [String]
+    let protocolName: String?
+    let cipherName: String?
 
-    /// The role carried in the peer certificate's OU (see `CertificateRole`); `.unknown` when none.
-    ///
-    /// When a certificate names both roles the weaker one, read-only, wins.
-    public var peerRole: CertificateRole {
-        let roles = peerSubject(nid: NID_organizationalUnitName).compactMap(CertificateRole.init(organizationalUnit:))
-        if roles.contains(.readOnly) { return .readOnly }
-        if roles.contains(.readWrite) { return .readWrite }
-        return .unknown
-    }
-
-    /// The protocol agreed in the handshake, e.g. "TLSv1.3"; nil before it completes.
-    public var negotiatedProtocol: String? {
-        guard isHandshakeComplete, let version = SSL_get_version(ssl) else { return nil }
-        return String(cString: version)
-    }
-
-    /// The cipher suite agreed in the handshake, e.g. "TLS_AES_256_GCM_SHA384"; nil before it completes.
-    public var negotiatedCipher: String? {
-        guard isHandshakeComplete, let cipher = SSL_get_current_cipher(ssl),
-            let name = SSL_CIPHER_get_name(cipher)
-        else { return nil }
-        return String(cString: name)
+    init(ssl: OpaquePointer) {
+        commonNames = Self.peerSubject(ssl, nid: NID_commonName)
+        organizationalUnits = Self.peerSubject(ssl, nid: NID_organizationalUnitName)
+        protocolName = SSL_get_version(ssl).map { String(cString: $0) }
+        cipherName = SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) }
     }
 
     /// Every value of one subject field of the peer certificate, as UTF-8, in certificate order.
-    private func peerSubject(nid: Int32) -> [String] {
-        guard isHandshakeComplete, let certificate = SSL_get0_peer_certificate(ssl),
-            let name = X509_get_subject_name(certificate)
-        else { return [] }
+    private static func peerSubject(_ ssl: OpaquePointer, nid: Int32) -> [String] {
+        guard let certificate = SSL_get0_peer_certificate(ssl), let name = X509_get_subject_name(certificate) else {
+            return []
+        }
         var values: [String] = []
         var index: Int32 = -1
         while true {
@@ -51,4 +37,27 @@ extension TLSEngine {
         }
         return values
     }
+}
+
+extension TLSEngine {
+    /// The CN of the peer's verified certificate, or nil before the handshake or without a certificate.
+    public var peerCommonName: String? {
+        established?.commonNames.last
+    }
+
+    /// The role carried in the peer certificate's OU (see `CertificateRole`); `.unknown` when none.
+    ///
+    /// When a certificate names both roles the weaker one, read-only, wins.
+    public var peerRole: CertificateRole {
+        let roles = (established?.organizationalUnits ?? []).compactMap(CertificateRole.init(organizationalUnit:))
+        if roles.contains(.readOnly) { return .readOnly }
+        if roles.contains(.readWrite) { return .readWrite }
+        return .unknown
+    }
+
+    /// The protocol agreed in the handshake, e.g. "TLSv1.3"; nil before it completes.
+    public var negotiatedProtocol: String? { established?.protocolName }
+
+    /// The cipher suite agreed in the handshake, e.g. "TLS_AES_256_GCM_SHA384"; nil before it completes.
+    public var negotiatedCipher: String? { established?.cipherName }
 }

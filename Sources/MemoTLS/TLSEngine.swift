@@ -3,9 +3,14 @@ internal import COpenSSL
 /// One TLS session driven by hand: ciphertext goes in with `feed`, comes out with `takeOutbound`, and
 /// plaintext is read and written in between. No sockets: the caller's event loop moves the bytes.
 ///
-/// Owns one `SSL` (which owns its two memory BIOs). `@unchecked Sendable` so that a connection can be handed
-/// to the event-loop thread that will own it; after that only that thread may call it (there are no locks),
-/// and OpenSSL's per-thread error queue is cleared and read inside each call, never across one.
+/// OpenSSL does the handshake. When it ends with TLS 1.3 and the context hands records off (the default), the
+/// engine keeps only the traffic secrets, frees the `SSL` and protects records itself (`TLSRecordLayer`):
+/// an idle connection then holds a few hundred bytes instead of OpenSSL's ~25 KB. Otherwise (TLS 1.2, or
+/// `TLSConfiguration.recordLayer == .openSSL`) the `SSL` carries the whole session.
+///
+/// `@unchecked Sendable` so that a connection can be handed to the event-loop thread that will own it; after
+/// that only that thread may call it (there are no locks), and OpenSSL's per-thread error queue is cleared and
+/// read inside each call, never across one.
 public final class TLSEngine: @unchecked Sendable {
     public enum HandshakeState: Sendable, Hashable {
         /// The handshake is complete; application data can flow.
@@ -24,9 +29,17 @@ public final class TLSEngine: @unchecked Sendable {
     }
 
     public let context: TLSContext
-    let ssl: OpaquePointer
-    private var inbound: OpaquePointer
-    private var outbound: OpaquePointer
+    /// The OpenSSL session (which owns the two memory BIOs); nil once the records are handed off.
+    private var ssl: OpaquePointer?
+    private var inbound: OpaquePointer?
+    private var outbound: OpaquePointer?
+    /// The session's records after a hand-off; nil before it and when OpenSSL keeps the session.
+    private var records: TLSRecordLayer?
+    /// Where the key log callback leaves the TLS 1.3 traffic secrets during a handshake that may hand off.
+    private var secrets: UnsafeMutablePointer<CMemoSSL_TrafficSecrets>?
+    /// Ciphertext not yet given to OpenSSL or the record layer. While a hand-off is possible OpenSSL gets whole
+    /// records one at a time, so that when the handshake ends no record after it is stuck inside OpenSSL.
+    private var pendingInput = ByteQueue()
     /// Where `SSL_read` decrypts to before the bytes are appended to the caller's array; allocated on first
     /// read and kept until `releaseBuffers`, so steady reading does not allocate.
     private var scratch: UnsafeMutableRawBufferPointer?
@@ -36,6 +49,10 @@ public final class TLSEngine: @unchecked Sendable {
     /// The first byte the peer sent, kept to recognise a peer that is not speaking TLS at all.
     private var firstInboundByte: UInt8?
     public private(set) var peerClosed = false
+    public private(set) var isHandshakeComplete = false
+    /// What the handshake established, kept when the `SSL` is freed.
+    private(set) var established: EstablishedSession?
+    public let isServer: Bool
 
     /// Largest TLS record plaintext; one `SSL_read` never returns more.
     private static let scratchSize = 16_384
@@ -60,6 +77,13 @@ public final class TLSEngine: @unchecked Sendable {
         self.ssl = ssl
         self.inbound = inbound
         self.outbound = outbound
+        isServer = context.isServer
+        if context.configuration.recordLayer == .handOff {
+            let secrets = UnsafeMutablePointer<CMemoSSL_TrafficSecrets>.allocate(capacity: 1)
+            secrets.initialize(to: CMemoSSL_TrafficSecrets())
+            self.secrets = secrets
+            _ = CMemoSSL_set_traffic_secrets(ssl, secrets)
+        }
 
         if context.isServer {
             SSL_set_accept_state(ssl)
@@ -81,12 +105,13 @@ public final class TLSEngine: @unchecked Sendable {
     }
 
     deinit {
-        SSL_free(ssl)
+        if let ssl { SSL_free(ssl) }
+        forgetSecrets()
         scratch?.deallocate()
     }
 
-    public var isServer: Bool { SSL_is_server(ssl) == 1 }
-    public var isHandshakeComplete: Bool { SSL_is_init_finished(ssl) == 1 }
+    /// True once the session's records are protected by `TLSRecordLayer` rather than OpenSSL.
+    public var recordsHandedOff: Bool { records != nil }
 
     private var side: String { isServer ? "server" : "client" }
 
@@ -96,6 +121,11 @@ public final class TLSEngine: @unchecked Sendable {
     public func feed(_ ciphertext: UnsafeRawBufferPointer) {
         guard let base = ciphertext.baseAddress, !ciphertext.isEmpty, failure == nil else { return }
         if firstInboundByte == nil { firstInboundByte = ciphertext[0] }
+        if records != nil || secrets != nil {
+            pendingInput.append(ciphertext)
+            return
+        }
+        guard let inbound else { return }
         var written = 0
         TLSError.clearQueue()
         if BIO_write_ex(inbound, base, ciphertext.count, &written) != 1 || written != ciphertext.count {
@@ -111,15 +141,23 @@ public final class TLSEngine: @unchecked Sendable {
     }
 
     /// Whether ciphertext is waiting to be sent to the peer.
-    public var hasOutbound: Bool { CMemoSSL_BIO_pending(outbound) > 0 }
+    public var hasOutbound: Bool { outboundCount > 0 }
 
     /// How many ciphertext bytes are waiting to be sent.
-    public var outboundCount: Int { Int(CMemoSSL_BIO_pending(outbound)) }
+    public var outboundCount: Int {
+        if let records { return records.outbound.count }
+        guard let outbound else { return 0 }
+        return Int(CMemoSSL_BIO_pending(outbound))
+    }
 
     /// Appends all ciphertext waiting to be sent to `buffer`.
     public func takeOutbound(into buffer: inout [UInt8]) {
+        if let records {
+            records.outbound.take(into: &buffer)
+            return
+        }
         let pending = outboundCount
-        guard pending > 0 else { return }
+        guard pending > 0, let outbound else { return }
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: pending))
         var read = 0
@@ -132,7 +170,8 @@ public final class TLSEngine: @unchecked Sendable {
     /// Moves up to `buffer.count` ciphertext bytes into `buffer`, for a caller with its own write buffer.
     /// - Returns: the number of bytes moved.
     public func takeOutbound(into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        guard let base = buffer.baseAddress, !buffer.isEmpty, hasOutbound else { return 0 }
+        if let records { return records.outbound.take(into: buffer) }
+        guard let base = buffer.baseAddress, !buffer.isEmpty, hasOutbound, let outbound else { return 0 }
         var read = 0
         _ = BIO_read_ex(outbound, base, buffer.count, &read)
         return read
@@ -146,15 +185,91 @@ public final class TLSEngine: @unchecked Sendable {
     public func handshake() throws(TLSError) -> HandshakeState {
         if let failure { throw failure }
         if isHandshakeComplete { return .done }
-        TLSError.clearQueue()
-        let result = SSL_do_handshake(ssl)
-        if result == 1 { return .done }
-        let code = SSL_get_error(ssl, result)
-        if code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE {
+        guard let ssl else { return .wantsMore }
+        while true {
+            let fedRecord = secrets != nil && moveRecordToOpenSSL()
             TLSError.clearQueue()
-            return .wantsMore
+            let result = SSL_do_handshake(ssl)
+            if result == 1 {
+                try completeHandshake(ssl)
+                return .done
+            }
+            let code = SSL_get_error(ssl, result)
+            guard code == SSL_ERROR_WANT_READ || code == SSL_ERROR_WANT_WRITE else {
+                throw fail(sessionError("TLS handshake (\(side))", code: code))
+            }
+            TLSError.clearQueue()
+            if !fedRecord || pendingInput.isEmpty { return .wantsMore }
         }
-        throw fail(sessionError("TLS handshake (\(side))", code: code))
+    }
+
+    /// Gives OpenSSL the next whole record of `pendingInput`, or everything if the bytes are not TLS records
+    /// (OpenSSL then reports what they are). - Returns: whether anything was given.
+    private func moveRecordToOpenSSL() -> Bool {
+        guard let inbound, !pendingInput.isEmpty else { return false }
+        let size = pendingInput.withUnreadBytes { bytes -> Int in
+            guard bytes.count >= 5 else { return (20...23).contains(bytes[0]) ? 0 : bytes.count }
+            let length = Int(bytes[3]) << 8 | Int(bytes[4])
+            guard (20...23).contains(bytes[0]), bytes[1] == 3, length <= TLSRecordLayer.maxCiphertext + 2048 else {
+                return bytes.count
+            }
+            return bytes.count >= 5 + length ? 5 + length : 0
+        }
+        guard size > 0 else { return false }
+        pendingInput.withUnreadBytes { bytes in
+            var written = 0
+            _ = BIO_write_ex(inbound, bytes.baseAddress, size, &written)
+        }
+        pendingInput.consume(size)
+        return true
+    }
+
+    /// Records what the handshake established and, for TLS 1.3 with secrets captured, hands the records to
+    /// `TLSRecordLayer` and frees the `SSL`.
+    private func completeHandshake(_ ssl: OpaquePointer) throws(TLSError) {
+        isHandshakeComplete = true
+        established = EstablishedSession(ssl: ssl)
+        guard let secrets else { return }
+        defer { forgetSecrets() }
+        let cipher = SSL_get_current_cipher(ssl)
+        guard SSL_version(ssl) == TLS1_3_VERSION, let cipher,
+            let suite = TLS13Suite(protocolID: SSL_CIPHER_get_protocol_id(cipher)),
+            secrets.pointee.clientLength == suite.hashLength, secrets.pointee.serverLength == suite.hashLength,
+            SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0
+        else {
+            // OpenSSL keeps the session: everything held back goes to it now.
+            pendingInput.withUnreadBytes { bytes in
+                guard let inbound = self.inbound, let base = bytes.baseAddress, !bytes.isEmpty else { return }
+                var written = 0
+                _ = BIO_write_ex(inbound, base, bytes.count, &written)
+            }
+            pendingInput = ByteQueue()
+            return
+        }
+        let client = withUnsafeBytes(of: &secrets.pointee.client) { Array($0.prefix(suite.hashLength)) }
+        let server = withUnsafeBytes(of: &secrets.pointee.server) { Array($0.prefix(suite.hashLength)) }
+        // What OpenSSL wrote last (the client's Finished) goes out ahead of the first sealed record.
+        var written = ByteQueue()
+        var handshakeTail: [UInt8] = []
+        takeOutbound(into: &handshakeTail)
+        handshakeTail.withUnsafeBytes { written.append($0) }
+        records = TLSRecordLayer(
+            suite: suite, readSecret: isServer ? client : server, writeSecret: isServer ? server : client,
+            isServer: isServer, outbound: written)
+        var wipe = client + server
+        OPENSSL_cleanse(&wipe, wipe.count)
+        SSL_free(ssl)
+        self.ssl = nil
+        self.inbound = nil
+        outbound = nil
+    }
+
+    private func forgetSecrets() {
+        guard let secrets else { return }
+        if let ssl { _ = CMemoSSL_set_traffic_secrets(ssl, nil) }
+        OPENSSL_cleanse(secrets, MemoryLayout<CMemoSSL_TrafficSecrets>.size)
+        secrets.deallocate()
+        self.secrets = nil
     }
 
     /// Decrypts everything that can be decrypted from the bytes fed so far and appends it to `plaintext`.
@@ -164,6 +279,9 @@ public final class TLSEngine: @unchecked Sendable {
     public func readPlaintext(into plaintext: inout [UInt8]) throws(TLSError) -> ReadResult {
         if let failure { throw failure }
         if peerClosed { return .closed }
+        if !isHandshakeComplete, try handshake() == .wantsMore { return .wantsMore }
+        if let records { return try readRecords(records, into: &plaintext) }
+        guard let ssl else { return .wantsMore }
         let buffer = scratchBuffer()
         var total = 0
         while true {
@@ -190,6 +308,20 @@ public final class TLSEngine: @unchecked Sendable {
         }
     }
 
+    private func readRecords(_ records: TLSRecordLayer, into plaintext: inout [UInt8]) throws(TLSError)
+        -> ReadResult
+    {
+        let before = plaintext.count
+        do throws(RecordFailure) {
+            peerClosed = try records.open(&pendingInput, into: &plaintext)
+        } catch {
+            throw fail(recordError(error, operation: "TLS read (\(side))"))
+        }
+        let total = plaintext.count - before
+        if total > 0 { return .bytes(total) }
+        return peerClosed ? .closed : .wantsMore
+    }
+
     /// Encrypts `plaintext` into outbound records. Call only after the handshake is done.
     public func writePlaintext(_ plaintext: UnsafeRawBufferPointer) throws(TLSError) {
         if let failure { throw failure }
@@ -198,6 +330,15 @@ public final class TLSEngine: @unchecked Sendable {
             throw TLSError(
                 kind: .invalidArgument, operation: "TLS write (\(side))", detail: "the handshake is not complete")
         }
+        if let records {
+            do throws(RecordFailure) {
+                try records.seal(plaintext)
+            } catch {
+                throw fail(recordError(error, operation: "TLS write (\(side))"))
+            }
+            return
+        }
+        guard let ssl else { return }
         var offset = 0
         while offset < plaintext.count {
             var written = 0
@@ -229,11 +370,44 @@ public final class TLSEngine: @unchecked Sendable {
         try result.get()
     }
 
+    /// Moves to the next sending key and asks the peer to do the same (a TLS 1.3 KeyUpdate with
+    /// update_requested). The session also does this by itself after 2^24 records under one key.
+    public func requestKeyUpdate() throws(TLSError) {
+        if let failure { throw failure }
+        let operation = "TLS key update (\(side))"
+        guard isHandshakeComplete, established?.protocolName == "TLSv1.3" else {
+            throw TLSError(kind: .invalidArgument, operation: operation, detail: "needs an established TLS 1.3 session")
+        }
+        if let records {
+            do throws(RecordFailure) {
+                try records.updateWriteKey(requested: true)
+            } catch {
+                throw fail(recordError(error, operation: operation))
+            }
+            return
+        }
+        guard let ssl else { return }
+        TLSError.clearQueue()
+        guard SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) == 1 else { throw fail(TLSError.openSSL(operation)) }
+        // OpenSSL sends the KeyUpdate with the next record it writes, or when the handshake function runs.
+        _ = SSL_do_handshake(ssl)
+        TLSError.clearQueue()
+    }
+
+    /// Whether the record layer holds its cipher contexts (false after `releaseBuffers(force: true)` until the
+    /// next record). Always false when OpenSSL carries the session.
+    public var holdsCipherContexts: Bool { records?.holdsContexts ?? false }
+
     /// Queues close_notify for the peer (take it with `takeOutbound`). Does nothing after a fatal error or
     /// before the handshake completes, where OpenSSL must not send it.
     public func shutdown() {
         guard failure == nil, !shutdownSent, isHandshakeComplete else { return }
         shutdownSent = true
+        if let records {
+            records.sealCloseNotify()
+            return
+        }
+        guard let ssl else { return }
         TLSError.clearQueue()
         _ = SSL_shutdown(ssl)
         TLSError.clearQueue()
@@ -242,10 +416,18 @@ public final class TLSEngine: @unchecked Sendable {
     /// Frees memory an idle connection does not need: the read scratch buffer, and the memory BIOs if they
     /// are empty but grew large (a memory BIO never shrinks by itself). Call when the connection goes idle.
     /// - Parameter force: replace the empty BIOs whatever they hold, for connections idle long enough that a
-    ///   fresh allocation on their next message costs less than the memory kept meanwhile.
+    ///   fresh allocation on their next message costs less than the memory kept meanwhile. After a hand-off
+    ///   this also frees the record layer's cipher contexts, which the next record rebuilds from the keys.
     public func releaseBuffers(force: Bool = false) {
         scratch?.deallocate()
         scratch = nil
+        if let records {
+            pendingInput.releaseIfEmpty()
+            records.releaseBuffers()
+            if force { records.releaseContexts() }
+            return
+        }
+        guard let ssl, let inbound, let outbound else { return }
         if force { _ = SSL_free_buffers(ssl) }  // the record layer's read and write buffers, when empty
         guard CMemoSSL_BIO_pending(inbound) == 0, CMemoSSL_BIO_pending(outbound) == 0,
             force ? retainedBufferBytes > 0 : retainedBufferBytes > Self.retainedBIOLimit,
@@ -256,17 +438,23 @@ public final class TLSEngine: @unchecked Sendable {
             return
         }
         SSL_set_bio(ssl, newInbound, newOutbound)  // frees the old pair
-        inbound = newInbound
-        outbound = newOutbound
+        self.inbound = newInbound
+        self.outbound = newOutbound
     }
 
-    /// Bytes held by this engine's own buffers (memory BIOs and scratch), not counting OpenSSL's internals.
+    /// Bytes held by this engine's own buffers (memory BIOs, scratch, the record layer's queues), not counting
+    /// OpenSSL's internals.
     public var retainedBufferBytes: Int {
-        CMemoSSL_BIO_mem_capacity(inbound) + CMemoSSL_BIO_mem_capacity(outbound) + (scratch?.count ?? 0)
+        if let records { return pendingInput.capacity + records.retainedBytes }
+        var bytes = pendingInput.capacity + (scratch?.count ?? 0)
+        if let inbound { bytes += CMemoSSL_BIO_mem_capacity(inbound) }
+        if let outbound { bytes += CMemoSSL_BIO_mem_capacity(outbound) }
+        return bytes
     }
 
     /// Classifies the failure of the last call (see `TLSError.session`).
     private func sessionError(_ operation: String, code: Int32) -> TLSError {
+        guard let ssl else { return TLSError(kind: .tlsFailure, operation: operation) }
         let error = TLSError.session(operation, ssl: ssl, sslError: code)
         // A TLS peer's first record is a handshake (22) or, when it refuses us at once, an alert (21).
         // Anything else means "not TLS" even when OpenSSL's reason is vague (say, a length mismatch in what
@@ -276,6 +464,19 @@ public final class TLSEngine: @unchecked Sendable {
         return TLSError(
             kind: .notTLS, operation: error.operation, detail: error.detail, verifyResult: error.verifyResult,
             reasons: error.reasons)
+    }
+
+    /// Describes a record layer failure: the alert we sent and why, or the alert the peer sent (classified as
+    /// OpenSSL's reasons are, so that a refused client certificate reads the same either way).
+    private func recordError(_ failure: RecordFailure, operation: String) -> TLSError {
+        switch failure {
+        case .sent(let alert, let reason):
+            return TLSError(kind: .tlsFailure, operation: operation, detail: "\(reason); sent \(TLSAlert.name(alert))")
+        case .received(let alert):
+            return TLSError(
+                kind: TLSError.kind(alert: alert), operation: operation,
+                detail: "reported by the peer's alert", reasons: ["peer sent \(TLSAlert.name(alert))"])
+        }
     }
 
     private func fail(_ error: TLSError) -> TLSError {

@@ -168,6 +168,19 @@ extension TLSError {
         }
     }
 
+    /// Maps a TLS alert the peer sent after the handshake (RFC 8446 §6.2) to a kind: in TLS 1.3 a server
+    /// refuses a client certificate after the client has finished its handshake.
+    static func kind(alert: UInt8) -> Kind {
+        switch alert {
+        case 116: return .noClientCertificate  // certificate_required
+        case 48: return .unknownCA
+        case 45: return .certificateExpired
+        case 42, 43, 44, 46, 49: return .certificateRejected  // bad, unsupported, revoked, unknown; access denied
+        case 70: return .protocolVersion
+        default: return .tlsFailure
+        }
+    }
+
     /// Maps an SSL-library reason code to a kind, or nil when the reason says nothing specific.
     ///
     /// Alerts received from the peer (`*_ALERT_*`) are how a client learns why a server refused it.

@@ -1,0 +1,474 @@
+internal import COpenSSL
+
+// TLS 1.3 record protection (RFC 8446 §5, §7) for a session whose handshake OpenSSL has finished.
+//
+// Why: an OpenSSL `SSL` keeps about 25 KB per connection after a mutual TLS 1.3 handshake (the session, the
+// peer's parsed certificate, the handshake state machine), and every record goes through two memory BIOs and
+// the state machine. Once the handshake is over, a TLS 1.3 session needs only two traffic secrets, two
+// sequence numbers and an AEAD: this file is that, on OpenSSL's EVP primitives. The engine hands a session
+// over when TLS 1.3 and one of the three standard suites were agreed, and keeps OpenSSL otherwise.
+
+/// The AEAD and hash of a TLS 1.3 cipher suite (RFC 8446 §B.4).
+struct TLS13Suite: Sendable {
+    enum AEAD: Sendable { case aes128GCM, aes256GCM, chacha20Poly1305 }
+
+    let aead: AEAD
+    /// SHA-256 or SHA-384: the suite's hash, whose output length is the traffic secrets' length.
+    let usesSHA384: Bool
+
+    init?(protocolID: UInt16) {
+        switch protocolID {
+        case 0x1301: (aead, usesSHA384) = (.aes128GCM, false)
+        case 0x1302: (aead, usesSHA384) = (.aes256GCM, true)
+        case 0x1303: (aead, usesSHA384) = (.chacha20Poly1305, false)
+        default: return nil
+        }
+    }
+
+    var keyLength: Int { aead == .aes128GCM ? 16 : 32 }
+    var hashLength: Int { usesSHA384 ? 48 : 32 }
+    static let ivLength = 12
+    static let tagLength = 16
+
+    var cipher: OpaquePointer? {
+        switch aead {
+        case .aes128GCM: return EVP_aes_128_gcm()
+        case .aes256GCM: return EVP_aes_256_gcm()
+        case .chacha20Poly1305: return EVP_chacha20_poly1305()
+        }
+    }
+
+    var digest: OpaquePointer? { usesSHA384 ? EVP_sha384() : EVP_sha256() }
+
+    /// HKDF-Expand-Label(secret, label, "", length) (RFC 8446 §7.1). Every length used here fits one HMAC
+    /// block, so the expansion is the single block T(1).
+    func expandLabel(_ secret: [UInt8], _ label: String, length: Int) -> [UInt8] {
+        precondition(length <= hashLength)
+        let fullLabel = Array("tls13 \(label)".utf8)
+        var info: [UInt8] = [UInt8(length >> 8), UInt8(length & 0xFF), UInt8(fullLabel.count)]
+        info += fullLabel
+        info += [0, 1]  // an empty context, then the block counter
+        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var outputLength: UInt32 = 0
+        _ = HMAC(digest, secret, Int32(secret.count), info, info.count, &output, &outputLength)
+        let result = Array(output.prefix(length))
+        OPENSSL_cleanse(&output, output.count)
+        return result
+    }
+}
+
+/// One direction of a TLS 1.3 session: its traffic secret, key, IV and sequence number.
+final class RecordProtection {
+    let suite: TLS13Suite
+    let encrypting: Bool
+    private var secret: [UInt8]
+    private var key: [UInt8]
+    private var iv: [UInt8]
+    private(set) var sequence: UInt64 = 0
+    /// The keyed EVP context: made on first use and dropped by `release` when the connection goes idle, when
+    /// the key and IV (76 bytes at most) are all that is kept.
+    private var context: OpaquePointer?
+
+    init(suite: TLS13Suite, secret: [UInt8], encrypting: Bool) {
+        self.suite = suite
+        self.encrypting = encrypting
+        self.secret = secret
+        key = suite.expandLabel(secret, "key", length: suite.keyLength)
+        iv = suite.expandLabel(secret, "iv", length: TLS13Suite.ivLength)
+    }
+
+    deinit {
+        release()
+        OPENSSL_cleanse(&secret, secret.count)
+        OPENSSL_cleanse(&key, key.count)
+        OPENSSL_cleanse(&iv, iv.count)
+    }
+
+    /// Moves to the next traffic secret after a KeyUpdate (RFC 8446 §7.2), restarting the sequence.
+    func update() {
+        var next = suite.expandLabel(secret, "traffic upd", length: suite.hashLength)
+        swap(&secret, &next)
+        OPENSSL_cleanse(&next, next.count)
+        OPENSSL_cleanse(&key, key.count)
+        OPENSSL_cleanse(&iv, iv.count)
+        key = suite.expandLabel(secret, "key", length: suite.keyLength)
+        iv = suite.expandLabel(secret, "iv", length: TLS13Suite.ivLength)
+        sequence = 0
+        release()
+    }
+
+    /// Frees the EVP context; the next record makes a new one from the key.
+    func release() {
+        if let context { EVP_CIPHER_CTX_free(context) }
+        context = nil
+    }
+
+    var holdsContext: Bool { context != nil }
+
+    /// Encrypts or decrypts one record in place and advances the sequence number.
+    ///
+    /// - Parameters:
+    ///   - header: the 5-byte record header, the additional data.
+    ///   - body: the inner plaintext (sealing) or the ciphertext without its tag (opening), replaced in place.
+    ///   - tag: written when sealing, checked when opening.
+    /// - Returns: false if OpenSSL failed or, when opening, the tag did not verify.
+    func crypt(header: UnsafeRawPointer, body: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawPointer) -> Bool {
+        guard let context = keyedContext() else { return false }
+        var nonce = iv
+        withUnsafeBytes(of: sequence.bigEndian) { sequenceBytes in
+            for index in 0..<8 { nonce[4 + index] ^= sequenceBytes[index] }
+        }
+        sequence += 1
+        var length: Int32 = 0
+        let headerBytes = header.assumingMemoryBound(to: UInt8.self)
+        guard EVP_CipherInit_ex(context, nil, nil, nil, nonce, -1) == 1,
+            EVP_CipherUpdate(context, nil, &length, headerBytes, 5) == 1
+        else { return false }
+        if let base = body.baseAddress?.assumingMemoryBound(to: UInt8.self), body.count > 0 {
+            guard EVP_CipherUpdate(context, base, &length, base, Int32(body.count)) == 1, Int(length) == body.count
+            else { return false }
+        }
+        if !encrypting {
+            guard EVP_CIPHER_CTX_ctrl(context, CMemoSSL_CTRL_AEAD_SET_TAG(), Int32(TLS13Suite.tagLength), tag) == 1
+            else { return false }
+        }
+        var finalBytes = [UInt8](repeating: 0, count: 16)
+        guard EVP_CipherFinal_ex(context, &finalBytes, &length) == 1, length == 0 else { return false }
+        if encrypting {
+            guard EVP_CIPHER_CTX_ctrl(context, CMemoSSL_CTRL_AEAD_GET_TAG(), Int32(TLS13Suite.tagLength), tag) == 1
+            else { return false }
+        }
+        return true
+    }
+
+    private func keyedContext() -> OpaquePointer? {
+        if let context { return context }
+        guard let made = EVP_CIPHER_CTX_new() else { return nil }
+        guard EVP_CipherInit_ex(made, suite.cipher, nil, key, nil, encrypting ? 1 : 0) == 1 else {
+            EVP_CIPHER_CTX_free(made)
+            return nil
+        }
+        context = made
+        return made
+    }
+}
+
+/// Bytes appended at the back and consumed from the front, compacted as it goes.
+struct ByteQueue {
+    private(set) var storage: [UInt8] = []
+    private var start = 0
+
+    var count: Int { storage.count - start }
+    var isEmpty: Bool { start == storage.count }
+    var capacity: Int { storage.capacity }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if start > 0, start >= storage.count - start {
+            storage.removeFirst(start)
+            start = 0
+        }
+        storage.append(contentsOf: bytes)
+    }
+
+    mutating func consume(_ count: Int) {
+        start += count
+        if start == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            start = 0
+        }
+    }
+
+    func withUnreadBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        // Array.withUnsafeBytes rethrows untyped errors, so the typed one is carried out in a Result.
+        let result = storage.withUnsafeBytes { raw -> Result<R, E> in
+            do throws(E) {
+                return .success(try body(UnsafeRawBufferPointer(rebasing: raw[start...])))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Moves up to `buffer.count` bytes out. - Returns: how many.
+    mutating func take(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let moved = min(buffer.count, count)
+        guard moved > 0, let base = buffer.baseAddress else { return 0 }
+        storage.withUnsafeBytes { raw in base.copyMemory(from: raw.baseAddress! + start, byteCount: moved) }
+        consume(moved)
+        return moved
+    }
+
+    mutating func take(into array: inout [UInt8]) {
+        storage.withUnsafeBytes { raw in array.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[start...])) }
+        consume(count)
+    }
+
+    /// Lets the storage go when nothing is queued.
+    mutating func releaseIfEmpty() {
+        if isEmpty { storage = [] }
+    }
+
+    /// Appends an encrypted record of `content` as `type` (the inner content type); `crypt` seals it in place.
+    mutating func appendRecord(
+        type: UInt8, content: UnsafeRawBufferPointer, seal: (UnsafeRawPointer, UnsafeMutableRawBufferPointer, UnsafeMutableRawPointer) -> Bool
+    ) -> Bool {
+        let innerLength = content.count + 1
+        let recordLength = innerLength + TLS13Suite.tagLength
+        let headerAt = storage.count
+        storage.append(contentsOf: [23, 3, 3, UInt8(recordLength >> 8), UInt8(recordLength & 0xFF)])
+        storage.append(contentsOf: content)
+        storage.append(type)
+        storage.append(contentsOf: repeatElement(0, count: TLS13Suite.tagLength))
+        return storage.withUnsafeMutableBytes { raw in
+            let base = raw.baseAddress! + headerAt
+            return seal(
+                base, UnsafeMutableRawBufferPointer(start: base + 5, count: innerLength), base + 5 + innerLength)
+        }
+    }
+}
+
+/// Why the record layer stopped: the alert it sent, or the alert the peer sent.
+enum RecordFailure: Error {
+    /// We sent this fatal alert (already queued in the outbound bytes) for the reason given.
+    case sent(alert: UInt8, reason: String)
+    /// The peer sent this fatal alert.
+    case received(alert: UInt8)
+}
+
+/// Alert descriptions (RFC 8446 §6) that this layer sends or names.
+enum TLSAlert {
+    static let closeNotify: UInt8 = 0
+    static let unexpectedMessage: UInt8 = 10
+    static let badRecordMAC: UInt8 = 20
+    static let recordOverflow: UInt8 = 22
+    static let decodeError: UInt8 = 50
+    static let internalError: UInt8 = 80
+    static let userCanceled: UInt8 = 90
+
+    static func name(_ description: UInt8) -> String {
+        switch description {
+        case 0: return "close_notify"
+        case 10: return "unexpected_message"
+        case 20: return "bad_record_mac"
+        case 22: return "record_overflow"
+        case 40: return "handshake_failure"
+        case 42: return "bad_certificate"
+        case 43: return "unsupported_certificate"
+        case 44: return "certificate_revoked"
+        case 45: return "certificate_expired"
+        case 46: return "certificate_unknown"
+        case 47: return "illegal_parameter"
+        case 48: return "unknown_ca"
+        case 49: return "access_denied"
+        case 50: return "decode_error"
+        case 51: return "decrypt_error"
+        case 70: return "protocol_version"
+        case 80: return "internal_error"
+        case 90: return "user_canceled"
+        case 116: return "certificate_required"
+        default: return "alert \(description)"
+        }
+    }
+}
+
+/// The records of an established TLS 1.3 session, both directions.
+final class TLSRecordLayer {
+    private let read: RecordProtection
+    private let write: RecordProtection
+    private let isServer: Bool
+    /// Sealed records waiting for the caller to send them.
+    var outbound: ByteQueue
+    /// Post-handshake handshake bytes (KeyUpdate, NewSessionTicket) not yet a whole message.
+    private var handshakeBytes: [UInt8] = []
+    private var alertSent = false
+
+    /// Largest plaintext in one record (RFC 8446 §5.1).
+    static let maxPlaintext = 16_384
+    /// Largest record body accepted: plaintext, content type and padding, and tag (RFC 8446 §5.2).
+    static let maxCiphertext = 16_384 + 256
+    /// Records sealed under one key before we update it ourselves; RFC 8446 §5.5 puts the AES-GCM limit at
+    /// 2^24.5 full-size records.
+    static let recordsPerKey: UInt64 = 1 << 24
+    /// Largest post-handshake message buffered (a NewSessionTicket from a server that sends one).
+    static let maxHandshakeMessage = 65_536
+
+    init(suite: TLS13Suite, readSecret: [UInt8], writeSecret: [UInt8], isServer: Bool, outbound: ByteQueue) {
+        read = RecordProtection(suite: suite, secret: readSecret, encrypting: false)
+        write = RecordProtection(suite: suite, secret: writeSecret, encrypting: true)
+        self.isServer = isServer
+        self.outbound = outbound
+    }
+
+    // MARK: Sealing
+
+    /// Seals `plaintext` as application data records of at most 16 KiB each.
+    func seal(_ plaintext: UnsafeRawBufferPointer) throws(RecordFailure) {
+        var offset = 0
+        while offset < plaintext.count {
+            let end = min(offset + Self.maxPlaintext, plaintext.count)
+            try sealRecord(type: 23, UnsafeRawBufferPointer(rebasing: plaintext[offset..<end]))
+            offset = end
+        }
+    }
+
+    /// Queues close_notify.
+    func sealCloseNotify() {
+        guard !alertSent else { return }
+        sendAlert(TLSAlert.closeNotify)
+    }
+
+    /// Frees the buffers that are empty.
+    func releaseBuffers() {
+        outbound.releaseIfEmpty()
+        if handshakeBytes.isEmpty { handshakeBytes = [] }
+    }
+
+    /// Frees the EVP contexts (about 1 KB each); the next record rebuilds its context from the key.
+    func releaseContexts() {
+        read.release()
+        write.release()
+    }
+
+    var holdsContexts: Bool { read.holdsContext || write.holdsContext }
+
+    var retainedBytes: Int { outbound.capacity + handshakeBytes.capacity }
+
+    private func sealRecord(type: UInt8, _ content: UnsafeRawBufferPointer) throws(RecordFailure) {
+        if write.sequence >= Self.recordsPerKey { try updateWriteKey() }
+        guard outbound.appendRecord(type: type, content: content, seal: write.crypt) else {
+            throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a record failed")
+        }
+    }
+
+    /// Sends KeyUpdate under the current key, then moves to the next one; with `requested` the peer must
+    /// update its sending key too.
+    func updateWriteKey(requested: Bool = false) throws(RecordFailure) {
+        let message: [UInt8] = [24, 0, 0, 1, requested ? 1 : 0]
+        let sealed = message.withUnsafeBytes { self.outbound.appendRecord(type: 22, content: $0, seal: write.crypt) }
+        guard sealed else {
+            throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a KeyUpdate failed")
+        }
+        write.update()
+    }
+
+    private func sendAlert(_ description: UInt8) {
+        alertSent = true
+        let alert: [UInt8] = [description == TLSAlert.closeNotify || description == TLSAlert.userCanceled ? 1 : 2,
+                              description]
+        _ = alert.withUnsafeBytes { outbound.appendRecord(type: 21, content: $0, seal: write.crypt) }
+    }
+
+    /// Queues a fatal alert and returns the failure to throw.
+    private func fatal(_ description: UInt8, _ reason: String) -> RecordFailure {
+        if !alertSent { sendAlert(description) }
+        return .sent(alert: description, reason: reason)
+    }
+
+    // MARK: Opening
+
+    /// Opens every whole record in `input`, appending application data to `plaintext`.
+    /// - Returns: true once the peer's close_notify has been read (what follows it is ignored).
+    func open(_ input: inout ByteQueue, into plaintext: inout [UInt8]) throws(RecordFailure) -> Bool {
+        while input.count >= 5 {
+            let (type, length) = try input.withUnreadBytes { bytes throws(RecordFailure) in
+                (bytes[0], Int(bytes[3]) << 8 | Int(bytes[4]))
+            }
+            guard type == 23 else {
+                throw fatal(TLSAlert.unexpectedMessage, "a record of type \(type) after the handshake")
+            }
+            guard length <= Self.maxCiphertext else {
+                throw fatal(TLSAlert.recordOverflow, "a record of \(length) bytes")
+            }
+            guard length > TLS13Suite.tagLength else { throw fatal(TLSAlert.badRecordMAC, "a record too short") }
+            guard input.count >= 5 + length else { break }
+            let closed = try openRecord(input, bodyLength: length, into: &plaintext)
+            input.consume(5 + length)
+            if closed { return true }
+        }
+        return false
+    }
+
+    private func openRecord(_ input: ByteQueue, bodyLength: Int, into plaintext: inout [UInt8]) throws(RecordFailure)
+        -> Bool
+    {
+        let innerLength = bodyLength - TLS13Suite.tagLength
+        let base = plaintext.count
+        plaintext.append(contentsOf: repeatElement(0, count: innerLength))
+        let opened = try input.withUnreadBytes { record throws(RecordFailure) -> Bool in
+            var tag = [UInt8](UnsafeRawBufferPointer(rebasing: record[(5 + innerLength)..<(5 + bodyLength)]))
+            return plaintext.withUnsafeMutableBytes { out in
+                let body = UnsafeMutableRawBufferPointer(rebasing: out[base...])
+                body.copyMemory(from: UnsafeRawBufferPointer(rebasing: record[5..<(5 + innerLength)]))
+                return read.crypt(header: record.baseAddress!, body: body, tag: &tag)
+            }
+        }
+        guard opened else {
+            plaintext.removeLast(innerLength)
+            throw fatal(TLSAlert.badRecordMAC, "a record failed authentication")
+        }
+        // The inner plaintext is content, then the content type, then zero padding (RFC 8446 §5.4).
+        var end = plaintext.count
+        while end > base, plaintext[end - 1] == 0 { end -= 1 }
+        guard end > base else {
+            plaintext.removeLast(innerLength)
+            throw fatal(TLSAlert.unexpectedMessage, "a record without a content type")
+        }
+        let type = plaintext[end - 1]
+        let contentLength = end - 1 - base
+        guard contentLength <= Self.maxPlaintext else {
+            plaintext.removeLast(innerLength)
+            throw fatal(TLSAlert.recordOverflow, "a record with \(contentLength) bytes of plaintext")
+        }
+        plaintext.removeLast(plaintext.count - (end - 1))
+        switch type {
+        case 23:
+            guard handshakeBytes.isEmpty else {
+                plaintext.removeLast(contentLength)
+                throw fatal(TLSAlert.unexpectedMessage, "application data inside a handshake message")
+            }
+            return false
+        case 21:
+            let alert = Array(plaintext[base...])
+            plaintext.removeLast(contentLength)
+            guard alert.count == 2 else { throw fatal(TLSAlert.decodeError, "an alert of \(alert.count) bytes") }
+            if alert[1] == TLSAlert.closeNotify { return true }
+            if alert[1] == TLSAlert.userCanceled { return false }
+            throw RecordFailure.received(alert: alert[1])
+        case 22:
+            handshakeBytes.append(contentsOf: plaintext[base...])
+            plaintext.removeLast(contentLength)
+            try handlePostHandshakeMessages()
+            return false
+        default:
+            plaintext.removeLast(contentLength)
+            throw fatal(TLSAlert.unexpectedMessage, "a record of content type \(type) after the handshake")
+        }
+    }
+
+    private func handlePostHandshakeMessages() throws(RecordFailure) {
+        while handshakeBytes.count >= 4 {
+            let length = Int(handshakeBytes[1]) << 16 | Int(handshakeBytes[2]) << 8 | Int(handshakeBytes[3])
+            guard length <= Self.maxHandshakeMessage else {
+                throw fatal(TLSAlert.unexpectedMessage, "a post-handshake message of \(length) bytes")
+            }
+            guard handshakeBytes.count >= 4 + length else { return }
+            let type = handshakeBytes[0]
+            let body = Array(handshakeBytes[4..<(4 + length)])
+            handshakeBytes.removeFirst(4 + length)
+            switch type {
+            case 24:  // KeyUpdate: the peer's next record uses its next secret (RFC 8446 §4.6.3).
+                guard body.count == 1, body[0] <= 1 else { throw fatal(TLSAlert.decodeError, "a malformed KeyUpdate") }
+                guard handshakeBytes.isEmpty else {
+                    throw fatal(TLSAlert.unexpectedMessage, "a KeyUpdate not at the end of its record")
+                }
+                read.update()
+                if body[0] == 1 { try updateWriteKey() }
+            case 4 where !isServer:
+                break  // NewSessionTicket: this client never resumes, so tickets are dropped.
+            default:
+                throw fatal(TLSAlert.unexpectedMessage, "handshake message \(type) after the handshake")
+            }
+        }
+    }
+}
