@@ -58,7 +58,8 @@ struct RequestBench {
         if op == .get || op == .update {
             let seeder = try ProbeConnection(address: address, context: context)
             try seeder.hello()
-            let ids = (0..<1000).map { _ in UUID() }
+            var generator = BenchIDs()
+            let ids = (0..<1000).map { _ in generator.uuid() }
             for batch in stride(from: 0, to: ids.count, by: 100) {
                 let sent = try ids[batch..<min(batch + 100, ids.count)].map {
                     try seeder.send(.create(id: $0, insertMicros: nil, content: content))
@@ -116,6 +117,7 @@ struct RequestBench {
         private var outstanding: [UInt32: ContinuousClock.Instant] = [:]
         private var nextID: UInt32 = 100
         private let clock = ContinuousClock()
+        private var ids = BenchIDs()
         private(set) var latencies: [Double] = []
         private(set) var errors = 0
 
@@ -139,7 +141,7 @@ struct RequestBench {
             for _ in 0..<batch {
                 let message: Message
                 switch op {
-                case .create: message = .create(id: UUID(), insertMicros: nil, content: content)
+                case .create: message = .create(id: ids.uuid(), insertMicros: nil, content: content)
                 case .get: message = .get(id: pool[next % pool.count])
                 case .update: message = .update(id: pool[next % pool.count], expectedRevision: nil, content: content)
                 case .list: message = .list

@@ -47,6 +47,7 @@ struct SnapshotBench {
             if last { break }
         }
         let content = String(repeating: "m", count: size)
+        var generator = BenchIDs()
         while count < memos {
             let batch = min(512, memos - count)
             var bytes: [UInt8] = []
@@ -54,7 +55,7 @@ struct SnapshotBench {
             for index in 0..<batch {
                 let id = UInt32(1_000_000 + index)
                 ids.append(id)
-                bytes += Message.create(id: UUID(), insertMicros: nil, content: content).frame(requestID: id)
+                bytes += Message.create(id: generator.uuid(), insertMicros: nil, content: content).frame(requestID: id)
             }
             try probe.sendRaw(bytes)
             for id in ids { _ = try probe.receive { $0.requestID == id } }
