@@ -36,7 +36,7 @@ public struct MemoTable: Sendable {
         }
     }
 
-    private var byID: [UUID: Memo] = [:]
+    private var byID: [UUIDKey: Memo] = [:]
     /// Ascending by (insert date, id); the list is this order reversed.
     private var order: [Key] = []
     /// The revision of the last change applied.
@@ -54,7 +54,7 @@ public struct MemoTable: Sendable {
         byID.reserveCapacity(memos.count)
         order.reserveCapacity(memos.count)
         for memo in memos {
-            byID[memo.id] = memo
+            byID[UUIDKey(memo.id)] = memo
             order.append(Key(insert: memo.insertMicros, id: memo.id))
             lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
         }
@@ -63,10 +63,10 @@ public struct MemoTable: Sendable {
 
     public var count: Int { byID.count }
 
-    public func memo(_ id: UUID) -> Memo? { byID[id] }
+    public func memo(_ id: UUID) -> Memo? { byID[UUIDKey(id)] }
 
     /// Every memo, newest first.
-    public var list: [Memo] { order.reversed().map { byID[$0.id]! } }
+    public var list: [Memo] { order.reversed().map { byID[UUIDKey($0.id)]! } }
 
     /// Applies a change planned against this table.
     public mutating func apply(_ change: Change) {
@@ -76,7 +76,7 @@ public struct MemoTable: Sendable {
         let key = Key(insert: memo.insertMicros, id: memo.id)
         switch change.kind {
         case .created:
-            byID[memo.id] = memo
+            byID[UUIDKey(memo.id)] = memo
             lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
             if order.isEmpty || order[order.count - 1] < key {
                 order.append(key)  // the common case: the newest memo
@@ -84,9 +84,9 @@ public struct MemoTable: Sendable {
                 order.insert(key, at: insertionIndex(of: key))
             }
         case .updated:
-            byID[memo.id] = memo
+            byID[UUIDKey(memo.id)] = memo
         case .deleted:
-            byID[memo.id] = nil
+            byID[UUIDKey(memo.id)] = nil
             let index = insertionIndex(of: key)
             if index < order.count, order[index] == key { order.remove(at: index) }
         }
@@ -107,7 +107,7 @@ public struct MemoTable: Sendable {
 /// Plans a batch of writes against a table without changing it, so that a store can make them durable first.
 /// Writes later in a batch see the effects of earlier ones through an overlay.
 public struct WritePlanner {
-    private var overlay: [UUID: Memo?] = [:]
+    private var overlay: [UUIDKey: Memo?] = [:]
     public private(set) var revision: UInt64
     private var lastInsertMicros: Int64
     /// False when the caller applies each planned change to the table before planning the next, so that the
@@ -122,12 +122,12 @@ public struct WritePlanner {
     }
 
     private func current(_ id: UUID, in table: borrowing MemoTable) -> Memo? {
-        if keepsOverlay, let entry = overlay[id] { return entry }
+        if keepsOverlay, let entry = overlay[UUIDKey(id)] { return entry }
         return table.memo(id)
     }
 
     private mutating func record(_ id: UUID, _ memo: Memo?) {
-        if keepsOverlay { overlay[id] = .some(memo) }
+        if keepsOverlay { overlay[UUIDKey(id)] = .some(memo) }
     }
 
     /// Plans one write.

@@ -40,8 +40,8 @@ public final class MemoryStore: CoreBackedStore {
         try write(.delete(id: id, expectedRevision: expectedRevision))
     }
 
-    public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
-        completion(core.planAndApply([op], nowMicros: clock())[0])
+    public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
+        completion(core.planAndApply(ops, nowMicros: clock()))
     }
 
     /// Stops the store; later calls throw `closed`.

@@ -106,9 +106,9 @@ final class SQLiteWriter: @unchecked Sendable {
     private let trim: SQLiteStatement
     private var writesSinceTrim = 0
     /// The rowid of every live memo's row.
-    private var rowids: [UUID: Int64] = [:]
+    private var rowids: [UUIDKey: Int64] = [:]
     /// Rowids made or dropped by the transaction in progress (nil: dropped), merged once it commits.
-    private var pendingRowids: [UUID: Int64?] = [:]
+    private var pendingRowids: [UUIDKey: Int64?] = [:]
 
     init(schema: SQLiteSchema) throws(MemoError) {
         self.schema = schema
@@ -122,7 +122,7 @@ final class SQLiteWriter: @unchecked Sendable {
         deleteMemo = try db.prepare("DELETE FROM memos WHERE rowid = ?")
         let rows = try db.prepare("SELECT rowid, id FROM memos")
         while try rows.step() {
-            if let id = UUID(bytes: rows.bytes(1)) { rowids[id] = rows.int64(0) }
+            if let id = UUID(bytes: rows.bytes(1)) { rowids[UUIDKey(id)] = rows.int64(0) }
         }
         rows.reset()
         insertChange = try db.prepare(
@@ -175,7 +175,7 @@ final class SQLiteWriter: @unchecked Sendable {
             insertMemo.bind(4, memo.updateMicros)
             insertMemo.bind(5, Int64(memo.revision))
             try insertMemo.run()
-            pendingRowids[memo.id] = .some(schema.database.lastInsertRowid)
+            pendingRowids[UUIDKey(memo.id)] = .some(schema.database.lastInsertRowid)
         case .updated:
             updateMemo.bind(1, memo.content)
             updateMemo.bind(2, memo.updateMicros)
@@ -185,7 +185,7 @@ final class SQLiteWriter: @unchecked Sendable {
         case .deleted:
             deleteMemo.bind(1, try rowid(of: memo.id))
             try deleteMemo.run()
-            pendingRowids[memo.id] = .some(nil)
+            pendingRowids[UUIDKey(memo.id)] = .some(nil)
         }
         insertChange.bind(1, Int64(change.revision))
         insertChange.bind(2, Int64(change.kind.rawValue))
@@ -197,9 +197,9 @@ final class SQLiteWriter: @unchecked Sendable {
     }
 
     private func rowid(of id: UUID) throws(MemoError) -> Int64 {
-        if let pending = pendingRowids[id] {
+        if let pending = pendingRowids[UUIDKey(id)] {
             if let pending { return pending }
-        } else if let rowid = rowids[id] {
+        } else if let rowid = rowids[UUIDKey(id)] {
             return rowid
         }
         throw .storage("\(schema.database.path): no row for memo \(id.uuidString.lowercased())")

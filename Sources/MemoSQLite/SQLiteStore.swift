@@ -64,14 +64,18 @@ public final class SQLiteStore: CoreBackedStore {
     // MARK: Writer
 
     private func run(_ writer: SQLiteWriter) {
+        var more = false
         while true {
-            wake.wait()
-            let (batch, closing) = queue.withLock { queue in
+            // One signal per submit, and a submit may bring more writes than one transaction takes: what is
+            // left after a full batch is committed next without waiting for another signal.
+            if !more { wake.wait() }
+            let (batch, closing, left) = queue.withLock { queue in
                 let count = min(queue.requests.count, Self.maxBatch)
                 let batch = Array(queue.requests.prefix(count))
                 queue.requests.removeFirst(count)
-                return (batch, queue.closing && queue.requests.isEmpty)
+                return (batch, queue.closing && queue.requests.isEmpty, !queue.requests.isEmpty)
             }
+            more = left
             if !batch.isEmpty { commit(batch, with: writer) }
             if closing { break }
         }
@@ -104,13 +108,21 @@ public final class SQLiteStore: CoreBackedStore {
 
     // MARK: ServingStore
 
-    public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
+    public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
+        guard !ops.isEmpty else { return completion([]) }
         let accepted = queue.withLock { queue in
             guard !queue.closing else { return false }
-            queue.requests.append(Request(op: op, completion: completion))
+            if ops.count == 1 {
+                queue.requests.append(Request(op: ops[0], completion: { completion([$0]) }))
+            } else {
+                let results = BatchResults(count: ops.count, completion: completion)
+                for (index, op) in ops.enumerated() {
+                    queue.requests.append(Request(op: op, completion: { results.set(index, $0) }))
+                }
+            }
             return true
         }
-        if accepted { wake.signal() } else { completion(.failure(.closed)) }
+        if accepted { wake.signal() } else { completion(ops.map { _ in .failure(.closed) }) }
     }
 
     private func write(_ op: WriteOp) async throws -> Memo {

@@ -210,7 +210,19 @@ final class ServerConnection: EventHandler {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction]) {
+        // Consecutive writes go to the store as one batch, submitted before any other action so that the
+        // requests keep their order (a read pipelined after a write still sees it).
+        var writes: [(requestID: UInt32, op: WriteOp)] = []
         for action in actions {
+            if case .submit(let requestID, let op) = action {
+                writes.append((requestID, op))
+                continue
+            }
+            if !writes.isEmpty {
+                submit(writes)
+                writes.removeAll()
+                if phase == .closed { return }
+            }
             switch action {
             case .send(let bytes):
                 if phase == .handshaking, session?.phase == .ready {
@@ -223,17 +235,8 @@ final class ServerConnection: EventHandler {
                 enqueue(.stream(ChunkStream(
                     requestID: requestID, revision: revision, memos: memos, snapshot: false,
                     maxFrameSize: server.limits.maxFrameSize)))
-            case .submit(let requestID, let op):
-                let bound = loopBound
-                server.store.submit(op) { result in
-                    // The memory store answers at once, on this loop: no hop needed.
-                    if bound.eventLoop.inEventLoop {
-                        // Answered while the request is being handled: the flush after this batch sends it.
-                        bound.value.writeCompleted(requestID, result, flush: false)
-                    } else {
-                        bound.eventLoop.execute { bound.value.writeCompleted(requestID, result) }
-                    }
-                }
+            case .submit:
+                break  // gathered above
             case .subscribe(let requestID, let start):
                 subscribe(requestID, start)
             case .unsubscribe(let requestID):
@@ -243,15 +246,32 @@ final class ServerConnection: EventHandler {
             }
             if phase == .closed { return }
         }
+        if !writes.isEmpty { submit(writes) }
     }
 
-    private func writeCompleted(
-        _ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, flush now: Bool = true
+    private func submit(_ writes: [(requestID: UInt32, op: WriteOp)]) {
+        let bound = loopBound
+        let requestIDs = writes.map(\.requestID)
+        server.store.submit(writes.map(\.op)) { results in
+            // The memory store answers at once, on this loop: no hop needed.
+            if bound.eventLoop.inEventLoop {
+                // Answered while the requests are being handled: the flush after this read sends them.
+                bound.value.writesCompleted(requestIDs, results, flush: false)
+            } else {
+                bound.eventLoop.execute { bound.value.writesCompleted(requestIDs, results) }
+            }
+        }
+    }
+
+    private func writesCompleted(
+        _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
     ) {
-        guard phase != .closed, var session else { return }
-        let frame = session.completed(requestID: requestID, result)
-        self.session = session
-        enqueue(.frame(frame))
+        for (requestID, result) in zip(requestIDs, results) {
+            guard phase != .closed, var session else { return }
+            let frame = session.completed(requestID: requestID, result)
+            self.session = session
+            enqueue(.frame(frame))
+        }
         if now { flush() }
     }
 
