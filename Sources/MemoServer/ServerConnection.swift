@@ -106,6 +106,10 @@ final class ServerConnection: EventHandler {
             case .bytes(let count):
                 ctx.readBuffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
                 budget -= count
+                // A short read drained the socket: skip the read that would only say EAGAIN (one syscall per
+                // request at one request in flight). epoll is level-triggered, so anything that arrives
+                // meanwhile, the peer's FIN included, is reported again.
+                if count < ctx.readBuffer.count { break readLoop }
             case .wouldBlock:
                 break readLoop
             case .eof:
@@ -150,6 +154,9 @@ final class ServerConnection: EventHandler {
             return
         }
         if !ctx.plaintext.isEmpty, var session {
+            // Moved out, not copied: mutating a copy that shares storage with `self.session` would copy the
+            // session's frame buffer and request sets on every read.
+            self.session = nil
             let framesBefore = session.framesReceived
             let actions = ctx.plaintext.withUnsafeBytes { session.receive($0, store: server.store) }
             self.session = session
@@ -268,6 +275,7 @@ final class ServerConnection: EventHandler {
     ) {
         for (requestID, result) in zip(requestIDs, results) {
             guard phase != .closed, var session else { return }
+            self.session = nil  // moved out, so that `completed` does not copy its request set
             let frame = session.completed(requestID: requestID, result)
             self.session = session
             enqueue(.frame(frame))
