@@ -110,7 +110,9 @@ public struct WireReader {
     }
 
     public mutating func string(_ field: String) throws(WireError) -> String {
-        let length = try u32(field + " length")
+        // The " length" label is built only on failure: this runs for every memo read.
+        guard remaining >= 4 else { throw .truncated(field: field + " length") }
+        let length = try u32(field)
         guard Int(length) <= remaining else { throw .countTooLarge(field: field + " length", count: UInt64(length)) }
         let at = try take(Int(length), field)
         guard let text = String(validating: bytes[at..<(at + Int(length))], as: UTF8.self) else {
