@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets and runs each for SECONDS seconds, then prints executions and coverage.
 #
-#   Fuzz/run.sh SECONDS [frame|message|all]
+#   Fuzz/run.sh SECONDS [frame|message|record|all]
 #
 # The targets are compiled with the MemoCore and MemoWire sources (not through SwiftPM, so `swift build` never
-# sees them) into .build/fuzz. Each run starts from the committed seeds in Fuzz/corpus/TARGET plus whatever
+# sees them) into .build/fuzz; the record target is compiled into one module with the MemoTLS sources, whose
+# internal record layer it drives. Each run starts from the committed seeds in Fuzz/corpus/TARGET plus whatever
 # earlier runs found (.build/fuzz/corpus/TARGET). A crash leaves its input in Fuzz/crashes/TARGET/ and makes
 # the script exit 1 (after the other targets have run); replay one with `.build/fuzz/TARGET CRASH-FILE`, and once
 # it is fixed keep it in Fuzz/regressions/TARGET/, where `swift test --filter FuzzRegression` replays it.
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ "$1" =~ ^[0-9]+$ ]]; then
-    echo "usage: $0 SECONDS [frame|message|all]" >&2
+    echo "usage: $0 SECONDS [frame|message|record|all]" >&2
     exit 2
 fi
 seconds=$1
@@ -19,12 +20,12 @@ which=${2:-all}
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
 
-declare -A sources=([frame]=FrameDecoderFuzz.swift [message]=MessageFuzz.swift)
-declare -A max_len=([frame]=16384 [message]=8192)
+declare -A sources=([frame]=FrameDecoderFuzz.swift [message]=MessageFuzz.swift [record]=RecordLayerFuzz.swift)
+declare -A max_len=([frame]=16384 [message]=8192 [record]=40000)
 case "$which" in
-    all) targets=(frame message) ;;
-    frame | message) targets=("$which") ;;
-    *) echo "unknown target '$which' (frame, message or all)" >&2; exit 2 ;;
+    all) targets=(frame message record) ;;
+    frame | message | record) targets=("$which") ;;
+    *) echo "unknown target '$which' (frame, message, record or all)" >&2; exit 2 ;;
 esac
 
 build="$root/.build/fuzz"
@@ -39,6 +40,11 @@ swiftc "${flags[@]}" -module-name MemoWire -I "$build" -emit-module -emit-module
     -emit-library -static -o "$build/libMemoWire.a" "$root"/Sources/MemoWire/*.swift
 for target in "${targets[@]}"; do
     # lld: the default gold linker warns about ASan's local symbols.
+    if [ "$target" = record ]; then
+        swiftc "${flags[@]}" -use-ld=lld -module-name MemoTLSFuzz -I "$root/Sources/COpenSSL" \
+            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" -lssl -lcrypto -o "$build/$target"
+        continue
+    fi
     swiftc "${flags[@]}" -use-ld=lld -I "$build" "$root/Fuzz/${sources[$target]}" \
         "$build/libMemoWire.a" "$build/libMemoCore.a" -o "$build/$target"
 done
