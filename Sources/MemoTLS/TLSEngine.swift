@@ -110,6 +110,9 @@ public final class TLSEngine: @unchecked Sendable {
         scratch?.deallocate()
     }
 
+    /// The record layer after a hand-off, for tests.
+    var recordLayer: TLSRecordLayer? { records }
+
     /// True once the session's records are protected by `TLSRecordLayer` rather than OpenSSL.
     public var recordsHandedOff: Bool { records != nil }
 

@@ -288,8 +288,8 @@ final class TLSRecordLayer {
     /// Largest record body accepted: plaintext, content type and padding, and tag (RFC 8446 §5.2).
     static let maxCiphertext = 16_384 + 256
     /// Records sealed under one key before we update it ourselves; RFC 8446 §5.5 puts the AES-GCM limit at
-    /// 2^24.5 full-size records.
-    static let recordsPerKey: UInt64 = 1 << 24
+    /// 2^24.5 full-size records. A variable so that tests can reach it.
+    var recordsPerKey: UInt64 = 1 << 24
     /// Largest post-handshake message buffered (a NewSessionTicket from a server that sends one).
     static let maxHandshakeMessage = 65_536
 
@@ -335,7 +335,7 @@ final class TLSRecordLayer {
     var retainedBytes: Int { outbound.capacity + handshakeBytes.capacity }
 
     private func sealRecord(type: UInt8, _ content: UnsafeRawBufferPointer) throws(RecordFailure) {
-        if write.sequence >= Self.recordsPerKey { try updateWriteKey() }
+        if write.sequence >= recordsPerKey { try updateWriteKey() }
         guard outbound.appendRecord(type: type, content: content, seal: write.crypt) else {
             throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a record failed")
         }

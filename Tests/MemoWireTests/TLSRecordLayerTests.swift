@@ -1,4 +1,4 @@
-import MemoTLS
+@testable import MemoTLS
 import Testing
 
 /// The engine's own TLS 1.3 record layer (after the hand-off) against OpenSSL's, in every pairing.
@@ -83,6 +83,37 @@ struct TLSRecordLayerTests {
                 _ = try transfer(from: server, to: client, chunk: 1 << 20, into: &atClient)
                 #expect(atClient == Array("reply \(round)".utf8))
             }
+        }
+    }
+
+    /// After `recordsPerKey` records the layer updates its own sending key (RFC 8446 §5.5); both kinds of peer
+    /// must follow. The limit is 2^24 in service, 3 here.
+    @Test(arguments: [TLSRecordLayerChoice.handOff, .openSSL])
+    func theSenderUpdatesItsKeyAfterItsRecordLimit(receiver: TLSRecordLayerChoice) throws {
+        try withTemporaryDirectory { dir in
+            let fixture = try TLSFixture(directory: dir)
+            let (client, server) = try Self.pair(fixture, client: receiver, server: .handOff)
+            let layer = try #require(server.recordLayer)
+            layer.recordsPerKey = 3
+            var received: [UInt8] = []
+            var sent: [UInt8] = []
+            var updates = 0
+            for index in 0..<20 {
+                let message = Array("record \(index)".utf8)
+                sent += message
+                try server.writePlaintext(message)
+                // One record is header, content, type and tag; a KeyUpdate before it adds a 27-byte record.
+                let extra = server.outboundCount - (5 + message.count + 1 + 16)
+                #expect(extra == 0 || extra == 27)
+                if extra == 27 { updates += 1 }
+                _ = try transfer(from: server, to: client, chunk: 1 << 20, into: &received)
+            }
+            #expect(received == sent)
+            #expect(updates == 6)  // before records 3, 6, 9, 12, 15 and 18: three records per key
+            try client.writePlaintext(Array("still in step".utf8))
+            var back: [UInt8] = []
+            _ = try transfer(from: client, to: server, chunk: 1 << 20, into: &back)
+            #expect(back == Array("still in step".utf8))
         }
     }
 
