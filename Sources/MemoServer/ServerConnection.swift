@@ -153,15 +153,13 @@ final class ServerConnection: EventHandler {
             abort("TLS error: \(error.kind.summary)")
             return
         }
-        if !ctx.plaintext.isEmpty, var session {
-            // Moved out, not copied: mutating a copy that shares storage with `self.session` would copy the
-            // session's frame buffer and request sets on every read.
-            self.session = nil
-            let framesBefore = session.framesReceived
-            let actions = ctx.plaintext.withUnsafeBytes { session.receive($0, store: server.store) }
-            self.session = session
+        if !ctx.plaintext.isEmpty, let framesBefore = session?.framesReceived {
+            // Mutated in place: a copy sharing storage with `self.session` would copy the session's frame buffer
+            // and request sets on every read.
+            let actions = ctx.plaintext.withUnsafeBytes { session?.receive($0, store: server.store) } ?? []
+            let progressed = session?.framesReceived != framesBefore
             perform(actions)
-            updateFrameDeadline(progressed: session.framesReceived != framesBefore)
+            updateFrameDeadline(progressed: progressed)
         }
         if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
         if result == .closed, phase != .closed {
@@ -217,8 +215,9 @@ final class ServerConnection: EventHandler {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction]) {
-        // Consecutive writes go to the store as one batch, submitted before any other action so that the
-        // requests keep their order (a read pipelined after a write still sees it).
+        // Consecutive writes go to the store as one batch, submitted before the next other action, so that
+        // actions reach the store in the order they came. (Reads were answered while the session decoded the
+        // frames: a read pipelined behind a write may not see it, as PROTOCOL.md says.)
         var writes: [(requestID: UInt32, op: WriteOp)] = []
         for action in actions {
             if case .submit(let requestID, let op) = action {
@@ -274,10 +273,7 @@ final class ServerConnection: EventHandler {
         _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
     ) {
         for (requestID, result) in zip(requestIDs, results) {
-            guard phase != .closed, var session else { return }
-            self.session = nil  // moved out, so that `completed` does not copy its request set
-            let frame = session.completed(requestID: requestID, result)
-            self.session = session
+            guard phase != .closed, let frame = session?.completed(requestID: requestID, result) else { return }
             enqueue(.frame(frame))
         }
         if now { flush() }
