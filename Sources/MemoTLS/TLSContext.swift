@@ -117,9 +117,10 @@ public final class TLSContext: @unchecked Sendable {
             CMemoSSL_CTX_set_max_proto_version(ctx, configuration.maximumVersion?.openSSLValue ?? 0) == 1
         else { throw TLSError.openSSL(operation, detail: "protocol version limits") }
 
+        // A hand-off needs the TLS 1.3 traffic secrets, which OpenSSL gives only to a key log callback.
+        if configuration.recordLayer == .handOff { CMemoSSL_CTX_capture_traffic_secrets(ctx) }
         // Partial writes and moving buffers let an engine write large plaintext in pieces; RELEASE_BUFFERS
         // frees OpenSSL's record buffers between records, which matters with many idle connections.
-        if configuration.recordLayer == .handOff { CMemoSSL_CTX_capture_traffic_secrets(ctx) }
         let mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS
         _ = CMemoSSL_CTX_set_mode(ctx, Int(mode))
         var options = CMemoSSL_OP_NO_COMPRESSION() | CMemoSSL_OP_NO_RENEGOTIATION()

@@ -128,7 +128,12 @@ public final class TLSEngine: @unchecked Sendable {
             pendingInput.append(ciphertext)
             return
         }
-        guard let inbound else { return }
+        giveToOpenSSL(UnsafeRawBufferPointer(start: base, count: ciphertext.count))
+    }
+
+    /// Writes received ciphertext into OpenSSL's inbound memory BIO.
+    private func giveToOpenSSL(_ ciphertext: UnsafeRawBufferPointer) {
+        guard let inbound, let base = ciphertext.baseAddress, !ciphertext.isEmpty else { return }
         var written = 0
         TLSError.clearQueue()
         if BIO_write_ex(inbound, base, ciphertext.count, &written) != 1 || written != ciphertext.count {
@@ -209,7 +214,7 @@ public final class TLSEngine: @unchecked Sendable {
     /// Gives OpenSSL the next whole record of `pendingInput`, or everything if the bytes are not TLS records
     /// (OpenSSL then reports what they are). - Returns: whether anything was given.
     private func moveRecordToOpenSSL() -> Bool {
-        guard let inbound, !pendingInput.isEmpty else { return false }
+        guard !pendingInput.isEmpty else { return false }
         let size = pendingInput.withUnreadBytes { bytes -> Int in
             guard bytes.count >= 5 else { return (20...23).contains(bytes[0]) ? 0 : bytes.count }
             let length = Int(bytes[3]) << 8 | Int(bytes[4])
@@ -219,10 +224,7 @@ public final class TLSEngine: @unchecked Sendable {
             return bytes.count >= 5 + length ? 5 + length : 0
         }
         guard size > 0 else { return false }
-        pendingInput.withUnreadBytes { bytes in
-            var written = 0
-            _ = BIO_write_ex(inbound, bytes.baseAddress, size, &written)
-        }
+        pendingInput.withUnreadBytes { giveToOpenSSL(UnsafeRawBufferPointer(rebasing: $0[..<size])) }
         pendingInput.consume(size)
         return true
     }
@@ -241,11 +243,7 @@ public final class TLSEngine: @unchecked Sendable {
             SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0
         else {
             // OpenSSL keeps the session: everything held back goes to it now.
-            pendingInput.withUnreadBytes { bytes in
-                guard let inbound = self.inbound, let base = bytes.baseAddress, !bytes.isEmpty else { return }
-                var written = 0
-                _ = BIO_write_ex(inbound, base, bytes.count, &written)
-            }
+            pendingInput.withUnreadBytes { giveToOpenSSL($0) }
             pendingInput = ByteQueue()
             return
         }
@@ -256,11 +254,10 @@ public final class TLSEngine: @unchecked Sendable {
         var handshakeTail: [UInt8] = []
         takeOutbound(into: &handshakeTail)
         handshakeTail.withUnsafeBytes { written.append($0) }
+        // The two secrets now live only in the record layer's `RecordProtection`s, which wipe them when freed.
         records = TLSRecordLayer(
             suite: suite, readSecret: isServer ? client : server, writeSecret: isServer ? server : client,
             isServer: isServer, outbound: written)
-        var wipe = client + server
-        OPENSSL_cleanse(&wipe, wipe.count)
         SSL_free(ssl)
         self.ssl = nil
         self.inbound = nil

@@ -211,7 +211,8 @@ struct ByteQueue {
 
     /// Appends an encrypted record of `content` as `type` (the inner content type); `crypt` seals it in place.
     mutating func appendRecord(
-        type: UInt8, content: UnsafeRawBufferPointer, seal: (UnsafeRawPointer, UnsafeMutableRawBufferPointer, UnsafeMutableRawPointer) -> Bool
+        type: UInt8, content: UnsafeRawBufferPointer,
+        seal: (UnsafeRawPointer, UnsafeMutableRawBufferPointer, UnsafeMutableRawPointer) -> Bool
     ) -> Bool {
         let innerLength = content.count + 1
         let recordLength = innerLength + TLS13Suite.tagLength
