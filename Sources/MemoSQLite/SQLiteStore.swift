@@ -66,8 +66,8 @@ public final class SQLiteStore: CoreBackedStore {
     private func run(_ writer: SQLiteWriter) {
         var more = false
         while true {
-            // One signal per submit, and a submit may bring more writes than one transaction takes: what is
-            // left after a full batch is committed next without waiting for another signal.
+            // A submit signals only when it finds the queue empty, since each turn takes everything waiting (up
+            // to a full batch); what is left after a full batch is committed next without waiting for a signal.
             if !more { wake.wait() }
             let (batch, closing, left) = queue.withLock { queue in
                 let count = min(queue.requests.count, Self.maxBatch)
@@ -110,8 +110,9 @@ public final class SQLiteStore: CoreBackedStore {
 
     public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
         guard !ops.isEmpty else { return completion([]) }
-        let accepted = queue.withLock { queue in
-            guard !queue.closing else { return false }
+        let (accepted, wasEmpty) = queue.withLock { queue in
+            guard !queue.closing else { return (false, false) }
+            let wasEmpty = queue.requests.isEmpty
             if ops.count == 1 {
                 queue.requests.append(Request(op: ops[0], completion: { completion([$0]) }))
             } else {
@@ -120,9 +121,13 @@ public final class SQLiteStore: CoreBackedStore {
                     queue.requests.append(Request(op: op, completion: { results.set(index, $0) }))
                 }
             }
-            return true
+            return (true, wasEmpty)
         }
-        if accepted { wake.signal() } else { completion(ops.map { _ in .failure(.closed) }) }
+        if !accepted {
+            completion(ops.map { _ in .failure(.closed) })
+        } else if wasEmpty {
+            wake.signal()
+        }
     }
 
     private func write(_ op: WriteOp) async throws -> Memo {
