@@ -132,8 +132,11 @@ final class RecordProtection {
             guard EVP_CIPHER_CTX_ctrl(context, CMemoSSL_CTRL_AEAD_SET_TAG(), Int32(TLS13Suite.tagLength), tag) == 1
             else { return false }
         }
-        var finalBytes = [UInt8](repeating: 0, count: 16)
-        guard EVP_CipherFinal_ex(context, &finalBytes, &length) == 1, length == 0 else { return false }
+        // An AEAD's final step writes no bytes, but OpenSSL wants somewhere to put them: a block on the stack.
+        let finished = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { scratch in
+            EVP_CipherFinal_ex(context, scratch.baseAddress, &length) == 1
+        }
+        guard finished, length == 0 else { return false }
         if encrypting {
             guard EVP_CIPHER_CTX_ctrl(context, CMemoSSL_CTRL_AEAD_GET_TAG(), Int32(TLS13Suite.tagLength), tag) == 1
             else { return false }
