@@ -10,6 +10,13 @@ final class SQLiteDatabase {
     /// The log's size, in pages, that starts a checkpoint (1 MiB with 4 KiB pages).
     static let checkpointPages = 256
 
+    /// The size, in bytes, the log is cut back to when it has grown past it (by a large batch). It is a quarter
+    /// above the checkpoint size: the log's ordinary peak, at the checkpoint size plus the batch that crossed it,
+    /// stays below it, so the log is reused in place. A limit at the checkpoint size itself cut the log back after
+    /// every checkpoint, and each regrowth allocated blocks and rewrote the file's inode: about one more device
+    /// write per checkpoint (2.34 instead of 2.23 block requests per commit in 100,000 durable creates).
+    static let logSizeLimit = checkpointPages * 4096 * 5 / 4
+
     /// Opens (creating when missing) the database at `path` in WAL mode with `synchronous=FULL`; read-only, it
     /// opens an existing file as it is, for checks that must not change it.
     /// - Throws: `MemoError.storage` with SQLite's message.
@@ -34,9 +41,9 @@ final class SQLiteDatabase {
         // The log gives its space back only when a checkpoint completes, and a checkpoint needs room in the
         // database file. With SQLite's default (a checkpoint at 1,000 pages, no size limit) a 7 MiB disk filled
         // with a 4 MB log and stayed full after 1.5 MiB was freed: the log held the room its checkpoint needed
-        // (DiskFullTests). Checkpointing at 1 MiB, and cutting the log back to 1 MiB after a large batch, bounds it.
+        // (DiskFullTests). Checkpointing at 1 MiB, and cutting the log back to 1.25 MiB after a large batch, bounds it.
         try execute("PRAGMA wal_autocheckpoint=\(Self.checkpointPages)")
-        try execute("PRAGMA journal_size_limit=\(Self.checkpointPages * 4096)")
+        try execute("PRAGMA journal_size_limit=\(Self.logSizeLimit)")
         try execute("PRAGMA foreign_keys=OFF")
     }
 
