@@ -33,8 +33,9 @@ let package = Package(
         .target(name: "MemoCLI"),
         .target(name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
-        .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
-        .target(name: "MemoTUI", dependencies: ["MemoCore"]),
+        .target(name: "MemoText"),
+        .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
+        .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText"]),
         .executableTarget(
             name: "memo-server",
             dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
@@ -48,7 +49,7 @@ let package = Package(
             name: "MemoWireTests",
             dependencies: [
                 "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
-                "MemoTUI", "MemoProbe",
+                "MemoTUI", "MemoText", "MemoProbe",
             ]
         ),
     ],

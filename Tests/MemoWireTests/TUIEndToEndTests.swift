@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import MemoClient
 import MemoTUI
+import MemoText
 import Testing
 
 /// A tmux server of its own (a private socket, no config file) with one 100x30 session running a shell command.
@@ -359,4 +360,5 @@ struct TUIEndToEndTests {
         try offline.waitForScreen(containing: "memo-client exited with 143")
         #expect(try offline.pane("#{alternate_on}") == "0")
     }
+
 }

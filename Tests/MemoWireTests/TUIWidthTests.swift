@@ -1,4 +1,5 @@
 import MemoTUI
+import MemoText
 import Testing
 
 @Suite("TUI width: East Asian table, graphemes, truncate and wrap")

@@ -1,3 +1,5 @@
+import MemoText
+
 /// A terminal colour (the eight basic SGR colours, so that every terminal shows them).
 public enum TerminalColor: UInt8, Sendable, Hashable {
     case black = 0, red, green, yellow, blue, magenta, cyan, white

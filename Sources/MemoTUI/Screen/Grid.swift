@@ -1,3 +1,5 @@
+import MemoText
+
 /// A screen's worth of cells that scenes draw into; the renderer turns the difference between two grids into
 /// escape sequences. Nothing is ever written past the width.
 public struct Grid: Sendable, Hashable {
@@ -31,7 +33,7 @@ public struct Grid: Sendable, Hashable {
         var col = column
         for character in text {
             guard col < limit else { break }
-            let shown = Grid.displayable(character)
+            let shown = TextLayout.displayable(character)
             let charWidth = shown.columns
             if charWidth == 0 { continue }
             if col + charWidth > limit {
@@ -70,17 +72,6 @@ public struct Grid: Sendable, Hashable {
         cells[index] = cell
     }
 
-    /// What is drawn for a grapheme: control characters become visible symbols, a tab a space.
-    static func displayable(_ character: Character) -> Character {
-        guard let first = character.unicodeScalars.first else { return character }
-        if character == "\t" { return " " }
-        if first.properties.generalCategory == .control {
-            // U+2400 block: "␛" for ESC and so on; DEL and C1 controls become "�".
-            if first.value < 0x20 { return Character(Unicode.Scalar(0x2400 + first.value)!) }
-            return "\u{FFFD}"
-        }
-        return character
-    }
 
     /// The text of one row, wide graphemes once each, trailing spaces kept.
     public func text(ofRow row: Int) -> String {

@@ -1,3 +1,5 @@
+import MemoText
+
 /// A multi-line text editor's model: lines of graphemes and a cursor counted in graphemes.
 ///
 /// Where the cursor is on screen comes from the width table (`cursorScreenColumn`, `layout(width:)`): a Hangul

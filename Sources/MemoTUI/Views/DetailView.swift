@@ -1,4 +1,5 @@
 import MemoCore
+import MemoText
 
 /// The detail scene: the memo wrapped to the width, then its insert date (the seeds' two cells).
 public enum DetailView {

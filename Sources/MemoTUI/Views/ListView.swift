@@ -1,4 +1,5 @@
 import MemoCore
+import MemoText
 
 /// What a key asks of the app beyond the view model.
 public enum ScreenCommand: Sendable {

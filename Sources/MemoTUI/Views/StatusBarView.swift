@@ -1,4 +1,5 @@
 import MemoCore
+import MemoText
 
 /// The bottom line of every scene: server, connection state, pending writes, then key hints.
 public enum StatusBarView {

@@ -3,6 +3,36 @@ public enum TextLayout {
     /// The ellipsis that marks truncated text; one column wide.
     public static let ellipsis: Character = "…"
 
+    /// What a terminal is shown for a grapheme: control characters become visible symbols ("␛" for ESC and the
+    /// rest of the U+2400 block for C0 controls, "�" for DEL and C1 controls), a tab a space. No escape sequence
+    /// inside a memo, which anyone with a certificate may have written, ever reaches a terminal.
+    public static func displayable(_ character: Character) -> Character {
+        guard let first = character.unicodeScalars.first else { return character }
+        if character == "\t" { return " " }
+        if first.properties.generalCategory == .control {
+            if first.value < 0x20 { return Character(Unicode.Scalar(0x2400 + first.value)!) }
+            return "\u{FFFD}"
+        }
+        return character
+    }
+
+    /// `text` for a terminal: line breaks and tabs kept, every other control character made visible (see
+    /// `displayable`).
+    public static func displayable(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for character in text {
+            if character == "\n" || character == "\t" {
+                result.append(character)
+            } else if character == "\r\n" {
+                result.append("\n")
+            } else {
+                result.append(displayable(character))
+            }
+        }
+        return result
+    }
+
     /// `text` cut to at most `columns` columns; when something had to go, the last column holds "…".
     public static func truncate(_ text: String, to columns: Int) -> String {
         guard columns > 0 else { return "" }
