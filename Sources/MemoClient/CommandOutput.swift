@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MemoCore
+import MemoText
 
 /// How a command writes: for people on a terminal, or plain for scripts, or JSON lines.
 public struct OutputStyle: Sendable, Hashable {
@@ -9,20 +10,27 @@ public struct OutputStyle: Sendable, Hashable {
     public var human: Bool
     /// Colors (only for people, and never with NO_COLOR set).
     public var color: Bool
+    /// The terminal's width: list and watch lines for people are cut to it, so that each memo stays on one
+    /// line. Nil when unknown, and for scripts and JSON, whose lines are never cut.
+    public var columns: Int?
 
-    public init(json: Bool, human: Bool, color: Bool) {
+    public init(json: Bool, human: Bool, color: Bool, columns: Int? = nil) {
         self.json = json
         self.human = human
         self.color = color && human && !json
+        self.columns = human && !json ? columns.flatMap { $0 > 0 ? $0 : nil } : nil
     }
 
-    /// The style for this process: human when stdout is a terminal, color unless NO_COLOR or TERM=dumb.
+    /// The style for this process: human when stdout is a terminal, color unless NO_COLOR or TERM=dumb, the
+    /// width from the terminal (TIOCGWINSZ) when it says.
     public static func detect(json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment)
         -> OutputStyle
     {
         let terminal = isatty(STDOUT_FILENO) == 1
         let noColor = !(environment["NO_COLOR"] ?? "").isEmpty || environment["TERM"] == "dumb"
-        return OutputStyle(json: json, human: terminal, color: !noColor)
+        var size = winsize()
+        let sized = withUnsafeMutablePointer(to: &size) { ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), $0) } == 0
+        return OutputStyle(json: json, human: terminal, color: !noColor, columns: sized ? Int(size.ws_col) : nil)
     }
 }
 
@@ -65,20 +73,30 @@ public struct MemoFormatter: Sendable {
         style.color ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
     }
 
+    /// The first line of `content` for people, control characters made visible, cut with "…" to what is left
+    /// of the terminal's width after `used` columns.
+    private func humanFirstLine(_ content: String, after used: Int) -> String {
+        let line = TextLayout.displayable(Self.firstLine(content))
+        guard let columns = style.columns else { return line }
+        return TextLayout.truncate(line, to: max(columns - used, 1))
+    }
+
     /// One memo as a list line: JSON object; `id<TAB>revision<TAB>insertDate<TAB>first line`; or, for people,
-    /// `shortid  local date  first line`.
+    /// `shortid  local date  first line`, cut to the terminal's width.
     public func line(_ memo: Memo) -> String {
         if style.json { return MemoJSON.object(memo) }
         if style.human {
-            return paint(Self.shortID(memo.id), "33") + "  " + paint(Self.localDate(micros: memo.insertMicros), "2")
-                + "  " + Self.firstLine(memo.content)
+            let id = Self.shortID(memo.id), date = Self.localDate(micros: memo.insertMicros)
+            return paint(id, "33") + "  " + paint(date, "2") + "  "
+                + humanFirstLine(memo.content, after: id.count + 2 + date.count + 2)
         }
         return memo.id.uuidString.lowercased() + "\t" + String(memo.revision) + "\t"
             + Timestamp.iso8601(micros: memo.insertMicros) + "\t" + Self.firstLine(memo.content)
     }
 
     /// One change as a watch line: the JSON change object; `kind<TAB>id<TAB>revision<TAB>updateDate<TAB>first
-    /// line`; or, for people, `+`/`~`/`-`, the short id, the local date and the first line.
+    /// line`; or, for people, `+`/`~`/`-`, the short id, the local date and the first line, cut to the
+    /// terminal's width as it was when the command started.
     public func line(_ change: Change) -> String {
         if style.json { return MemoJSON.object(change) }
         let memo = change.memo
@@ -88,14 +106,16 @@ public struct MemoFormatter: Sendable {
             case .updated: ("~", "33")
             case .deleted: ("-", "31")
             }
-            return paint(mark, color) + " " + paint(Self.shortID(memo.id), "33") + "  "
-                + paint(Self.localDate(micros: memo.updateMicros), "2") + "  " + Self.firstLine(memo.content)
+            let id = Self.shortID(memo.id), date = Self.localDate(micros: memo.updateMicros)
+            return paint(mark, color) + " " + paint(id, "33") + "  " + paint(date, "2") + "  "
+                + humanFirstLine(memo.content, after: mark.count + 1 + id.count + 2 + date.count + 2)
         }
         return change.kind.name + "\t" + memo.id.uuidString.lowercased() + "\t" + String(change.revision) + "\t"
             + Timestamp.iso8601(micros: memo.updateMicros) + "\t" + Self.firstLine(memo.content)
     }
 
-    /// A whole memo for `show`.
+    /// A whole memo for `show`: for scripts exactly as stored; for people with its control characters made
+    /// visible.
     public func detail(_ memo: Memo) -> String {
         if style.json { return MemoJSON.object(memo) + "\n" }
         if !style.human { return memo.content.hasSuffix("\n") ? memo.content : memo.content + "\n" }
@@ -103,8 +123,9 @@ public struct MemoFormatter: Sendable {
         text += paint("revision", "2") + "  " + String(memo.revision) + "\n"
         text += paint("created", "2") + "   " + Self.localDate(micros: memo.insertMicros) + "\n"
         text += paint("updated", "2") + "   " + Self.localDate(micros: memo.updateMicros) + "\n\n"
-        text += memo.content
-        if !memo.content.hasSuffix("\n") { text += "\n" }
+        let content = TextLayout.displayable(memo.content)
+        text += content
+        if !content.hasSuffix("\n") { text += "\n" }
         return text
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import MemoClient
+import MemoText
 import MemoCore
 import MemoTLS
 import MemoWire
@@ -88,6 +89,31 @@ struct ClientFormatTests {
         #expect(!human.line(memo).contains("\u{1B}"))
         let colored = MemoFormatter(style: OutputStyle(json: false, human: true, color: true))
         #expect(colored.line(memo).contains("\u{1B}[33m0f1e2d3c\u{1B}[0m"))
+    }
+
+    @Test func linesForPeopleFitTheTerminalAndShowControlCharacters() {
+        let memo = Memo(
+            id: UUID(uuidString: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!,
+            content: "한글 \u{1B}[31mred\u{1B}[0m " + String(repeating: "x", count: 80) + "\nline\u{7F} two\r\nthree",
+            insertMicros: 1_795_000_000_000_000, updateMicros: 1_795_000_000_000_000, revision: 3)
+        let narrow = MemoFormatter(style: OutputStyle(json: false, human: true, color: false, columns: 50))
+        let line = narrow.line(memo)
+        #expect(line.columns == 50 && line.hasSuffix("…"), "\(line)")
+        #expect(line.contains("한글 ␛[31mred␛[0m x"))
+        let change = narrow.line(Change(revision: 3, kind: .updated, memo: memo))
+        #expect(change.columns == 50 && change.hasPrefix("~ 0f1e2d3c"), "\(change)")
+        // The whole memo for people: its lines kept, its control characters shown, never cut.
+        let detail = narrow.detail(memo)
+        #expect(detail.hasSuffix("한글 ␛[31mred␛[0m " + String(repeating: "x", count: 80) + "\nline� two\nthree\n"))
+        #expect(!detail.contains("\u{1B}"))
+        // Unknown width: nothing cut. Scripts and JSON: every byte as stored, whatever the terminal.
+        let wide = MemoFormatter(style: OutputStyle(json: false, human: true, color: false))
+        #expect(wide.line(memo).hasSuffix(String(repeating: "x", count: 80)))
+        #expect(OutputStyle(json: false, human: false, color: false, columns: 40).columns == nil)
+        #expect(OutputStyle(json: true, human: true, color: false, columns: 40).columns == nil)
+        let plain = MemoFormatter(style: OutputStyle(json: false, human: false, color: false, columns: 40))
+        #expect(plain.line(memo).contains("\u{1B}[31mred"))
+        #expect(plain.detail(memo) == memo.content + "\n")
     }
 }
 

@@ -361,4 +361,29 @@ struct TUIEndToEndTests {
         #expect(try offline.pane("#{alternate_on}") == "0")
     }
 
+    @Test func listOnATerminalKeepsEachMemoOnOneLineAndShowsEscapesInsteadOfObeyingThem() throws {
+        let fixture = try FrontEndFixture()
+        let long = try fixture.add(String(repeating: "가나다라마바사 ", count: 8))  // 64 characters, 120 columns
+        // A memo that would clear the screen and retitle the window if its bytes reached the terminal.
+        let hostile = try fixture.add("\u{1B}[2J\u{1B}]0;pwned\u{07}title")
+        let short = try fixture.add("short")
+
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(["list"]), width: 50, height: 12)
+        defer { tmux.kill() }
+        let screen = try tmux.waitForScreen(containing: "memo-client exited with 0")
+        // Newest first, one line each, nothing wrapped onto a second line, nothing cleared.
+        let shortIDs = [short, hostile, long].map { String($0.id.prefix(8)) }
+        #expect(Array(screen.prefix(3)).map { String($0.prefix(8)) } == shortIDs, "\(screen)")
+        #expect(screen[3] == "memo-client exited with 0", "\(screen)")
+        for line in screen.prefix(3) { #expect(ColumnWidth.width(of: line) <= 50, "\(line)") }
+        #expect(screen[2].hasSuffix("…") && screen[2].contains("가나다라"), "\(screen[2])")
+        #expect(screen[1].hasSuffix("␛[2J␛]0;pwned␇title"), "\(screen[1])")
+        #expect(screen[0].hasSuffix("  short"))
+
+        // Piped, the same command prints the content as stored: scripts get every byte, and no line is cut.
+        let (status, out, _) = try fixture.client("list")
+        #expect(status == 0)
+        #expect(out.contains("\u{1B}[2J\u{1B}]0;pwned\u{07}title"))
+        #expect(out.contains(String(repeating: "가나다라마바사 ", count: 8).dropLast()))
+    }
 }
