@@ -13,24 +13,40 @@ public struct OutputStyle: Sendable, Hashable {
     /// The terminal's width: list and watch lines for people are cut to it, so that each memo stays on one
     /// line. Nil when unknown, and for scripts and JSON, whose lines are never cut.
     public var columns: Int?
+    /// Ask stdout's terminal for its width at each line instead of using `columns`, so that a long `watch`
+    /// follows a resize (`detect` sets it when stdout is a terminal).
+    public var followsTerminal: Bool
 
-    public init(json: Bool, human: Bool, color: Bool, columns: Int? = nil) {
+    public init(json: Bool, human: Bool, color: Bool, columns: Int? = nil, followsTerminal: Bool = false) {
         self.json = json
         self.human = human
         self.color = color && human && !json
         self.columns = human && !json ? columns.flatMap { $0 > 0 ? $0 : nil } : nil
+        self.followsTerminal = followsTerminal && human && !json
     }
 
-    /// The style for this process: human when stdout is a terminal, color unless NO_COLOR or TERM=dumb, the
-    /// width from the terminal (TIOCGWINSZ) when it says.
+    /// The style for this process: human when stdout is a terminal, color unless NO_COLOR or TERM=dumb, lines
+    /// cut to the terminal's width.
     public static func detect(json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment)
         -> OutputStyle
     {
         let terminal = isatty(STDOUT_FILENO) == 1
         let noColor = !(environment["NO_COLOR"] ?? "").isEmpty || environment["TERM"] == "dumb"
+        return OutputStyle(
+            json: json, human: terminal, color: !noColor, columns: terminalColumns(), followsTerminal: terminal)
+    }
+
+    /// The width of stdout's terminal (TIOCGWINSZ), or nil when it is not a terminal or does not say.
+    static func terminalColumns() -> Int? {
         var size = winsize()
-        let sized = withUnsafeMutablePointer(to: &size) { ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), $0) } == 0
-        return OutputStyle(json: json, human: terminal, color: !noColor, columns: sized ? Int(size.ws_col) : nil)
+        let asked = withUnsafeMutablePointer(to: &size) { ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), $0) } == 0
+        return asked && size.ws_col > 0 ? Int(size.ws_col) : nil
+    }
+
+    /// The width to cut lines for people to now.
+    var currentColumns: Int? {
+        guard human, !json else { return nil }
+        return followsTerminal ? OutputStyle.terminalColumns() ?? columns : columns
     }
 }
 
@@ -77,7 +93,7 @@ public struct MemoFormatter: Sendable {
     /// of the terminal's width after `used` columns.
     private func humanFirstLine(_ content: String, after used: Int) -> String {
         let line = TextLayout.displayable(Self.firstLine(content))
-        guard let columns = style.columns else { return line }
+        guard let columns = style.currentColumns else { return line }
         return TextLayout.truncate(line, to: max(columns - used, 1))
     }
 
@@ -96,7 +112,7 @@ public struct MemoFormatter: Sendable {
 
     /// One change as a watch line: the JSON change object; `kind<TAB>id<TAB>revision<TAB>updateDate<TAB>first
     /// line`; or, for people, `+`/`~`/`-`, the short id, the local date and the first line, cut to the
-    /// terminal's width as it was when the command started.
+    /// terminal's width as it is when the line is printed.
     public func line(_ change: Change) -> String {
         if style.json { return MemoJSON.object(change) }
         let memo = change.memo

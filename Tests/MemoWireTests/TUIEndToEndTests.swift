@@ -386,4 +386,27 @@ struct TUIEndToEndTests {
         #expect(out.contains("\u{1B}[2J\u{1B}]0;pwned\u{07}title"))
         #expect(out.contains(String(repeating: "가나다라마바사 ", count: 8).dropLast()))
     }
+
+    @Test func watchOnATerminalCutsEachLineToTheWidthTheTerminalHasWhenItIsPrinted() throws {
+        let fixture = try FrontEndFixture()
+        let first = try fixture.add("first")
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(["watch"]), width: 50, height: 12)
+        defer { tmux.kill() }
+        try tmux.waitForScreen(containing: String(first.id.prefix(8)), "first")
+
+        let text = String(repeating: "가나다라마바사 ", count: 8)  // 120 columns
+        let narrow = try fixture.add(text)
+        var screen = try tmux.waitForScreen(containing: "+ " + narrow.id.prefix(8))
+        let narrowLine = try #require(screen.first { $0.hasPrefix("+ " + narrow.id.prefix(8)) })
+        // Cut to the width, or one column short when a two-column character would not fit before the "…".
+        #expect((49...50).contains(ColumnWidth.width(of: narrowLine)) && narrowLine.hasSuffix("…"), "\(narrowLine)")
+
+        // The terminal grows while watch runs: the next line uses the new width.
+        try tmux.tmux(["resize-window", "-t", "memo", "-x", "70", "-y", "12"])
+        try tmux.waitForScreen("the pane to be 70 columns wide") { _ in (try? tmux.pane("#{pane_width}")) == "70" }
+        let wide = try fixture.add(text)
+        screen = try tmux.waitForScreen(containing: "+ " + wide.id.prefix(8))
+        let wideLine = try #require(screen.first { $0.hasPrefix("+ " + wide.id.prefix(8)) })
+        #expect((69...70).contains(ColumnWidth.width(of: wideLine)) && wideLine.hasSuffix("…"), "\(wideLine)")
+    }
 }
