@@ -12,6 +12,10 @@ final class ServerCore: Sendable {
     let serverName: String
     let log: ServerLog
     private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
+    #if DEBUG
+    /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
+    let connectionObjects = Atomic<Int>(0)
+    #endif
 
     init(store: any ServingStore, limits: ServerLimits, serverName: String, log: ServerLog) {
         self.store = store
@@ -138,6 +142,11 @@ public final class MemoServer: Sendable {
 
     /// How many connections are open.
     public var connectionCount: Int { core.connectionCount }
+
+    #if DEBUG
+    /// Connection objects not yet freed, closed ones included (debug builds, for tests).
+    var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
+    #endif
 
     /// Stops accepting, sends going-away to every client, answers the writes in flight, closes every connection
     /// (waiting at most `timeout` seconds) and stops the threads. The store stays open: its owner closes it.

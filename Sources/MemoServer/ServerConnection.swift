@@ -2,6 +2,7 @@ import Foundation
 import MemoNet
 import MemoTLS
 import MemoWire
+import Synchronization
 
 /// One client: a non-blocking socket, its TLS engine and its protocol session, driven by one event loop.
 ///
@@ -46,8 +47,6 @@ final class ServerConnection: EventHandler {
     /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
-    /// This connection, for work that hops back to its loop (made once, on the loop).
-    private lazy var loopBound = LoopBound(self, eventLoop: loop)
 
     init(
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
@@ -60,7 +59,16 @@ final class ServerConnection: EventHandler {
         self.server = server
         self.context = context
         self.rejected = rejected
+        #if DEBUG
+        server.connectionObjects.add(1, ordering: .relaxed)
+        #endif
     }
+
+    #if DEBUG
+    deinit {
+        server.connectionObjects.subtract(1, ordering: .relaxed)
+    }
+    #endif
 
     /// Registers with the loop and starts the handshake deadline. Call on the loop.
     func start() {
@@ -256,7 +264,8 @@ final class ServerConnection: EventHandler {
     }
 
     private func submit(_ writes: [(requestID: UInt32, op: WriteOp)]) {
-        let bound = loopBound
+        // Made per submit, not kept in a property: it holds this connection, which would then never be freed.
+        let bound = LoopBound(self, eventLoop: loop)
         let requestIDs = writes.map(\.requestID)
         server.store.submit(writes.map(\.op)) { results in
             // The memory store answers at once, on this loop: no hop needed.
