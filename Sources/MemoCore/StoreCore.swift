@@ -75,12 +75,7 @@ public final class StoreCore: Sendable {
             for op in ops {
                 do throws(MemoError) {
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros)
-                    if case .change(let change) = outcome {
-                        inner.table.apply(change)
-                        inner.history.append(change)
-                        for observer in inner.observers.values { observer(change) }
-                        pending.append(events.enqueue(.change(change)))
-                    }
+                    if case .change(let change) = outcome { pending.append(applyLocked(change, to: &inner)) }
                     results.append(.success(outcome))
                 } catch {
                     results.append(.failure(error))
@@ -106,15 +101,18 @@ public final class StoreCore: Sendable {
         guard !changes.isEmpty else { return ([], nil) }
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
         pending.reserveCapacity(changes.count)
-        for change in changes {
-            inner.table.apply(change)
-            inner.history.append(change)
-            for observer in inner.observers.values { observer(change) }
-            pending.append(events.enqueue(.change(change)))
-        }
+        for change in changes { pending.append(applyLocked(change, to: &inner)) }
         // The whole list is built once per batch, and only when someone holds the list subject.
         let listPending = inner.list.map { $0.enqueue(inner.table.list) }
         return (pending, listPending)
+    }
+
+    /// Applies one change to the table and the history, tells the observers and queues it for the watchers.
+    private func applyLocked(_ change: Change, to inner: inout Inner) -> Subject<WatchEvent>.PendingDelivery {
+        inner.table.apply(change)
+        inner.history.append(change)
+        for observer in inner.observers.values { observer(change) }
+        return events.enqueue(.change(change))
     }
 
     private func deliver(
