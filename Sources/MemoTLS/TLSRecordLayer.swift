@@ -400,11 +400,14 @@ final class TLSRecordLayer {
         let base = plaintext.count
         plaintext.append(contentsOf: repeatElement(0, count: innerLength))
         let opened = try input.withUnreadBytes { record throws(RecordFailure) -> Bool in
-            var tag = [UInt8](UnsafeRawBufferPointer(rebasing: record[(5 + innerLength)..<(5 + bodyLength)]))
-            return plaintext.withUnsafeMutableBytes { out in
-                let body = UnsafeMutableRawBufferPointer(rebasing: out[base...])
-                body.copyMemory(from: UnsafeRawBufferPointer(rebasing: record[5..<(5 + innerLength)]))
-                return read.crypt(header: record.baseAddress!, body: body, tag: &tag)
+            // The tag is copied to the stack: `crypt` takes a mutable pointer, and the input is not ours to write.
+            withUnsafeTemporaryAllocation(byteCount: TLS13Suite.tagLength, alignment: 1) { tag in
+                tag.copyMemory(from: UnsafeRawBufferPointer(rebasing: record[(5 + innerLength)..<(5 + bodyLength)]))
+                return plaintext.withUnsafeMutableBytes { out in
+                    let body = UnsafeMutableRawBufferPointer(rebasing: out[base...])
+                    body.copyMemory(from: UnsafeRawBufferPointer(rebasing: record[5..<(5 + innerLength)]))
+                    return read.crypt(header: record.baseAddress!, body: body, tag: tag.baseAddress!)
+                }
             }
         }
         guard opened else {
