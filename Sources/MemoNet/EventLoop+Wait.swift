@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 
 extension EventLoop {
     /// Runs `work` on this loop's thread and waits for its result; for setup and shutdown from other threads
@@ -36,14 +35,4 @@ private final class WaitedJob<Result, Failure: Error>: @unchecked Sendable {
         }
         done.signal()
     }
-}
-
-/// Lets this process hold as many descriptors as its hard limit allows (the usual soft limit of 1,024 is far
-/// below ten thousand connections). Failing to raise it is not an error: the process works within the old one.
-public func raiseDescriptorLimit() {
-    var limit = rlimit()
-    let resource = __rlimit_resource_t(UInt32(RLIMIT_NOFILE.rawValue))
-    guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-    limit.rlim_cur = limit.rlim_max
-    _ = setrlimit(resource, &limit)
 }
