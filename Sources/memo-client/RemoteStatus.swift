@@ -17,10 +17,7 @@ final class RemoteStatus: StatusSource {
     init(store: RemoteStore) {
         self.store = store
         server = store.client.configuration.server
-        status = Subject(Self.combine(
-            server: server, state: store.connectionState.value ?? .connecting,
-            attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
-            pending: store.pendingWrites.value?.count ?? 0))
+        status = Subject(Self.current(of: store, server: server))
         let update: @Sendable (Any) -> Void = { [weak self] _ in self?.update() }
         let all = [
             store.connectionState.subscribe { update($0) },
@@ -37,12 +34,17 @@ final class RemoteStatus: StatusSource {
 
     private func update() {
         sending.withLock { _ in
-            let next = Self.combine(
-                server: server, state: store.connectionState.value ?? .connecting,
-                attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
-                pending: store.pendingWrites.value?.count ?? 0)
+            let next = Self.current(of: store, server: server)
             if status.value != next { status.send(next) }
         }
+    }
+
+    /// What the bar says now, from the store's and the client's subjects.
+    private static func current(of store: RemoteStore, server: String) -> ConnectionStatus {
+        combine(
+            server: server, state: store.connectionState.value ?? .connecting,
+            attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
+            pending: store.pendingWrites.value?.count ?? 0)
     }
 
     /// What the bar says for a client state: live once the mirror has caught up (until then the list may be the
