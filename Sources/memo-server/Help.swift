@@ -23,6 +23,8 @@ enum Help {
         Options:
           --listen HOST:PORT         address to listen on (default 127.0.0.1:7420; port 0 picks a free port)
           --store sqlite:PATH|memory where memos live (default sqlite:memo-data/memos.sqlite)
+          --store postgres://URI     a PostgreSQL database several servers share (any libpq URI, also
+                                     postgresql://; password from the URI, PGPASSWORD or ~/.pgpass)
           --certs DIR                ca.crt, server.crt, server.key (default certs); when DIR holds no CA the
                                      server makes one as `certs init` would and says where
           --threads N                event-loop threads (default 2)

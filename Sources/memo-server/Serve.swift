@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import MemoCLI
 import MemoNet
+import MemoPostgres
 import MemoServer
 import MemoSQLite
 import MemoTLS
@@ -30,8 +31,8 @@ struct Serve {
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
         try arguments.finish()
-        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) else {
-            throw UsageError("--store takes sqlite:PATH or memory, not '\(store)'")
+        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) || Self.isPostgres(store) else {
+            throw UsageError("--store takes sqlite:PATH, postgres://URI or memory, not '\(store)'")
         }
     }
 
@@ -44,6 +45,9 @@ struct Serve {
         let memoStore: any ServingStore
         if store == "memory" {
             memoStore = MemoryStore(historyCapacity: historyCapacity)
+        } else if Self.isPostgres(store) {
+            memoStore = try PostgresStore(
+                uri: store, historyCapacity: historyCapacity, log: { ServerLog.standardError($0) })
         } else {
             let path = String(store.dropFirst("sqlite:".count))
             memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
@@ -55,7 +59,7 @@ struct Serve {
             memoStore.close()
             throw error
         }
-        ServerLog.standardError("serving \(store) at revision \(memoStore.revision) with certificates from "
+        ServerLog.standardError("serving \(Self.redacted(store)) at revision \(memoStore.revision) with certificates from "
             + "\(configuration.certsDirectory)")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
@@ -81,6 +85,20 @@ struct Serve {
         ServerLog.standardError(summary)
         _ = watcher
         signals.shutdownGracefully()
+    }
+
+    /// A libpq URI: several servers share the database it names.
+    static func isPostgres(_ store: String) -> Bool {
+        store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+    }
+
+    /// The store for log lines: a password in a PostgreSQL URI is not written out.
+    static func redacted(_ store: String) -> String {
+        guard isPostgres(store), let at = store.firstIndex(of: "@"),
+            let scheme = store.range(of: "://"), scheme.upperBound < at,
+            let colon = store[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return store }
+        return String(store[..<colon]) + ":***" + String(store[at...])
     }
 
     /// Makes a CA and certificates as `certs init` would when the folder holds no CA.

@@ -1,0 +1,79 @@
+import Foundation
+import MemoCore
+
+/// The parameters of one `memo_write` call and the results it gives back, one row per write in order.
+enum WriteCall {
+    private enum Status: Int64 {
+        case changed = 0
+        case existing = 1
+        case notFound = 2
+        case conflict = 3
+    }
+
+    /// Kinds, ids, insert dates, expected revisions and the time as text arrays, then each content in binary.
+    static func parameters(_ ops: [WriteOp], _ nowMicros: Int64) -> [PGParameter] {
+        var kinds: [String] = []
+        var ids: [String] = []
+        var inserts: [String] = []
+        var expected: [String] = []
+        var contents: [PGParameter] = []
+        for op in ops {
+            switch op {
+            case .create(let id, let content, let insert):
+                kinds.append("1")
+                ids.append(id.uuidString)
+                inserts.append(insert.map(String.init) ?? "NULL")
+                expected.append("NULL")
+                contents.append(.binary(Array(content.utf8)))
+            case .update(let id, let content, let revision):
+                kinds.append("2")
+                ids.append(id.uuidString)
+                inserts.append("NULL")
+                expected.append(revision.map(Self.bigint) ?? "NULL")
+                contents.append(.binary(Array(content.utf8)))
+            case .delete(let id, let revision):
+                kinds.append("3")
+                ids.append(id.uuidString)
+                inserts.append("NULL")
+                expected.append(revision.map(Self.bigint) ?? "NULL")
+                contents.append(.binary([]))
+            }
+        }
+        func array(_ items: [String]) -> PGParameter { .text("{" + items.joined(separator: ",") + "}") }
+        return [array(kinds), array(ids), array(inserts), array(expected), .text(String(nowMicros))] + contents
+    }
+
+    /// A revision no memo can be at stands for one beyond bigint, so that it is a conflict, not an SQL error
+    /// failing the whole batch.
+    private static func bigint(_ revision: UInt64) -> String {
+        revision > UInt64(Int64.max) ? "-1" : String(revision)
+    }
+
+    /// The outcome of `op` from row `row` of the call's result.
+    static func result(of op: WriteOp, _ rows: PGResult, _ row: Int) -> Result<WriteOutcome, MemoError> {
+        guard row < rows.rowCount, let status = Status(rawValue: rows.integer(row, 0)) else {
+            return .failure(.storage("memo_write answered \(rows.rowCount) rows, not one per write"))
+        }
+        let id: UUID
+        let expected: UInt64?
+        switch op {
+        case .create(let opID, _, _): (id, expected) = (opID, nil)
+        case .update(let opID, _, let revision), .delete(let opID, let revision): (id, expected) = (opID, revision)
+        }
+        switch status {
+        case .notFound:
+            return .failure(.notFound(id))
+        case .conflict:
+            return .failure(.conflict(id: id, expected: expected, actual: UInt64(rows.integer(row, 6))))
+        case .changed, .existing:
+            let memo = Memo(
+                id: rows.uuid(row, 2), content: rows.text(row, 3), insertMicros: rows.integer(row, 4),
+                updateMicros: rows.integer(row, 5), revision: UInt64(rows.integer(row, 6)))
+            guard status == .changed else { return .success(.existing(memo)) }
+            guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else {
+                return .failure(.storage("memo_write answered an unknown change kind"))
+            }
+            return .success(.change(Change(revision: memo.revision, kind: kind, memo: memo)))
+        }
+    }
+}
