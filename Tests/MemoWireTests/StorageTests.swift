@@ -3,7 +3,7 @@ import MemoCore
 import MemoSQLite
 import Testing
 
-@Suite("Storage: the same behaviour from the memory store and the SQLite store")
+@Suite("Storage: the same behaviour from the memory, SQLite and PostgreSQL stores")
 struct StorageTests {
     @Test(arguments: StoreKind.allCases)
     func createdMemosListNewestFirstAndCanBeRead(kind: StoreKind) async throws {
