@@ -30,12 +30,16 @@ final class PGConnection: @unchecked Sendable {
         guard let connection else {
             throw PGError(message: "cannot connect: out of memory", sqlState: nil, connectionLost: true)
         }
-        handle = connection
+        // Checked before `handle` is set: a throw after that would run deinit and finish the connection twice.
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = Self.trimmed(PQerrorMessage(connection))
             PQfinish(connection)
             throw PGError(message: message, sqlState: nil, connectionLost: true)
         }
+        handle = connection
+        // PostgreSQL's notices (a backend terminated by an administrator) are not written to stderr: the store
+        // logs each connection transition itself.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
     }
 
     deinit {

@@ -44,7 +44,7 @@ final class PostgresFeed: Sendable {
         self.log = log
         poke = try WakePipe()
         let thread = Thread { [self] in self.run(connection) }
-        thread.name = "memo-postgres-feed"
+        thread.name = "memo-pg-feed"
         thread.start()
     }
 

@@ -60,7 +60,7 @@ public final class PostgresStore: CoreBackedStore {
         feed = try PostgresFeed(core: core, link: feedLink, connection: feedConnection, log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
-        thread.name = "memo-postgres-writer"
+        thread.name = "memo-pg-writer"
         thread.start()
     }
 

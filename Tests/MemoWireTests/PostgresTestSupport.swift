@@ -81,9 +81,14 @@ final class TestPostgres: Sendable {
 
     /// A URI for a new, empty database.
     func makeDatabase() throws -> String {
+        uri(try makeDatabaseName())
+    }
+
+    /// The name of a new, empty database.
+    func makeDatabaseName() throws -> String {
         let name = "memo_test_\(databases.add(1, ordering: .relaxed).newValue)"
         try sql("CREATE DATABASE \(name)", database: "postgres")
-        return uri(name)
+        return name
     }
 
     func uri(_ database: String) -> String { "postgresql://memo@127.0.0.1:\(port)/\(database)" }

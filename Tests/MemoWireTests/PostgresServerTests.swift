@@ -1,0 +1,193 @@
+import Foundation
+import MemoCore
+import MemoProbe
+import MemoWire
+import Synchronization
+import Testing
+
+/// The memo a reply carries, or nil.
+private func memo(_ reply: Message) -> Memo? {
+    if case .memo(let memo) = reply { return memo }
+    return nil
+}
+
+@Suite("Several servers over one PostgreSQL: one gap-free revision order, live across servers",
+       .enabled(if: postgresTestsEnabled), .serialized)
+struct PostgresServerTests {
+    @Test func aWriteOnOneServerReachesASubscriberOnAnother() throws {
+        let servers = try SharedDatabaseServers(count: 2)
+        defer { servers.stop() }
+        let subscriber = try RecordingSubscriber(servers: servers, index: 1)
+        defer { subscriber.stop() }
+        let writer = try servers.connect(0)
+        let made = try #require(memo(try writer.request(.create(id: nil, insertMicros: nil, content: "A에서 씀"))))
+        #expect(subscriber.wait(until: made.revision))
+        #expect(subscriber.changes.map(\.memo) == [made])
+        // The other server's table has it too, so a read there finds it.
+        #expect(try servers.connect(1).request(.get(id: made.id)) == .memo(made))
+    }
+
+    @Test func aCreateRetriedOnAnotherServerMakesOneMemo() throws {
+        let servers = try SharedDatabaseServers(count: 2)
+        defer { servers.stop() }
+        let id = UUID()
+        let first = try #require(memo(try servers.connect(0).request(.create(id: id, insertMicros: nil, content: "x"))))
+        // The answer was lost: the client retries the same create, with the same id, on the other server.
+        let retried = try servers.connect(1).request(.create(id: id, insertMicros: nil, content: "x"))
+        #expect(retried == .memo(first))
+        #expect(try servers.head() == 1)
+        #expect(try servers.changesTable().count == 1)
+    }
+
+    @Test func concurrentEditsOfOneRevisionThroughTwoServersOneWinsOneConflicts() throws {
+        let servers = try SharedDatabaseServers(count: 2)
+        defer { servers.stop() }
+        let made = try #require(memo(try servers.connect(0).request(.create(id: nil, insertMicros: nil, content: "v1"))))
+        let clients = [try servers.connect(0), try servers.connect(1)]
+        let ids = try clients.enumerated().map { index, client in
+            try client.send(.update(id: made.id, expectedRevision: made.revision, content: "edit \(index)"))
+        }
+        let replies = try zip(clients, ids).map { client, id in try client.receive { $0.requestID == id }.1 }
+        let wins = replies.compactMap(memo)
+        let conflicts = replies.filter { if case .error(.conflict, _) = $0 { return true } else { return false } }
+        #expect(wins.count == 1 && conflicts.count == 1, "\(replies)")
+        #expect(try servers.head() == 2)
+    }
+
+    @Test func fiftyWritersOverThreeServersGiveEverySubscriberTheSameGapFreeChanges() throws {
+        let servers = try SharedDatabaseServers(count: 3)
+        defer { servers.stop() }
+        let subscribers = try (0..<3).map { try RecordingSubscriber(servers: servers, index: $0) }
+        defer { for subscriber in subscribers { subscriber.stop() } }
+        let seconds = Double(ProcessInfo.processInfo.environment["MEMO_PG_STORM_SECONDS"] ?? "") ?? 10
+        let acknowledged = try writeStorm(servers: servers, writers: 50, seconds: seconds)
+        #expect(acknowledged.failures.isEmpty, "\(acknowledged.failures.prefix(3))")
+        let head = try servers.head()
+        #expect(head >= UInt64(acknowledged.memos.count))
+        let table = try servers.changesTable()
+        #expect(table.count == Int(head))
+        for subscriber in subscribers {
+            #expect(subscriber.wait(until: head))
+            #expect(subscriber.failure == nil)
+            #expect(gapOrDuplicate(subscriber.changes) == nil)
+            #expect(subscriber.changes.map(tableRow) == table)
+        }
+    }
+
+    @Test func aKilledFeedConnectionMissesNothing() throws {
+        let servers = try SharedDatabaseServers(count: 2)
+        defer { servers.stop() }
+        let subscriber = try RecordingSubscriber(servers: servers, index: 1)
+        defer { subscriber.stop() }
+        let writer = try servers.connect(0)
+        for round in 0..<4 {
+            for index in 0..<25 {
+                _ = try #require(memo(try writer.request(
+                    .create(id: nil, insertMicros: nil, content: "round \(round) memo \(index)"))))
+                if index == 10 {
+                    // Every feed connection of this database: the notifications sent meanwhile are lost.
+                    try servers.cluster.sql(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = "
+                            + "'memo-feed' AND datname = '\(servers.database)'", database: "postgres")
+                }
+            }
+        }
+        #expect(subscriber.wait(until: 100))
+        #expect(gapOrDuplicate(subscriber.changes) == nil)
+        #expect(subscriber.changes.map(tableRow) == (try servers.changesTable()))
+    }
+
+    @Test func postgresRestartedDuringWritesLosesNoAcknowledgedWriteAndRefusesWithStorageUnavailable() throws {
+        let servers = try SharedDatabaseServers(count: 2)
+        defer { servers.stop() }
+        let subscribers = try (0..<2).map { try RecordingSubscriber(servers: servers, index: $0) }
+        defer { for subscriber in subscribers { subscriber.stop() } }
+        let restarted = Recorder<Bool>()
+        let cluster = servers.cluster
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 1)  // the storm's own pace: writes before, during and after
+            _ = try? cluster.restartImmediately()
+            restarted.record(true)
+        }
+        let result = try writeStorm(servers: servers, writers: 10, seconds: 4, whileRunning: {
+            restarted.values.isEmpty
+        })
+        #expect(!restarted.values.isEmpty)
+        // Writes during the outage were refused with 501, each within a bounded time (not the 10 s timeout).
+        #expect(!result.failures.isEmpty)
+        #expect(result.failures.allSatisfy { $0.code == .storageUnavailable }, "\(result.failures.prefix(3))")
+        #expect(result.slowestFailure < .seconds(6), "\(result.slowestFailure)")
+        // Writes work again afterwards, and every acknowledged one is stored.
+        let after = try #require(memo(try servers.connect(1).request(.create(id: nil, insertMicros: nil, content: "z"))))
+        let stored = Set(try servers.cluster.sql("SELECT id FROM memos", database: servers.database)
+            .split(separator: "\n").map(String.init))
+        for memo in result.memos + [after] { #expect(stored.contains(memo.id.uuidString.lowercased())) }
+        let head = try servers.head()
+        let table = try servers.changesTable()
+        for subscriber in subscribers {
+            #expect(subscriber.wait(until: head))
+            #expect(gapOrDuplicate(subscriber.changes) == nil)
+            #expect(subscriber.changes.map(tableRow) == table)
+        }
+    }
+}
+
+/// What a write storm gave: the acknowledged memos, and the error codes of the refused writes.
+struct StormResult {
+    var memos: [Memo] = []
+    var failures: [(code: ErrorCode, message: String)] = []
+    var slowestFailure: Duration = .zero
+}
+
+/// `writers` clients spread over the servers, each creating memos (and editing every fourth) as fast as answers
+/// come, for `seconds`, and at least while `whileRunning` holds.
+func writeStorm(
+    servers: SharedDatabaseServers, writers: Int, seconds: Double, whileRunning: @escaping @Sendable () -> Bool = {
+        false
+    }
+) throws -> StormResult {
+    let clients = try (0..<writers).map { UncheckedClient(client: try servers.connect($0 % servers.servers.count)) }
+    let result = Mutex(StormResult())
+    let group = DispatchGroup()
+    let end = ContinuousClock.now + .seconds(seconds)
+    for (number, transfer) in clients.enumerated() {
+        group.enter()
+        Thread.detachNewThread {
+            defer { group.leave() }
+            let client = transfer.client
+            var count = 0
+            while ContinuousClock.now < end || whileRunning() {
+                count += 1
+                let started = ContinuousClock.now
+                let message: Message
+                do {
+                    message = try client.request(.create(id: UUID(), insertMicros: nil, content: "w\(number) #\(count)"))
+                } catch {
+                    result.withLock { $0.failures.append((.internalError, "\(error)")) }
+                    return
+                }
+                switch message {
+                case .memo(let memo):
+                    result.withLock { $0.memos.append(memo) }
+                    if count % 4 == 0 {
+                        if case .memo(let edited) = try? client.request(
+                            .update(id: memo.id, expectedRevision: memo.revision, content: "edited \(count)"))
+                        {
+                            result.withLock { $0.memos.append(edited) }
+                        }
+                    }
+                case .error(let code, let text):
+                    let took = ContinuousClock.now - started
+                    result.withLock { state in
+                        state.failures.append((code, text))
+                        state.slowestFailure = max(state.slowestFailure, took)
+                    }
+                default:
+                    result.withLock { $0.failures.append((.internalError, "unexpected \(message)")) }
+                }
+            }
+        }
+    }
+    group.wait()
+    return result.withLock { $0 }
+}
