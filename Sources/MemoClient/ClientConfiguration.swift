@@ -3,7 +3,8 @@ import MemoTLS
 
 /// Where and how a client connects.
 public struct ClientConfiguration: Sendable {
-    /// `HOST:PORT` (`[V6]:PORT` for IPv6).
+    /// `HOST:PORT` (`[V6]:PORT` for IPv6), or several separated by commas: servers over one database, tried in
+    /// turn (revisions are global, so a subscription resumes on any of them).
     public var server: String
     /// PEM file of the CA that signed the server's certificate.
     public var caPath: String
@@ -40,8 +41,14 @@ public struct ClientConfiguration: Sendable {
             server: server, caPath: join("ca.crt"), certificatePath: join("client.crt"), keyPath: join("client.key"))
     }
 
-    /// The host part of `server`, used to check the server's certificate.
-    var serverHost: String {
+    /// The addresses in `server`, in the order they are tried.
+    var servers: [String] {
+        let list = server.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return list.isEmpty ? [server] : list
+    }
+
+    /// The host part of `server` (one address), used to check the server's certificate.
+    static func host(of server: String) -> String {
         var host = server
         if let colon = host.lastIndex(of: ":") { host = String(host[..<colon]) }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }

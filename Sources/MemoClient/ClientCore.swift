@@ -74,6 +74,8 @@ final class ClientCore: @unchecked Sendable {
     private var subscriptions: [Int: Subscription] = [:]
     private var subscriptionByRequest: [UInt32: Int] = [:]
     private var failures = 0
+    /// Which of `configuration.servers` the next attempt uses.
+    private var serverIndex = 0
     private var everLive = false
     private var closed = false
     private var reconnectTimer: TimerHandle?
@@ -102,6 +104,12 @@ final class ClientCore: @unchecked Sendable {
 
     // MARK: - Connecting
 
+    /// The address `attempt` connects to: one of `configuration.servers`, in turn.
+    private var currentServer: String {
+        let servers = configuration.servers
+        return servers[serverIndex % servers.count]
+    }
+
     func attempt() {
         guard !closed, connection == nil else { return }
         reconnectTimer = nil
@@ -110,8 +118,8 @@ final class ClientCore: @unchecked Sendable {
         let address: SocketAddress
         let engine: TLSEngine
         do {
-            address = try SocketAddress(parsing: configuration.server)
-            engine = try TLSEngine(context: tls, serverName: configuration.serverHost)
+            address = try SocketAddress(parsing: currentServer)
+            engine = try TLSEngine(context: tls, serverName: ClientConfiguration.host(of: currentServer))
         } catch let error as NetError {
             connectionEnded(nil, .unreachable(error.message.lowercasedFirst))
             return
@@ -162,6 +170,16 @@ final class ClientCore: @unchecked Sendable {
         if closed { return }
         if case .closedByClient = end { return }
         lastFailure = end
+        // Given several servers, a lost or failed connection moves on to the next one; the first connection
+        // fails only once each was tried.
+        let servers = configuration.servers.count
+        if servers > 1 {
+            serverIndex += 1
+            if onFirstOutcome != nil, serverIndex < servers {
+                loop.execute { [self] in self.attempt() }
+                return
+            }
+        }
         if let first = onFirstOutcome {
             // A caller that waits for the first connection wants its failure, not a retry.
             onFirstOutcome = nil

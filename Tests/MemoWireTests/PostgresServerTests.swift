@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoNet
 import MemoProbe
 import MemoWire
 import Synchronization
@@ -190,4 +191,54 @@ func writeStorm(
     }
     group.wait()
     return result.withLock { $0 }
+}
+
+@Suite("Several servers over one PostgreSQL: processes, a client given two addresses",
+       .enabled(if: postgresTestsEnabled), .serialized)
+struct PostgresProcessTests {
+    @Test func watchGivenTwoServersStaysGapFreeWhileItsServerIsStopped() throws {
+        let cluster = try TestPostgres.shared()
+        let uri = try cluster.makeDatabase()
+        let certificates = try TestCertificates()
+        let data = try TemporaryDirectory()
+        let arguments = ["--store", uri, "--certs", certificates.path, "--listen", "127.0.0.1:0"]
+        let first = try ServerProcess(arguments: arguments, directory: data)
+        var firstRunning = true
+        defer {
+            if firstRunning { first.signal(SIGTERM) }
+            _ = first.waitForExit()
+        }
+        let second = try ServerProcess(arguments: arguments, directory: data)
+        defer {
+            second.signal(SIGTERM)
+            _ = second.waitForExit()
+        }
+        let writer = try TestClient(
+            address: try SocketAddress(parsing: second.address), identity: certificates.client())
+        try writer.hello()
+        var made: [Memo] = []
+        func write(_ count: Int) throws {
+            for _ in 0..<count {
+                made.append(try #require(memo(try writer.request(
+                    .create(id: nil, insertMicros: nil, content: "memo \(made.count)")))))
+            }
+        }
+        try write(1)
+        // The watch starts on the first address, the one that is stopped below.
+        let watch = try ClientProcess(
+            ["watch", "--json", "--server", "\(first.address),\(second.address)", "--certs", certificates.path],
+            directory: data)
+        defer { watch.stop() }
+        _ = try watch.waitForLines(1)
+        try write(10)
+        _ = try watch.waitForLines(1 + 10)
+        first.signal(SIGTERM)
+        #expect(first.waitForExit() == 0)
+        firstRunning = false
+        try write(10)
+        let lines = try watch.waitForLines(1 + 20)
+        let changes = try lines.dropFirst().map(WatchLine.init)
+        #expect(changes.map(\.revision) == Array(2...21))
+        #expect(changes.map(\.id) == made.dropFirst().map { $0.id.uuidString.lowercased() })
+    }
 }
