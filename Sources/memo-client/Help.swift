@@ -25,7 +25,7 @@ let helpText: String = {
 
         Options:
           --server HOST:PORT    the server (env MEMO_SERVER, default 127.0.0.1:7420); several, separated by commas
-                        (servers over one PostgreSQL), are tried in turn when one is lost
+                                (servers over one PostgreSQL), are tried in turn when one is lost
           --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS, default certs)
           --ca FILE             the CA that signed the server's certificate (instead of DIR/ca.crt)
           --cert FILE           our client certificate (instead of DIR/client.crt)
