@@ -241,4 +241,20 @@ struct PostgresProcessTests {
         #expect(changes.map(\.revision) == Array(2...21))
         #expect(changes.map(\.id) == made.dropFirst().map { $0.id.uuidString.lowercased() })
     }
+
+    @Test func killNineOfOneOfTwoServersDuringWritesLosesNothingAndItsWatchersMissNothing() throws {
+        let uri = try TestPostgres.shared().makeDatabase()
+        let (status, out, err) = try runTool("memo-torture", [
+            "crash", "--store", uri, "--cycles", "3", "--writers", "4", "--watchers", "2", "--min-uptime", "0.3",
+            "--max-uptime", "1",
+        ])
+        let summary = try #require(out.split(separator: "\n").first { $0.hasPrefix("crash summary: ") }, "\(out)\(err)")
+        #expect(status == 0, "\(out)\(err)")
+        #expect(summary.hasPrefix("crash summary: PASS; cycles 3;"))
+        for zero in ["lost 0,", "duplicated 0,", "revision-regressions 0,", "missed 0,", "repeated 0,", "mismatched 0;"] {
+            #expect(summary.contains(zero), "\(summary)")
+        }
+        #expect(!summary.contains("writes acknowledged 0 "), "\(summary)")
+        #expect(out.contains("surviving server"))
+    }
 }
