@@ -82,6 +82,9 @@ struct Serve {
         if let sqlite = memoStore as? SQLiteStore {
             summary += "; \(sqlite.transactionCount) transactions committed since start"
         }
+        if let postgres = memoStore as? PostgresStore {
+            summary += "; \(postgres.batchCount) write batches sent to PostgreSQL since start"
+        }
         ServerLog.standardError(summary)
         _ = watcher
         signals.shutdownGracefully()
