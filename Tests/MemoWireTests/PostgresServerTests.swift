@@ -1,6 +1,7 @@
 import Foundation
 import MemoCore
 import MemoNet
+import MemoPostgres
 import MemoProbe
 import MemoWire
 import Synchronization
@@ -26,6 +27,57 @@ struct PostgresServerTests {
         #expect(subscriber.changes.map(\.memo) == [made])
         // The other server's table has it too, so a read there finds it.
         #expect(try servers.connect(1).request(.get(id: made.id)) == .memo(made))
+        // Two PostgreSQL connections per server (writer and feed), however many clients it serves.
+        let clients = try (0..<10).map { try servers.connect($0 % 2) }
+        let connections = try servers.cluster.sql(
+            "SELECT application_name || ' ' || count(*) FROM pg_stat_activity WHERE datname = '\(servers.database)' "
+                + "GROUP BY application_name ORDER BY 1", database: "postgres")
+        #expect(connections == "memo-feed 2\nmemo-writer 2")
+        _ = clients
+    }
+
+    @Test func theHistoryFloorIsStoredSoEveryServerAnswersHistoryGoneAlike() async throws {
+        let cluster = try TestPostgres.shared()
+        let database = try cluster.makeDatabaseName()
+        let first = try PostgresStore(uri: cluster.uri(database), historyCapacity: 10)
+        defer { first.close() }
+        for index in 0..<100 { _ = try await first.createMemo(content: "memo \(index)") }
+        // Pruned by the server that wrote: the floor is stored, older changes are gone from the table.
+        let floor = UInt64(try cluster.sql("SELECT revision FROM memo_floor", database: database)) ?? 0
+        #expect(floor >= 90 - 64 && floor <= 90)
+        #expect(try cluster.sql("SELECT min(revision) FROM memo_changes", database: database) == "\(floor + 1)")
+        // A server started later holds what the database holds after its floor, and refuses what is older alike.
+        let second = try PostgresStore(uri: cluster.uri(database), historyCapacity: 10)
+        defer { second.close() }
+        for store in [first, second] {
+            let gone = Recorder<WatchEvent>()
+            store.watch(from: .after(floor - 1)) { gone.record($0) }.cancel()
+            #expect(gone.values == [.historyGone(requested: floor - 1, oldestAvailable: 90)])
+            let resumed = Recorder<WatchEvent>()
+            store.watch(from: .after(95)) { resumed.record($0) }.cancel()
+            #expect(resumed.values.count == 6)
+        }
+    }
+
+    @Test func aDatabaseWithANewerSchemaIsRefusedClearly() throws {
+        let cluster = try TestPostgres.shared()
+        let database = try cluster.makeDatabaseName()
+        try PostgresStore(uri: cluster.uri(database)).close()
+        try cluster.sql("UPDATE memo_schema SET version = 99", database: database)
+        #expect {
+            try PostgresStore(uri: cluster.uri(database))
+        } throws: { error in
+            "\(error)".contains("version 99, newer than this memo-server knows (1)")
+        }
+    }
+
+    @Test func anUnreachableDatabaseFailsTheStartWithLibpqsMessage() throws {
+        let cluster = try TestPostgres.shared()
+        #expect {
+            try PostgresStore(uri: "postgresql://memo@127.0.0.1:\(cluster.port)/no_such_database")
+        } throws: { error in
+            "\(error)".contains("no_such_database") && "\(error)".contains("does not exist")
+        }
     }
 
     @Test func aCreateRetriedOnAnotherServerMakesOneMemo() throws {
@@ -118,8 +170,16 @@ struct PostgresServerTests {
         #expect(!result.failures.isEmpty)
         #expect(result.failures.allSatisfy { $0.code == .storageUnavailable }, "\(result.failures.prefix(3))")
         #expect(result.slowestFailure < .seconds(6), "\(result.slowestFailure)")
-        // Writes work again afterwards, and every acknowledged one is stored.
-        let after = try #require(memo(try servers.connect(1).request(.create(id: nil, insertMicros: nil, content: "z"))))
+        // Writes work again soon after (the servers reconnect with a backoff of at most 2 s), and every
+        // acknowledged one is stored.
+        let again = try servers.connect(1)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var reply = try again.request(.create(id: nil, insertMicros: nil, content: "z"))
+        while memo(reply) == nil, ContinuousClock.now < deadline {
+            guard case .error(.storageUnavailable, _) = reply else { break }
+            reply = try again.request(.create(id: nil, insertMicros: nil, content: "z"))
+        }
+        let after = try #require(memo(reply), "\(reply)")
         let stored = Set(try servers.cluster.sql("SELECT id FROM memos", database: servers.database)
             .split(separator: "\n").map(String.init))
         for memo in result.memos + [after] { #expect(stored.contains(memo.id.uuidString.lowercased())) }
