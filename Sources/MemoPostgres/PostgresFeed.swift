@@ -8,7 +8,9 @@ import Synchronization
 /// Its connection LISTENs for the head revision other servers notify after they commit, and reads the changes
 /// table after the last applied revision on every notification and at least every second: a notification is only
 /// a hint (PostgreSQL drops those sent while this connection is down), the table is the truth. The server's own
-/// writer hands over the changes it committed, which are applied without a read when they come next.
+/// writer hands over the changes it committed, which are applied without a read when they come next, and which
+/// this thread announces to the other servers after the commit, in a transaction of its own, so that a full
+/// notification queue can never fail a write.
 final class PostgresFeed: Sendable {
     /// A committed write waiting until this server has applied its last revision.
     private struct Waiter {
@@ -19,6 +21,8 @@ final class PostgresFeed: Sendable {
 
     private struct State {
         var known: [UInt64: Change] = [:]
+        /// The newest revision this server's writer committed: what the next notification announces.
+        var ownHead: UInt64 = 0
         var waiters: [Waiter] = []
         var stopping = false
         var behind: String?
@@ -54,6 +58,7 @@ final class PostgresFeed: Sendable {
         guard let last = changes.last else { return finish(true) }
         state.withLock { state in
             for change in changes { state.known[change.revision] = change }
+            state.ownHead = max(state.ownHead, last.revision)
             state.waiters.append(Waiter(upTo: last.revision, deadline: .now() + Self.applyTimeout, finish: finish))
         }
         poke.signal()
@@ -73,32 +78,70 @@ final class PostgresFeed: Sendable {
 
     private func run(_ initial: PGConnection) {
         var connection: PGConnection? = initial
+        // The table is read at start, after a reconnect, when a notification says the head moved past what is
+        // applied, when the writer's changes leave a hole (another server's changes come first), and at least
+        // every second, in case a notification was lost. This server's own writes need no read.
+        var readDue = true
+        var lastRead = DispatchTime.now()
+        var notified: UInt64 = 0
         while true {
-            if connection == nil { connection = link.connect(listening: true) }
-            if let current = connection {
+            if connection == nil {
+                connection = link.connect(listening: true)
+                if connection != nil { readDue = true }
+            }
+            applyKnown()
+            // Answered before any read: a write of this server waits for nothing but its own commit.
+            if finishWaiters() { break }
+            // One notification covers every batch committed since the last: the other servers read the table.
+            let ownHead = state.withLock { $0.ownHead }
+            if ownHead > notified, let current = connection {
                 do throws(PGError) {
-                    try catchUp(current)
+                    try current.execute(PostgresSQL.notify(head: ownHead))
+                    notified = ownHead
                 } catch {
                     link.lost(error)
                     connection = nil
                 }
             }
-            applyKnown()
-            let stopping = finishWaiters()
-            if stopping { break }
-            // A second at most between reads of the head, so that a lost notification costs one second.
-            let timeout = connection == nil ? min(link.retryDelayMillis, 1_000) : 1_000
+            readDue = readDue || hasHole() || DispatchTime.now() >= lastRead + .seconds(1)
+            if readDue, let current = connection {
+                do throws(PGError) {
+                    try catchUp(current)
+                    readDue = false
+                    lastRead = .now()
+                } catch {
+                    link.lost(error)
+                    connection = nil
+                }
+                applyKnown()
+                if finishWaiters() { break }
+            }
+            let untilRead = Int((lastRead + .seconds(1)).uptimeNanoseconds / 1_000_000)
+                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000)
+            let timeout = connection == nil ? min(link.retryDelayMillis, 1_000) : max(0, min(untilRead, 1_000))
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
             if let current = connection {
                 do throws(PGError) {
-                    _ = try current.notifications()
+                    let applied = core.revision
+                    for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                        readDue = true
+                    }
                 } catch {
                     link.lost(error)
                     connection = nil
                 }
             }
         }
+        // The last writes handed over are applied, or answered as not applied, before the thread ends.
+        applyKnown()
+        _ = finishWaiters()
         stopped.signal()
+    }
+
+    /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
+    private func hasHole() -> Bool {
+        let applied = core.revision
+        return state.withLock { state in !state.known.isEmpty && state.known[applied + 1] == nil }
     }
 
     /// Reads and applies every change after the applied revision, a page at a time.

@@ -123,6 +123,11 @@ INSERT INTO memo_schema VALUES (1);
             + "$4::bigint[], $5::bigint)"
     }
 
+    /// The hint other servers' feeds wait for, sent after a batch commits.
+    static func notify(head: UInt64) -> String {
+        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('\(channel)', '\(head)'); COMMIT"
+    }
+
     /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot).
     static let changesAfter = """
         SELECT f.revision, c.revision, c.kind, c.id, c.content, c.insert_micros, c.update_micros

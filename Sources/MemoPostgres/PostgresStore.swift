@@ -8,9 +8,10 @@ import Synchronization
 ///
 /// Writes go to one writer thread and connection that sends everything waiting to the server-side function
 /// `memo_write` in one round trip: it takes the head lock, plans each write against the shared tables and
-/// numbers the changes. After the commit the writer notifies the other servers (a hint, in its own transaction)
-/// and hands the changes to the feed, which applies every server's changes in revision order; a write is
-/// answered once it is applied here, so a client reading back on this server sees it.
+/// numbers the changes. After the commit the writer hands the changes to the feed, which applies every server's
+/// changes in revision order and notifies the other servers (a hint, in a transaction of its own); a write is
+/// answered once it is applied here, so a client reading back on this server sees it. The feed, not the writer,
+/// notifies the other servers, so that the writer's connection spends its time on writes only.
 public final class PostgresStore: CoreBackedStore {
     /// The largest number of writes sent in one call.
     public static let maxBatch = 256
@@ -132,18 +133,6 @@ public final class PostgresStore: CoreBackedStore {
                     ? "PostgreSQL connection lost during the write, its outcome is unknown: \(error.message)"
                     : "PostgreSQL refused the write: \(error.message)"
                 for index in sent { results[index] = .failure(.storage(message)) }
-            }
-        }
-        if let head = changes.last?.revision, healthy {
-            // After the commit, in a transaction of its own: a full notification queue can never fail a write.
-            do throws(PGError) {
-                _ = try connection.execute(
-                    "SELECT pg_notify($1, $2)", [.text(PostgresSQL.channel), .text(String(head))])
-            } catch {
-                if error.connectionLost {
-                    writerLink.lost(error)
-                    healthy = false
-                }
             }
         }
         let final = results.map { $0! }
