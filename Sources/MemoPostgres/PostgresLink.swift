@@ -39,11 +39,14 @@ final class PostgresLink: Sendable {
     /// - Throws: `PGError` with libpq's or the server's message.
     func open(listening: Bool) throws(PGError) -> PGConnection {
         let connection = try PGConnection(uri: uri, defaults: Self.defaults + [("application_name", "memo-\(role)")])
-        // Never wait on the head lock for long, never keep a transaction open by mistake, and keep commits
-        // durable: with synchronous_commit off a crash could hand one revision to two different changes.
+        // Never keep a transaction open by mistake, and keep commits durable: with synchronous_commit off a crash
+        // could hand one revision to two different changes. The writer never waits on the head lock for long
+        // (so that a write fails within a bounded time); the feed's reads, a first snapshot among them, may be
+        // long.
         try connection.execute(
             "SET synchronous_commit = on; SET idle_in_transaction_session_timeout = '10s'; "
-                + "SET lock_timeout = '5s'; SET statement_timeout = '10s'; SET client_min_messages = warning")
+                + "SET client_min_messages = warning"
+                + (role == "writer" ? "; SET lock_timeout = '5s'; SET statement_timeout = '10s'" : ""))
         if listening { try connection.execute("LISTEN \(PostgresSQL.channel)") }
         return connection
     }

@@ -59,8 +59,8 @@ struct Serve {
             memoStore.close()
             throw error
         }
-        ServerLog.standardError("serving \(Self.redacted(store)) at revision \(memoStore.revision) with certificates from "
-            + "\(configuration.certsDirectory)")
+        ServerLog.standardError("serving \(Self.redacted(store)) at revision \(memoStore.revision) with certificates "
+            + "from \(configuration.certsDirectory)")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }

@@ -99,7 +99,8 @@ struct CrashTorture {
         if postgres != nil {
             survivorListen = "127.0.0.1:\(try freeLoopbackPort())"
             let second = ServerRunner(
-                binary: serverBinary, arguments: ["--listen", survivorListen, "--store", storeArgument, "--certs", certs],
+                binary: serverBinary,
+                arguments: ["--listen", survivorListen, "--store", storeArgument, "--certs", certs],
                 logPath: directory + "/server-2.log")
             _ = try second.start()
             survivor = second

@@ -95,7 +95,8 @@ struct PostgresServerTests {
     @Test func concurrentEditsOfOneRevisionThroughTwoServersOneWinsOneConflicts() throws {
         let servers = try SharedDatabaseServers(count: 2)
         defer { servers.stop() }
-        let made = try #require(memo(try servers.connect(0).request(.create(id: nil, insertMicros: nil, content: "v1"))))
+        let made = try #require(
+            memo(try servers.connect(0).request(.create(id: nil, insertMicros: nil, content: "v1"))))
         let clients = [try servers.connect(0), try servers.connect(1)]
         let ids = try clients.enumerated().map { index, client in
             try client.send(.update(id: made.id, expectedRevision: made.revision, content: "edit \(index)"))
@@ -222,7 +223,8 @@ func writeStorm(
                 let started = ContinuousClock.now
                 let message: Message
                 do {
-                    message = try client.request(.create(id: UUID(), insertMicros: nil, content: "w\(number) #\(count)"))
+                    message = try client.request(
+                        .create(id: UUID(), insertMicros: nil, content: "w\(number) #\(count)"))
                 } catch {
                     result.withLock { $0.failures.append((.internalError, "\(error)")) }
                     return
@@ -311,7 +313,8 @@ struct PostgresProcessTests {
         let summary = try #require(out.split(separator: "\n").first { $0.hasPrefix("crash summary: ") }, "\(out)\(err)")
         #expect(status == 0, "\(out)\(err)")
         #expect(summary.hasPrefix("crash summary: PASS; cycles 3;"))
-        for zero in ["lost 0,", "duplicated 0,", "revision-regressions 0,", "missed 0,", "repeated 0,", "mismatched 0;"] {
+        for zero in ["lost 0,", "duplicated 0,", "revision-regressions 0,", "missed 0,", "repeated 0,",
+                     "mismatched 0;"] {
             #expect(summary.contains(zero), "\(summary)")
         }
         #expect(!summary.contains("writes acknowledged 0 "), "\(summary)")
