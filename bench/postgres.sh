@@ -99,15 +99,25 @@ SLOW=$("$BIN/memo-bench" fanout --server "$SERVERS" --certs "$CERTS" --subscribe
     --changes "$CHANGES_SLOW" --rate 100)
 FAST=$("$BIN/memo-bench" fanout --server "$SERVERS" --certs "$CERTS" --subscribers "$SUBS" \
     --changes "$CHANGES_FAST" --rate 1000)
+# The same fan-out through one SQLite server at the same moment: the machine's own noise, for comparison.
+"$BIN/memo-server" serve --listen 127.0.0.1:0 --store "sqlite:$WORK/base.sqlite" --certs "$CERTS" \
+    >"$WORK/base.out" 2>/dev/null &
+BASE_PID=$!; PIDS+=("$BASE_PID")
+for _ in $(seq 1 200); do grep -q "listening on" "$WORK/base.out" 2>/dev/null && break; sleep 0.05; done
+BASE=$("$BIN/memo-bench" fanout --server "$(sed -n 's/^listening on //p' "$WORK/base.out")" --certs "$CERTS" \
+    --subscribers "$SUBS" --changes "$CHANGES_SLOW" --rate 100)
+kill "$BASE_PID"; wait "$BASE_PID" 2>/dev/null || true
 CONNECTIONS=$("${PSQL[@]}" -d postgres -c \
     "SELECT string_agg(application_name || ' ' || n, ', ') FROM (SELECT application_name, count(*) AS n
      FROM pg_stat_activity WHERE datname = 'fan' GROUP BY 1 ORDER BY 1) c")
 stop_memos
 
+uptime
 echo "durable create c50 P1, one server:        $ONE creates/s (batch of about $BATCH writes per memo_write call)"
 echo "durable create c50 P1, two servers:       $TWO creates/s"
 echo "pgbench memo_write x$BATCH, one connection: $BOUND writes/s ($TPS calls/s)"
 python3 -c "print(f'one server / bound: {$ONE / $BOUND:.2f}; two servers / bound: {$TWO / $BOUND:.2f}')"
 echo "fan-out at 100/s:"; echo "$SLOW" | sed 's/^/  /'
 echo "fan-out at 1000/s:"; echo "$FAST" | sed 's/^/  /'
+echo "fan-out at 100/s, one SQLite server (the same machine at the same moment):"; echo "$BASE" | sed 's/^/  /'
 echo "PostgreSQL connections for two servers with $SUBS subscribers: $CONNECTIONS"
