@@ -35,7 +35,7 @@ public enum TerminalApp {
         reader.start()
         defer { reader.stop() }
 
-        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat)
+        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat, strings: options.strings)
         defer { coordinator.stop() }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         let sceneWatch = Mutex<Subscription?>(nil)
@@ -55,6 +55,7 @@ public enum TerminalApp {
             continuation.yield(.redraw)
         })
         subscriptions.append(status.status.subscribe { _ in continuation.yield(.redraw) })
+        subscriptions.append(status.refusals.subscribe { refusal in coordinator.refused(refusal) })
         subscriptions.append(coordinator.terminalOutput.subscribe { text in terminal.write(text) })
         defer {
             subscriptions.forEach { $0.cancel() }
@@ -77,7 +78,8 @@ public enum TerminalApp {
                 return
             case .key(let key):
                 let command = await SceneView.handle(
-                    key, model: coordinator.currentModel, width: size.width, height: size.height)
+                    key, model: coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
+                    height: size.height)
                 switch command {
                 case .none: break
                 case .quit: return
@@ -88,6 +90,8 @@ public enum TerminalApp {
                     {
                         compose.replaceText(edited)
                     }
+                    // The editor may have left anything on the screen, at any size: draw everything again.
+                    size = terminal.size()
                     renderer.invalidate()
                 }
             case .resize:

@@ -45,9 +45,12 @@ public final class ListViewModel: Sendable {
     public let events = Subject<ListEvent>()
     /// Deletes a memo if it is still at the revision the user saw.
     public let deleteAction: Action<Memo, Memo>
+    /// The words of the user's language.
+    public let strings: Strings
 
-    public init(storage: any MemoStorage) {
+    public init(storage: any MemoStorage, strings: Strings = .english) {
         self.storage = storage
+        self.strings = strings
         let store = StateStore(ListState())
         self.store = store
         deleteAction = Action { memo in
@@ -106,6 +109,9 @@ public final class ListViewModel: Sendable {
 
     public func toggleHelp() { store.update { $0.helpVisible.toggle() } }
 
+    /// Puts a one-line message on the list (a memo deleted elsewhere, a refused write, a read-only key).
+    public func show(message: String) { store.update { $0.message = message } }
+
     // MARK: Filter
 
     public func beginFilter() { store.update { $0.isEditingFilter = true } }
@@ -148,15 +154,15 @@ public final class ListViewModel: Sendable {
         let result = await deleteAction.execute(memo)
         store.update { state in
             switch result {
-            case .success: state.message = "deleted"
-            case .failure(let error): state.message = Self.describe(error)
+            case .success: state.message = strings.deleted
+            case .failure(let error): state.message = Self.describe(error, strings)
             }
         }
     }
 
-    static func describe(_ error: any Error) -> String {
-        if case MemoError.conflict = error { return "changed by someone else meanwhile; not deleted" }
-        if case MemoError.notFound = error { return "already deleted" }
+    static func describe(_ error: any Error, _ strings: Strings) -> String {
+        if case MemoError.conflict = error { return strings.notDeletedConflict }
+        if case MemoError.notFound = error { return strings.alreadyDeleted }
         return "\(error)"
     }
 
