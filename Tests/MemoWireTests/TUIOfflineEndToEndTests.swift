@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MemoClient
+import MemoCore
 import MemoTUI
 import Testing
 
@@ -71,6 +72,44 @@ struct TUIOfflineEndToEndTests {
         #expect(listed.contains("오프라인에서 쓴 메모"), "\(listed)")
         #expect(!listed.contains("오프라인에서 지울 메모"), "\(listed)")
         #expect(listed.contains("그대로 남을 메모"), "\(listed)")
+    }
+
+    @Test func aQueuedEditThatMeetsAConflictOffersTheOnlineChoiceAndARefusedCreateIsRolledBackWithItsReason()
+        throws
+    {
+        let fixture = try FrontEndFixture()
+        let added = try fixture.add("처음 내용")
+        #expect(try fixture.client("edit", added.id, "그쪽에서 고친 내용").status == 0)
+        let line = try #require(try fixture.client("--json", "show", added.id).out.split(separator: "\n").first)
+        let record = try MemoJSON.record(fromLine: String(line))
+        let memo = Memo(
+            id: record.id, content: record.content, insertMicros: record.insertMicros,
+            updateMicros: record.updateMicros ?? record.insertMicros, revision: record.revision ?? 0)
+        // A queue left by an earlier run that edited the memo offline from revision 1 (it is now at 2), and a
+        // create with an id the server already holds for other content.
+        var ours = memo
+        ours.content = "오프라인에서 고친 내용"
+        var clash = memo
+        clash.content = "같은 id의 다른 메모"
+        let cache = MirrorCache.defaultPath(
+            server: fixture.address, environment: ["XDG_CACHE_HOME": fixture.data.path + "/cache"])
+        try WriteQueueFile.save([
+            QueuedWrite(kind: .update, memo: ours, expectedRevision: 1, afterQueued: false),
+            QueuedWrite(kind: .create, memo: clash, expectedRevision: nil, afterQueued: false),
+        ], to: WriteQueueFile.path(besideCache: cache))
+
+        let tmux = try TmuxSession(command: fixture.frontEndCommand())
+        defer { tmux.kill() }
+        // The edit comes back in the editor with their revision and first line, as an online conflict would.
+        var screen = try tmux.waitForScreen(containing: "changed elsewhere, now revision \(memo.revision)", "그쪽에서 고친 내용")
+        #expect(screen.contains { $0.contains("o overwrite") })
+        #expect(screen.contains { $0.hasPrefix("오프라인에서 고친 내용") })
+        // The create was refused: rolled back, its reason on the list once the editor closes.
+        try tmux.press("o")
+        screen = try tmux.waitForScreen(containing: "the server refused “같은 id의 다른 메모”")
+        try tmux.waitForScreen("nothing pending") { !$0.contains { $0.contains("pending") } }
+        #expect(try fixture.client("show", added.id).out.hasPrefix("오프라인에서 고친 내용"))
+        #expect(!FileManager.default.fileExists(atPath: WriteQueueFile.path(besideCache: cache)))
     }
 
     @Test func ctrlEGivesTheTerminalToAnEditorThatReadsDevTtyAndTakesItsTextBack() throws {
