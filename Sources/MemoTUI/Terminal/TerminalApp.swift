@@ -85,10 +85,15 @@ public enum TerminalApp {
                 case .quit: return
                 case .externalEditor(let compose):
                     let text = compose.current.buffer.text
-                    if let edited = try ExternalEditor.edit(
-                        text, command: options.editorCommand, terminal: terminal, reader: reader)
-                    {
-                        compose.replaceText(edited)
+                    do {
+                        if let edited = try ExternalEditor.edit(
+                            text, command: options.editorCommand, terminal: terminal, reader: reader)
+                        {
+                            compose.replaceText(edited)
+                        }
+                    } catch {
+                        // The text is still in the editor here; only the hand-off failed.
+                        compose.show(message: "\(options.editorCommand): \(error)")
                     }
                     // The editor may have left anything on the screen, at any size: draw everything again.
                     size = terminal.size()

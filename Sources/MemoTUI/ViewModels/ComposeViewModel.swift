@@ -104,6 +104,9 @@ public final class ComposeViewModel: Sendable {
         store.update { state in state.buffer = TextBuffer(text) }
     }
 
+    /// Puts a one-line message under the text (the external editor could not run).
+    public func show(message: String) { store.update { $0.message = message } }
+
     // MARK: Saving
 
     /// Ctrl-S: creates the memo, or updates it if it is still at the revision the edit started from.

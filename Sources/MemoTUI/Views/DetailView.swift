@@ -72,6 +72,9 @@ public enum DetailView {
             } else {
                 model.edit()
             }
+        case .character("?"):
+            // The whole reason the connection fails, which the status bar can only abbreviate.
+            if let problem = status.problem, status.state != .live { model.show(message: "✗ " + problem.detail) }
         case .character("s"): model.share()
         case .character("S"): model.beginSave()
         case .character("j"), .down: model.scroll(by: 1, limit: limit)
