@@ -247,7 +247,7 @@ private func isRunning(_ pid: pid_t) -> Bool {
 }
 
 /// The pid of a child of `parent`, read from /proc (the front end runs under the pane's shell).
-private func childProcess(of parent: String) -> pid_t? {
+func childProcess(of parent: String) -> pid_t? {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     for entry in entries where Int32(entry) != nil {
         guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),

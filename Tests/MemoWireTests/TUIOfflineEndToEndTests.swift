@@ -156,6 +156,33 @@ struct TUIOfflineEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: (path as NSString).deletingLastPathComponent))
     }
 
+    @Test func sigtermWhileTheEditorRunsRestoresTheTerminalAndRemovesTheEditorsFile() throws {
+        let fixture = try FrontEndFixture()
+        let record = fixture.data.path + "/editor-path"
+        let script = fixture.data.path + "/waiting-editor.sh"
+        try """
+            #!/bin/sh
+            echo "$1" > '\(record)'
+            printf 'editor waiting' > /dev/tty
+            read line < /dev/tty
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(environment: ["EDITOR": script]))
+        defer { tmux.kill() }
+        try tmux.waitForScreen(containing: "no memos yet")
+        try tmux.press("n")
+        try tmux.waitForScreen(containing: "New memo")
+        try tmux.press("C-e")
+        try tmux.waitForScreen(containing: "editor waiting")
+        let path = try String(contentsOfFile: record, encoding: .utf8).trimmingCharacters(in: .newlines)
+        #expect(FileManager.default.fileExists(atPath: path))
+
+        let client = try #require(childProcess(of: try tmux.pane("#{pane_pid}")))
+        kill(client, SIGTERM)
+        try tmux.waitForScreen(containing: "memo-client exited with 143")
+        #expect(!FileManager.default.fileExists(atPath: (path as NSString).deletingLastPathComponent))
+    }
+
     @Test func theStatusBarSaysWhyTLSFailsAndQuestionMarkShowsTheWholeMessage() throws {
         let fixture = try FrontEndFixture()
         let other = try TestCertificates()

@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -30,7 +31,7 @@ enum ExternalEditor {
             removeLeftovers()
         }
         let path = directory + "/memo.txt"
-        try writeNew(path, Array((text + "\n").utf8))
+        try DurableFile.create(path, Array((text + "\n").utf8), mode: 0o600)
 
         reader.pause()
         terminal.leave()
@@ -67,22 +68,6 @@ enum ExternalEditor {
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard made != nil else { throw TerminalError.system("mkdtemp", errno) }
         return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// Creates `path` (which must not exist) with mode 0600 and writes `bytes`.
-    private static func writeNew(_ path: String, _ bytes: [UInt8]) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw TerminalError.system("open", errno) }
-        defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw TerminalError.system("write", errno)
-            }
-            offset += written
-        }
     }
 
     /// Runs `path` in this process's group with signals as a fresh process has them (the front end ignores
