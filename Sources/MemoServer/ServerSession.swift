@@ -121,8 +121,9 @@ struct ServerSession {
             pendingLists += 1
             let (revision, memos) = store.snapshot()
             actions.append(.sendList(requestID: id, revision: revision, memos: memos))
-        case .create(let memoID, let insert, let content):
-            write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert))
+        case .create(let memoID, let insert, let update, let content):
+            write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert,
+                                        updateMicros: update))
         case .update(let memoID, let expected, let content):
             write(&actions, id, .update(id: memoID, content: content, expectedRevision: expected))
         case .delete(let memoID, let expected):

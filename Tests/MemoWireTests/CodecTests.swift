@@ -15,6 +15,8 @@ let sampleMessages: [Message] = {
         .create(id: id, insertMicros: nil, content: "with id"),
         .create(id: id, insertMicros: 77, content: "with id and date"),
         .create(id: nil, insertMicros: Int64.min, content: ""),
+        .create(id: id, insertMicros: 77, updateMicros: 78, content: "with both dates"),
+        .create(id: nil, insertMicros: nil, updateMicros: -1, content: "with an update date only"),
         .get(id: id),
         .list,
         .update(id: id, expectedRevision: nil, content: "수정"),
@@ -140,7 +142,8 @@ struct CodecTests {
             (frame(0x02, [0, 0, 0, 0, 2, 0xC3, 0x28]), .invalidUTF8(field: "content")),
             (frame(0x02, [0, 0, 0, 0, 3, 0xED, 0xA0, 0x80]), .invalidUTF8(field: "content")),  // a surrogate
             (frame(0x02, [0, 0xFF, 0xFF, 0xFF, 0xFF]), .countTooLarge(field: "content length", count: 0xFFFF_FFFF)),
-            (frame(0x02, [4]), .invalidValue(field: "create flags", value: 4)),
+            (frame(0x02, [8]), .invalidValue(field: "create flags", value: 8)),
+            (frame(0x02, [4, 0, 0]), .truncated(field: "update date")),
             (frame(0x07, [2]), .invalidValue(field: "subscribe mode", value: 2)),
             (frame(0x06, id.bytes + [7]), .invalidValue(field: "expected-revision flag", value: 7)),
             (frame(0x61, [0, 0, 0, 0, 0, 0, 0, 1, 0, 0xFF, 0xFF, 0xFF, 0xFF]),
