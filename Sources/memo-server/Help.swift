@@ -35,7 +35,7 @@ enum Help {
                                      with 301 (default 8388608)
           --handshake-timeout SECS   time to finish TLS and hello (default 10)
           --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
-                                     mid-frame is closed with 304 idle-timeout (default 30)
+                                     mid-frame is closed with 304 frame-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
         """
 
