@@ -226,6 +226,12 @@ struct CodecTests {
             00000037 42000000 070f1e2d 3c4b5a69 788796a5 b4c3d2e1 f0000000 00000000 01000660 \
             8b015f30 00000660 8b015f30 00000000 06ec9588 eb8595
             """)
+        let restore = Message.create(
+            id: id, insertMicros: 1_795_000_000_000_000, updateMicros: 1_795_000_060_000_000, content: "안녕")
+        #expect(hex(restore.frame(requestID: 9)) == """
+            00000030 02000000 09070f1e 2d3c4b5a 69788796 a5b4c3d2 e1f00006 608b015f 30000006 \
+            608b04f2 b7000000 0006ec95 88eb8595
+            """)
         #expect(hex(Message.error(code: .notFound, message: "no").frame(requestID: 8)) ==
             "0000000d 7e000000 0800c800 0000026e 6f")
     }
