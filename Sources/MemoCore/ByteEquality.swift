@@ -23,6 +23,10 @@ extension Memo {
         hasher.combine(insertMicros)
         hasher.combine(updateMicros)
         hasher.combine(content.utf8.count)
-        for byte in content.utf8 { hasher.combine(byte) }
+        // Native strings hand out their bytes at once; a bridged one is hashed byte by byte.
+        let hashed: Void? = content.utf8.withContiguousStorageIfAvailable {
+            hasher.combine(bytes: UnsafeRawBufferPointer($0))
+        }
+        if hashed == nil { for byte in content.utf8 { hasher.combine(byte) } }
     }
 }

@@ -50,12 +50,16 @@ struct StoreLockTests {
         func contents() -> [Data?] { files.map { FileManager.default.contents(atPath: data.path + "/" + $0) } }
         let before = contents()
 
-        let second = try runToExit("memo-server", ["serve"] + arguments)
+        // With a certificate folder of its own that holds no CA: a server that started would make one there.
+        let otherCerts = data.path + "/other-certs"
+        let second = try runToExit(
+            "memo-server", ["serve", "--store", store, "--certs", otherCerts, "--listen", "127.0.0.1:0"])
         #expect(second.status == 1, "the second server did not exit 1: \(second.err)")
         #expect(second.err.contains("pid \(first.process.processIdentifier)"), "\(second.err)")
         #expect(second.err.contains("several servers need a shared store"), "\(second.err)")
         #expect(second.err.split(separator: "\n").count == 1, "\(second.err)")
         #expect(contents() == before, "the refused server changed the store's files")
+        #expect(!FileManager.default.fileExists(atPath: otherCerts), "the refused server made certificates")
 
         // The first is unaffected, and once it stops the file is free again.
         #expect(try client.request(.ping(nonce: 1)) == .pong(nonce: 1))
