@@ -188,6 +188,43 @@ struct ProtocolRulesTests {
         #expect(try client.request(.subscribe(after: 2)) == .subscribed(head: 4))
     }
 
+    @Test func writesLeftUnansweredBy301WereAppliedAndARetryByIdMakesNoSecondMemo() throws {
+        // An outbound limit below two answers: the second answer queued overflows it, as a pipelining client
+        // that never reads overflows 8 MiB.
+        var limits = ServerLimits()
+        limits.maxOutboundBytes = 400
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let pipeliner = try server.connect()
+        let ids = (0..<20).map { _ in UUID() }
+        let content = String(repeating: "x", count: 200)
+        try pipeliner.sendRaw(ids.enumerated().flatMap { index, id in
+            Message.create(id: id, insertMicros: nil, content: content).frame(requestID: UInt32(100 + index))
+        })
+        let messages = try pipeliner.readUntilClosed()
+        #expect(messages.contains { if case .goingAway(.slowConsumer, _) = $0 { true } else { false } })
+        let answered = Set(messages.compactMap { message -> UUID? in
+            if case .memo(let memo) = message { return memo.id }
+            return nil
+        })
+        let applied = Set(ids.filter { (try? server.store.memo($0)) != nil })
+        #expect(answered.isSubset(of: applied))
+        #expect(!applied.subtracting(answered).isEmpty, "every applied write was answered: \(messages)")
+
+        // Retrying every create by id: the applied ones come back unchanged, the others are made, none twice.
+        let retrier = try server.connect()
+        for id in ids {
+            let reply = try retrier.request(.create(id: id, insertMicros: nil, content: content))
+            guard case .memo(let memo) = reply else {
+                Issue.record("a retried create got \(reply)")
+                return
+            }
+            if applied.contains(id) { #expect(try memo == server.store.memo(id) && memo.revision <= applied.count) }
+        }
+        #expect(server.store.revision == 20)
+        #expect(server.store.snapshot().memos.count == 20)
+    }
+
     @Test func refusedWritesAreLoggedWithTheConnectionsName() throws {
         let log = Recorder<String>()
         let server = try TestServer(log: ServerLog { log.record($0) })
