@@ -4,6 +4,7 @@ import MemoCore
 import MemoProbe
 import MemoServer
 import MemoSQLite
+import MemoTUI
 import MemoWire
 import Testing
 
@@ -70,6 +71,15 @@ struct ByteIdentityTests {
         let retry = try client.request(.create(id: id, insertMicros: nil, content: hangulNFC))
         #expect({ if case .error(.conflict, _) = retry { true } else { false } }(), "\(retry)")
         #expect(server.store.revision == 1)
+    }
+
+    @Test func theFrontEndCountsTheOtherSpellingFromTheEditorAsAChange() async throws {
+        let store = MemoryStore()
+        let original = try await store.create(content: hangulNFC, id: UUID(), insertDate: nil)
+        let compose = ComposeViewModel(mode: .edit(original), storage: store)
+        #expect(!compose.current.isDirty)
+        compose.replaceText(hangulNFD)  // what $EDITOR gave back
+        #expect(compose.current.isDirty)
     }
 
     @Test func theClientLibrarySeesTheOtherSpellingAsAConflict() async throws {
