@@ -148,9 +148,11 @@ public final class MemoClient: Sendable {
         try await create(content: content, id: id ?? UUID(), insertMicros: insertDate?.unixMicros)
     }
 
-    /// Creates a memo with this id and, for an import, this insert date (microseconds since the epoch).
-    public func create(content: String, id: UUID, insertMicros: Int64?) async throws -> Memo {
-        try await memoRequest(.create(id: id, insertMicros: insertMicros, content: content))
+    /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).
+    public func create(
+        content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil
+    ) async throws -> Memo {
+        try await memoRequest(.create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
     }
 
     public func get(id: UUID) async throws -> Memo {
@@ -174,7 +176,7 @@ public final class MemoClient: Sendable {
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content))
         if attempts > 1, case .failure(MemoError.conflict) = result,
-           let memo = try? await get(id: id), memo.content == content {
+           let memo = try? await get(id: id), memo.content.hasSameBytes(as: content) {
             return memo
         }
         return try result.get()

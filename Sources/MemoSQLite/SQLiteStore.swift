@@ -31,10 +31,13 @@ public final class SQLiteStore: CoreBackedStore {
     private let finished = DispatchSemaphore(value: 0)
     private let clock: @Sendable () -> Int64
     private let transactions = Atomic<Int>(0)
+    /// Held from before the database is opened until it is closed: one server per file.
+    private let lock: StoreLock
 
     /// Opens or creates the store at `path`, creating its folder when missing, and loads every memo and the
-    /// last `historyCapacity` changes.
-    /// - Throws: `MemoError.storage` when the file cannot be opened or read.
+    /// last `historyCapacity` changes. The store holds an exclusive lock on `PATH.lock` until it is closed.
+    /// - Throws: `MemoError.storage` when the file cannot be opened or read, or another store (in any process)
+    ///   holds it; then the message names the holder's pid.
     public init(
         path: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
@@ -50,6 +53,8 @@ public final class SQLiteStore: CoreBackedStore {
                 throw .storage("cannot create \(folder): \(error.localizedDescription)")
             }
         }
+        // Before the database is opened: a refused store must not touch the file (no WAL recovery, no schema).
+        lock = try StoreLock(databasePath: path)
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
         let (table, history) = try schema.load()
@@ -80,6 +85,7 @@ public final class SQLiteStore: CoreBackedStore {
             if closing { break }
         }
         writer.close()
+        lock.release()
         core.close()
         finished.signal()
     }

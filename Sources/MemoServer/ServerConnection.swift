@@ -197,10 +197,15 @@ final class ServerConnection: EventHandler {
         frameDeadline = nil
         guard phase == .open || phase == .handshaking, let session, session.bufferedBytes > 0 else { return }
         enqueue(.frame(Message.error(
-            code: .idleTimeout,
+            code: .frameTimeout,
             message: "a frame was begun and not finished within \(server.limits.frameTimeout) seconds"
         ).frame(requestID: 0)))
         beginClosing("frame not finished within \(server.limits.frameTimeout) s")
+    }
+
+    /// A log line about this connection, named as the open and close lines name it.
+    private func logLine(_ line: LogLine) {
+        server.log("\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
     }
 
     private func handshakeCompleted() {
@@ -257,6 +262,8 @@ final class ServerConnection: EventHandler {
                 context.value.unsubscribe(self, requestID: requestID)
             case .close(let reason):
                 beginClosing(reason)
+            case .log(let line):
+                logLine(line)
             }
             if phase == .closed { return }
         }
@@ -282,7 +289,10 @@ final class ServerConnection: EventHandler {
         _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
     ) {
         for (requestID, result) in zip(requestIDs, results) {
-            guard phase != .closed, let frame = session?.completed(requestID: requestID, result) else { return }
+            guard phase != .closed, let (frame, line) = session?.completed(requestID: requestID, result) else {
+                return
+            }
+            if let line { logLine(line) }
             enqueue(.frame(frame))
         }
         if now { flush() }

@@ -25,7 +25,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let slowConsumer = ErrorCode(rawValue: 301)
     public static let tooManyConnections = ErrorCode(rawValue: 302)
     public static let handshakeTimeout = ErrorCode(rawValue: 303)
-    public static let idleTimeout = ErrorCode(rawValue: 304)
+    public static let frameTimeout = ErrorCode(rawValue: 304)
 
     public static let internalError = ErrorCode(rawValue: 500)
     public static let storageUnavailable = ErrorCode(rawValue: 501)
@@ -43,7 +43,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         (.unknownSubscription, "unknown-subscription"),
         (.tooManyInFlight, "too-many-in-flight"), (.slowConsumer, "slow-consumer"),
         (.tooManyConnections, "too-many-connections"), (.handshakeTimeout, "handshake-timeout"),
-        (.idleTimeout, "idle-timeout"),
+        (.frameTimeout, "frame-timeout"),
         (.internalError, "internal-error"), (.storageUnavailable, "storage-unavailable"),
         (.storageFull, "storage-full"), (.shuttingDown, "shutting-down"),
     ]

@@ -22,7 +22,8 @@ enum Help {
 
         Options:
           --listen HOST:PORT         address to listen on (default 127.0.0.1:7420; port 0 picks a free port)
-          --store sqlite:PATH|memory where memos live (default sqlite:memo-data/memos.sqlite)
+          --store sqlite:PATH|memory where memos live (default sqlite:memo-data/memos.sqlite); a SQLite file
+                                     serves one server, locked through PATH.lock while it runs
           --certs DIR                ca.crt, server.crt, server.key (default certs); when DIR holds no CA the
                                      server makes one as `certs init` would and says where
           --threads N                event-loop threads (default 2)
@@ -35,7 +36,7 @@ enum Help {
                                      with 301 (default 8388608)
           --handshake-timeout SECS   time to finish TLS and hello (default 10)
           --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
-                                     mid-frame is closed with 304 idle-timeout (default 30)
+                                     mid-frame is closed with 304 frame-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
         """
 

@@ -39,8 +39,9 @@ struct Serve {
         // Before any thread starts, so that every thread inherits the mask and signals reach the watcher.
         try SignalWatcher.block([SIGTERM, SIGINT])
         raiseDescriptorLimit()
-        ensureCertificates()
 
+        // The store first: a server refused because another one holds the file must leave nothing behind, not
+        // even a CA made for it.
         let memoStore: any ServingStore
         if store == "memory" {
             memoStore = MemoryStore(historyCapacity: historyCapacity)
@@ -48,6 +49,7 @@ struct Serve {
             let path = String(store.dropFirst("sqlite:".count))
             memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
         }
+        ensureCertificates()
         let server: MemoServer
         do {
             server = try MemoServer.start(configuration, store: memoStore)
