@@ -103,7 +103,7 @@ extension RemoteStore {
                     id: memo.id, content: memo.content, expectedRevision: write.expectedRevision)
             } catch MemoError.conflict {
                 // A run that ended before the answer came leaves the write done but queued: the memo holds it.
-                if let now = try? await client.get(id: memo.id), Array(now.content.utf8) == Array(memo.content.utf8) {
+                if let now = try? await client.get(id: memo.id), now.content.hasSameBytes(as: memo.content) {
                     return now
                 }
                 throw MemoError.conflict(id: memo.id, expected: write.expectedRevision, actual: 0)
