@@ -49,12 +49,19 @@ extension RemoteStore {
         return write.memo
     }
 
+    /// Lets a store made with `holdQueue` send its queue (once the connection is live).
+    public func releaseQueue() {
+        queueReleased.store(true, ordering: .relaxed)
+        drainQueue()
+    }
+
     /// The number of writes waiting in the offline queue.
     public var queuedWrites: Int { offline.withLock { $0.entries.count } }
 
     /// Sends the queued writes in order while the connection is live; a write that fails for want of a connection
     /// stays first in the queue for the next time. Runs at most once at a time.
     func drainQueue() {
+        guard queueReleased.load(ordering: .relaxed) else { return }
         let start = offline.withLock { queue -> Bool in
             guard !queue.draining, !queue.entries.isEmpty, client.connectionState.value == .live else { return false }
             queue.draining = true

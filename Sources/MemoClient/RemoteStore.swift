@@ -24,6 +24,9 @@ public final class RemoteStore: MemoStorage {
     /// Writes from the queue the server refused (they are rolled back); no replay.
     public let refusals = Subject<RefusedWrite>()
     private let stateWatch = Mutex<Subscription?>(nil)
+    /// False until `releaseQueue()` when the store was made with `holdQueue`: nothing is sent from the queue before
+    /// its owner listens to `refusals` (a refusal sent to no one would be lost).
+    let queueReleased: Atomic<Bool>
     /// Numbers each state read from the mirror (under its lock), so that the loop never sends an older state
     /// after a newer one while still sending every state a local write made, however fast it was answered.
     private let stateVersion = Atomic<UInt64>(0)
@@ -47,8 +50,12 @@ public final class RemoteStore: MemoStorage {
     /// - Parameters:
     ///   - cachePath: a mirror cache to load now (if it exists) and to write with `saveCache()`.
     ///   - queuePath: the offline write queue to load now (its writes show as pending) and to keep.
+    ///   - holdQueue: send nothing from the queue until `releaseQueue()`.
     /// - Throws: `MemoError.storage` for a damaged cache or queue file.
-    public init(client: MemoClient, cachePath: String? = nil, queuePath: String? = nil) throws {
+    public init(client: MemoClient, cachePath: String? = nil, queuePath: String? = nil, holdQueue: Bool = false)
+        throws
+    {
+        queueReleased = Atomic(!holdQueue)
         self.client = client
         self.cachePath = cachePath
         self.queuePath = queuePath

@@ -41,7 +41,8 @@ public struct QueuedWrite: Sendable, Hashable {
 ///
 /// Format: the 8 bytes `MEMOWRQ1`, `u32 count`, then per write `u8 kind` (1 create, 2 update, 3 delete), `u8 flags`
 /// (bit 0: an expected revision follows; bit 1: after an earlier queued write), `u64 expected revision`, and the
-/// memo as on the wire (PROTOCOL.md). Written to a temporary file, flushed and renamed (`DurableFile`): a crash leaves the old queue or the new one.
+/// memo as on the wire (PROTOCOL.md). Written to a temporary file, flushed and renamed (`DurableFile`): a crash
+/// leaves the old queue or the new one.
 public enum WriteQueueFile {
     static let magic = Array("MEMOWRQ1".utf8)
 

@@ -22,7 +22,7 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
     let queuePath = WriteQueueFile.path(besideCache: cachePath)
     let store: RemoteStore
     do {
-        store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath)
+        store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath, holdQueue: true)
     } catch {
         // The cache is only a copy of the server's list: a damaged one is dropped, not a reason to stop. A damaged
         // queue holds the user's writes, so it is moved aside (and said where) rather than deleted.
@@ -35,7 +35,7 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
             FileHandle.standardError.write(Data("memo-client: the offline write queue was moved to \(aside)\n".utf8))
         }
         do {
-            store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath)
+            store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath, holdQueue: true)
         } catch {
             report(error)
             return ExitCode(error).rawValue
@@ -47,6 +47,8 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
     var options = TerminalOptions.fromEnvironment()
     if let locale { options.setLocale(Locale(identifier: locale)) }
     options.onSignalExit = { try? store.saveCache() }
+    // The queue is sent once the screen listens for refusals, so that none is reported to no one.
+    options.onReady = { store.releaseQueue() }
     do {
         try await TerminalApp.run(storage: store, status: status, options: options)
     } catch {

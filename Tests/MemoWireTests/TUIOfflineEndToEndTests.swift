@@ -101,7 +101,8 @@ struct TUIOfflineEndToEndTests {
         let tmux = try TmuxSession(command: fixture.frontEndCommand())
         defer { tmux.kill() }
         // The edit comes back in the editor with their revision and first line, as an online conflict would.
-        var screen = try tmux.waitForScreen(containing: "changed elsewhere, now revision \(memo.revision)", "그쪽에서 고친 내용")
+        var screen = try tmux.waitForScreen(
+            containing: "changed elsewhere, now revision \(memo.revision)", "그쪽에서 고친 내용")
         #expect(screen.contains { $0.contains("o overwrite") })
         #expect(screen.contains { $0.hasPrefix("오프라인에서 고친 내용") })
         // The create was refused: rolled back, its reason on the list once the editor closes.
@@ -190,7 +191,8 @@ struct TUIOfflineEndToEndTests {
         // Our CA did not sign the server's certificate.
         let untrusting = try TmuxSession(command: fixture.frontEndCommand(["--ca", other.path + "/ca.crt"]))
         defer { untrusting.kill() }
-        var screen = try untrusting.waitForScreen(containing: "✗", "TLS: the server's certificate is not signed by your CA")
+        var screen = try untrusting.waitForScreen(
+            containing: "✗", "TLS: the server's certificate is not signed by your CA")
         // No cache and no server: the list is unknown, not empty.
         #expect(screen.contains { $0.contains("not connected") }, "\(screen)")
         #expect(!screen.contains { $0.contains("no memos yet") })

@@ -119,7 +119,8 @@ public final class SceneCoordinator: Sendable {
             if refusal.isConflict, refusal.kind == .update {
                 apply(.modal(.compose(.resolve(refusal))))
             } else {
-                listModel?.show(message: strings.refused(SceneChrome.headline(of: refusal.memo.content), refusal.reason))
+                let name = SceneChrome.headline(of: refusal.memo.content)
+                listModel?.show(message: strings.refused(name, refusal.reason))
             }
         case .composeFinished(let saved):
             apply(.dismiss)

@@ -62,6 +62,7 @@ public enum TerminalApp {
             sceneWatch.withLock { $0?.cancel() }
         }
         coordinator.start()
+        options.onReady?()
 
         var renderer = Renderer(colorEnabled: options.colorEnabled)
         var size = terminal.size()

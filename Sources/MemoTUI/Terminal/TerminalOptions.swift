@@ -15,6 +15,8 @@ public struct TerminalOptions: Sendable {
     /// Run after the terminal is restored when a signal (SIGTERM, SIGINT, SIGHUP) ends the process, which then
     /// exits without returning from `TerminalApp.run`: the place to save what a normal exit would save.
     public var onSignalExit: (@Sendable () -> Void)?
+    /// Run once the scenes are on screen and every subject is listened to (`StatusSource.refusals` included).
+    public var onReady: (@Sendable () -> Void)?
 
     public init(
         colorEnabled: Bool = true,
