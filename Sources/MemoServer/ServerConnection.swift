@@ -44,6 +44,8 @@ final class ServerConnection: EventHandler {
     /// Set when the connection was accepted over the limit: it is told so once TLS is up.
     private let rejected: Bool
     private var commonName = "-"
+    /// The serial of the client's certificate, to close the connection when a reload revokes it.
+    private var peerSerial: String?
     /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
@@ -205,6 +207,7 @@ final class ServerConnection: EventHandler {
 
     private func handshakeCompleted() {
         commonName = tls.peerCommonName ?? "-"
+        peerSerial = tls.peerSerialNumber
         let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
         let roleName = role == .readOnly ? "read-only" : "read-write"
         server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) "
@@ -218,6 +221,8 @@ final class ServerConnection: EventHandler {
             return
         }
         session = ServerSession(limits: server.limits, role: role, serverName: server.serverName)
+        // A handshake begun before a reload was verified against the previous list.
+        closeIfRevoked(nil)
     }
 
     // MARK: Actions
@@ -485,15 +490,24 @@ final class ServerConnection: EventHandler {
         deadline = loop.schedule(after: .seconds(2)) { bound.value.finish() }
     }
 
-    /// Sends going-away and closes gracefully (server shutdown).
-    func goAway(_ message: String) {
+    /// Sends going-away and closes gracefully (by default: server shutdown).
+    func goAway(_ message: String, code: ErrorCode = .shuttingDown, reason: String = "server shutting down") {
         guard phase == .handshaking || phase == .open else { return }
         if tls.isHandshakeComplete, session != nil {
-            enqueue(.frame(Message.goingAway(code: .shuttingDown, message: message).frame(requestID: 0)))
-            beginClosing("server shutting down")
+            enqueue(.frame(Message.goingAway(code: code, message: message).frame(requestID: 0)))
+            beginClosing(reason)
         } else {
-            abort("server shutting down")
+            abort(reason)
         }
+    }
+
+    /// Closes with going-away 206 when the client's certificate is in `revoked` (by default: the list
+    /// loaded last).
+    func closeIfRevoked(_ revoked: Set<String>?) {
+        guard let peerSerial, revoked?.contains(peerSerial) ?? server.trust.isRevoked(peerSerial) else { return }
+        goAway(
+            "your certificate (serial \(peerSerial)) has been revoked", code: .certificateRevoked,
+            reason: "certificate revoked (serial \(peerSerial))")
     }
 
     private func drainWhileClosing() {
