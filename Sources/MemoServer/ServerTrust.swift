@@ -67,7 +67,8 @@ final class TrustStore: Sendable {
     init(directory: String, requireClientCertificate: Bool) throws(TLSError) {
         self.directory = directory
         self.requireClientCertificate = requireClientCertificate
-        material = Mutex(try TrustMaterial.load(directory: directory, requireClientCertificate: requireClientCertificate))
+        material = Mutex(
+            try TrustMaterial.load(directory: directory, requireClientCertificate: requireClientCertificate))
     }
 
     var current: TrustMaterial { material.withLock { $0 } }
