@@ -44,8 +44,6 @@ final class ServerConnection: EventHandler {
     /// Set when the connection was accepted over the limit: it is told so once TLS is up.
     private let rejected: Bool
     private var commonName = "-"
-    /// The serial of the client's certificate, to close the connection when a reload revokes it.
-    private var peerSerial: String?
     /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
@@ -207,7 +205,6 @@ final class ServerConnection: EventHandler {
 
     private func handshakeCompleted() {
         commonName = tls.peerCommonName ?? "-"
-        peerSerial = tls.peerSerialNumber
         let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
         let roleName = role == .readOnly ? "read-only" : "read-write"
         server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) "
@@ -504,10 +501,12 @@ final class ServerConnection: EventHandler {
     /// Closes with going-away 206 when the client's certificate is in `revoked` (by default: the list
     /// loaded last).
     func closeIfRevoked(_ revoked: Set<String>?) {
-        guard let peerSerial, revoked?.contains(peerSerial) ?? server.trust.isRevoked(peerSerial) else { return }
+        guard let serial = tls.peerSerialNumber, revoked?.contains(serial) ?? server.trust.isRevoked(serial) else {
+            return
+        }
         goAway(
-            "your certificate (serial \(peerSerial)) has been revoked", code: .certificateRevoked,
-            reason: "certificate revoked (serial \(peerSerial))")
+            "your certificate (serial \(serial)) has been revoked", code: .certificateRevoked,
+            reason: "certificate revoked (serial \(serial))")
     }
 
     private func drainWhileClosing() {
