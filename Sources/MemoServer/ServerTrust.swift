@@ -46,13 +46,17 @@ struct TrustMaterial: Sendable {
 
     /// Warnings for the server certificate and the CA when they expire within 30 days (or have expired).
     func expiryWarnings(now: Int64 = UTCTime.now()) -> [String] {
-        [("server certificate server.crt", server), ("CA certificate ca.crt", authority)].compactMap { name, info in
+        let remedies = [
+            ("server certificate server.crt", server, "re-issue it with `memo-server certs server` and send SIGHUP"),
+            ("CA certificate ca.crt", authority,
+             "only a new CA helps (`memo-server certs init --force`; every certificate must then be re-issued)"),
+        ]
+        return remedies.compactMap { name, info, remedy in
             let left = info.secondsLeft(now: now)
             guard left < Self.expiryWarning else { return nil }
             let when = UTCTime.format(info.notAfter)
-            if left <= 0 { return "warning: the \(name) expired at \(when); clients refuse it" }
-            return "warning: the \(name) expires at \(when), in \(left / 86_400) days; re-issue it "
-                + "(`memo-server certs server` for server.crt) and send SIGHUP"
+            if left <= 0 { return "warning: the \(name) expired at \(when); clients refuse it; \(remedy)" }
+            return "warning: the \(name) expires at \(when), in \(left / 86_400) days; \(remedy)"
         }
     }
 }
