@@ -75,7 +75,7 @@ public final class MemoServer: Sendable {
     ) throws -> MemoServer {
         let trust = try TrustStore(
             directory: absolutePath(configuration.certsDirectory),
-            requireClientCertificate: configuration.requireClientCertificate)
+            settings: TLSConfiguration(role: .server, requireClientCertificate: configuration.requireClientCertificate))
         let address = try SocketAddress(parsing: configuration.listen)
         let listener = try ListeningSocket.bind(address, backlog: 4096)
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")

@@ -17,14 +17,16 @@ struct TrustMaterial: Sendable {
     static let expiryWarning: Int64 = 30 * 86_400
 
     /// Loads every file now, so that a bad one fails here (at start, or a reload that keeps the old set).
-    static func load(directory: String, requireClientCertificate: Bool) throws(TLSError) -> TrustMaterial {
+    /// - Parameter settings: everything but the files (role, client certificates required, record layer...).
+    static func load(directory: String, settings: TLSConfiguration) throws(TLSError) -> TrustMaterial {
         let path = { (name: String) in (directory as NSString).appendingPathComponent(name) }
         let listPath = path(RevocationList.fileName)
         let list = FileManager.default.fileExists(atPath: listPath)
             ? try RevocationList.load(path: listPath, caCertificatePath: path("ca.crt")) : nil
-        var configuration = TLSConfiguration.server(
-            certificateChainPath: path("server.crt"), privateKeyPath: path("server.key"),
-            trustedCAPath: path("ca.crt"), requireClientCertificate: requireClientCertificate)
+        var configuration = settings
+        configuration.certificateChainPath = path("server.crt")
+        configuration.privateKeyPath = path("server.key")
+        configuration.trustedCAPath = path("ca.crt")
         configuration.revocationListPath = list == nil ? nil : listPath
         return TrustMaterial(
             context: try TLSContext(configuration), server: try CertificateInfo(path: path("server.crt")),
@@ -65,14 +67,14 @@ struct TrustMaterial: Sendable {
 final class TrustStore: Sendable {
     /// The certificate folder as an absolute path.
     let directory: String
-    let requireClientCertificate: Bool
+    /// The TLS settings other than the files, kept for every reload.
+    let settings: TLSConfiguration
     private let material: Mutex<TrustMaterial>
 
-    init(directory: String, requireClientCertificate: Bool) throws(TLSError) {
+    init(directory: String, settings: TLSConfiguration) throws(TLSError) {
         self.directory = directory
-        self.requireClientCertificate = requireClientCertificate
-        material = Mutex(
-            try TrustMaterial.load(directory: directory, requireClientCertificate: requireClientCertificate))
+        self.settings = settings
+        material = Mutex(try TrustMaterial.load(directory: directory, settings: settings))
     }
 
     var current: TrustMaterial { material.withLock { $0 } }
@@ -82,7 +84,7 @@ final class TrustStore: Sendable {
 
     /// Loads the folder again; on success new handshakes use it. - Returns: what was loaded.
     func reload() throws(TLSError) -> TrustMaterial {
-        let loaded = try TrustMaterial.load(directory: directory, requireClientCertificate: requireClientCertificate)
+        let loaded = try TrustMaterial.load(directory: directory, settings: settings)
         material.withLock { $0 = loaded }
         return loaded
     }
