@@ -77,7 +77,9 @@ public struct CertificateIndex: Sendable, Hashable {
     /// Adds the certificate just issued to the index beside the CA in `directory`.
     static func record(_ certificate: Certificate, directory: String) throws(TLSError) {
         var index = try load(directory: directory)
-        index.entries.append(Entry(CertificateInfo(certificate)))
+        let entry = Entry(CertificateInfo(certificate))
+        // Without an index yet, the entries were read from the folder, which already holds the new file.
+        if !index.entries.contains(where: { $0.serial == entry.serial }) { index.entries.append(entry) }
         try index.save(directory: directory)
     }
 

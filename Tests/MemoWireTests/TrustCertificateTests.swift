@@ -90,8 +90,11 @@ struct TrustCertificateTests {
         #expect(oldOut.contains("bob") && oldOut.contains("client"))
         // Alice's revocation is read back from ca.crl.
         #expect(oldOut.split(separator: "\n").first { $0.hasPrefix("alice") }?.hasSuffix(" -") == false)
+        try OperatorCertificates.certs(["client", "carol", "--dir", certs.path])
         try OperatorCertificates.certs(["revoke", "bob", "--dir", certs.path])
-        #expect(FileManager.default.fileExists(atPath: certs.path + "/ca.index"))
+        let written = try CertificateIndex.load(directory: certs.path)
+        #expect(written.source == .index)
+        #expect(written.entries.map(\.name).sorted() == ["alice", "bob", "carol", "client", "memo server"])
     }
 
     @Test func certsServerReissuesOnlyTheServerCertificateForANewName() throws {
