@@ -73,9 +73,9 @@ public final class MemoServer: Sendable {
     public static func start(
         _ configuration: ServerConfiguration, store: any ServingStore, log: ServerLog = .standardError
     ) throws -> MemoServer {
-        let trust = try TrustStore(
-            directory: absolutePath(configuration.certsDirectory),
-            settings: TLSConfiguration(role: .server, requireClientCertificate: configuration.requireClientCertificate))
+        let settings = TLSConfiguration(
+            role: .server, requireClientCertificate: configuration.requireClientCertificate)
+        let trust = try TrustStore(directory: absolutePath(configuration.certsDirectory), settings: settings)
         let address = try SocketAddress(parsing: configuration.listen)
         let listener = try ListeningSocket.bind(address, backlog: 4096)
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")
