@@ -48,6 +48,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             case .server(let code, _):
                 switch code {
                 case .shuttingDown, .tooManyConnections, .handshakeTimeout, .frameTimeout: self = .unreachable
+                case .certificateRevoked: self = .refused
                 default: self = .failure
                 }
             case .protocolError, .closed: self = .failure
