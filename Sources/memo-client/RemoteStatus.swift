@@ -81,7 +81,8 @@ final class RemoteStatus: StatusSource {
     static func problem(of failure: ClientError) -> ConnectionProblem? {
         guard case .tlsRefused(_, let error) = failure else { return nil }
         let certificateKinds: Set<TLSError.Kind> = [
-            .unknownCA, .certificateExpired, .certificateNotYetValid, .certificateRejected, .noClientCertificate,
+            .unknownCA, .certificateExpired, .certificateRevoked, .certificateNotYetValid, .certificateRejected,
+            .noClientCertificate,
         ]
         let kind: ConnectionProblem.Kind
         if error.verifyResult != nil {
