@@ -157,6 +157,28 @@ struct TUIOfflineEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: (path as NSString).deletingLastPathComponent))
     }
 
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/vi"), "no vi installed"))
+    func ctrlEWithoutEditorRunsViWhichGetsTheTerminal() throws {
+        let fixture = try FrontEndFixture()
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(environment: ["EDITOR": "", "VISUAL": ""]))
+        defer { tmux.kill() }
+        try tmux.waitForScreen(containing: "no memos yet")
+        try tmux.press("n")
+        try tmux.waitForScreen(containing: "New memo")
+        try tmux.press("C-e")
+        // vi shows the private file's name on its last line, and takes keys.
+        try tmux.waitForScreen(containing: "memo.txt", seconds: 10)
+        try tmux.press("i")
+        try tmux.type("vi로 쓴 메모")
+        try tmux.press("Escape")
+        try tmux.type(":wq")
+        try tmux.press("Enter")
+        try tmux.waitForScreen(containing: "New memo", "modified")
+        try tmux.waitForScreen(containing: "vi로 쓴 메모")
+        try tmux.press("C-s")
+        try tmux.waitForScreen(containing: "> vi로 쓴 메모")
+    }
+
     @Test func sigtermWhileTheEditorRunsRestoresTheTerminalAndRemovesTheEditorsFile() throws {
         let fixture = try FrontEndFixture()
         let record = fixture.data.path + "/editor-path"
