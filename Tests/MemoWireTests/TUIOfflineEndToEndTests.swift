@@ -36,7 +36,7 @@ struct TUIOfflineEndToEndTests {
         try offline.type("오프라인에서 쓴 메모")
         try offline.press("C-s")
         var screen = try offline.waitForScreen("the new memo on the list, pending", seconds: 5) { lines in
-            lines.contains { $0.contains("오프라인에서 쓴 메모") && $0.contains("pending") }
+            lines.contains { $0.hasPrefix("> 오프라인에서 쓴 메모") && $0.contains("pending") }
                 && lines.first?.contains("Memos") == true
         }
         // Delete another: gone at once, and both writes counted.

@@ -153,6 +153,21 @@ struct TUIWordsFieldsAndRefusalsTests {
         other.stop()
     }
 
+    @Test func aMemoSelectedBeforeTheStoreListsItIsSelectedWhenItArrives() async throws {
+        // An offline save returns before the store's list has the memo: the selection waits for it.
+        let store = TUIFixtures.store(["하나", "둘"])
+        let list = ListViewModel(storage: store)
+        let id = TUIFixtures.id(9)
+        list.select(id)
+        #expect(list.current.selectedID == TUIFixtures.id(2))
+        _ = try await store.create(content: "방금 저장한 메모", id: id, insertDate: nil)
+        #expect(list.current.selectedID == id)
+        list.moveDown()
+        _ = try await store.create(content: "또 하나", id: nil, insertDate: nil)
+        #expect(list.current.selectedMemo?.content == "둘")
+        list.close()
+    }
+
     @Test func theWriteQueueFileKeepsEveryWriteInOrder() throws {
         let folder = try TemporaryDirectory()
         let path = WriteQueueFile.path(besideCache: folder.path + "/mirror-h_1.cache")

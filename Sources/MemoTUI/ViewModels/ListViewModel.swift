@@ -18,6 +18,8 @@ public struct ListState: Sendable, Hashable {
     public var helpVisible = false
     /// A one-line message for the user ("deleted", an error).
     public var message: String?
+    /// A memo to select as soon as the store lists it (one just saved, whose list may come a moment later).
+    public var wantedSelection: UUID?
 
     public var selectedIndex: Int? {
         guard let selectedID else { return nil }
@@ -61,6 +63,10 @@ public final class ListViewModel: Sendable {
                 let before = state.visible
                 state.memos = memos
                 Self.reconcile(&state, previousVisible: before)
+                if let wanted = state.wantedSelection, state.visible.contains(where: { $0.id == wanted }) {
+                    state.selectedID = wanted
+                    state.wantedSelection = nil
+                }
                 if let pending = state.pendingDelete, !memos.contains(where: { $0.id == pending.id }) {
                     state.pendingDelete = nil
                 }
@@ -84,7 +90,12 @@ public final class ListViewModel: Sendable {
 
     public func select(_ id: UUID) {
         store.update { state in
-            if state.visible.contains(where: { $0.id == id }) { state.selectedID = id }
+            if state.visible.contains(where: { $0.id == id }) {
+                state.selectedID = id
+                state.wantedSelection = nil
+            } else {
+                state.wantedSelection = id
+            }
         }
     }
 
@@ -93,6 +104,7 @@ public final class ListViewModel: Sendable {
             guard !state.visible.isEmpty else { return }
             let index = state.selectedIndex ?? 0
             state.selectedID = state.visible[target(index, state.visible.count)].id
+            state.wantedSelection = nil
             state.message = nil
         }
     }

@@ -4,12 +4,18 @@ import MemoText
 /// The detail scene: the memo wrapped to the width, then its insert date (the seeds' two cells), its revision and
 /// update date.
 public enum DetailView {
-    /// The lines the memo takes at `width`: its text, a blank line, the date, the revision and update date.
-    static func lines(_ state: DetailState, width: Int) -> [(text: String, style: CellStyle)] {
+    /// The lines the memo takes at `width`: its text, a blank line, the date, the revision and update date (or,
+    /// while a write of it waits for the server, `pendingNote` in place of a revision that is about to change).
+    static func lines(
+        _ state: DetailState, width: Int, pendingNote: String? = nil
+    ) -> [(text: String, style: CellStyle)] {
         guard let text = state.contents.first else { return [] }
         var lines = TextLayout.wrap(text, to: width).map { ($0, CellStyle.plain) }
         lines.append(("", .plain))
-        for line in state.contents.dropFirst() { lines.append((TextLayout.truncate(line, to: width), CellStyle.dim)) }
+        for (index, line) in state.contents.dropFirst().enumerated() {
+            let shown = index == 1 ? pendingNote ?? line : line
+            lines.append((TextLayout.truncate(shown, to: width), CellStyle.dim))
+        }
         return lines
     }
 
@@ -23,7 +29,8 @@ public enum DetailView {
         SceneChrome.title(strings.detailTitle, right: state.isGone ? strings.deletedTag : "", into: &grid)
         grid.cursor = nil
         let rows = bodyRows(height: grid.height)
-        let all = lines(state, width: grid.width)
+        let pending = state.memo.map { status.pendingIDs.contains($0.id) } ?? false
+        let all = lines(state, width: grid.width, pendingNote: pending ? strings.notYetConfirmed : nil)
         let offset = max(0, min(state.scroll, all.count - rows))
         for (index, line) in all.dropFirst(offset).prefix(rows).enumerated() {
             grid.put(line.text, row: 1 + index, column: 0, style: line.style)
