@@ -40,7 +40,8 @@ CREATE TABLE memo_changes (
 INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
 INSERT INTO memo_floor (revision) VALUES (0);
 CREATE FUNCTION memo_write(
-    kinds smallint[], ids uuid[], contents bytea[], inserts bigint[], expected bigint[], now bigint
+    kinds smallint[], ids uuid[], contents bytea[], inserts bigint[], updates bigint[], expected bigint[],
+    now bigint
 ) RETURNS TABLE (
     o_status smallint, o_kind smallint, o_id uuid, o_content bytea, o_insert bigint, o_update bigint,
     o_revision bigint
@@ -52,6 +53,7 @@ DECLARE
     m memos%ROWTYPE;
     present boolean;
     ins bigint;
+    upd bigint;
 BEGIN
     SELECT h.revision, h.last_insert INTO head, last FROM memo_head h WHERE h.one FOR UPDATE;
     start_head := head;
@@ -70,11 +72,16 @@ BEGIN
                 CONTINUE;
             END IF;
             ins := coalesce(inserts[i], greatest(now, last + 1));
+            upd := coalesce(updates[i], greatest(now, ins));
+            IF upd < ins THEN
+                RETURN QUERY SELECT 4::smallint, 1::smallint, ids[i], NULL::bytea, ins, upd, NULL::bigint;
+                CONTINUE;
+            END IF;
             last := greatest(last, ins);
             head := head + 1;
-            INSERT INTO memos VALUES (ids[i], contents[i], ins, greatest(now, ins), head);
-            INSERT INTO memo_changes VALUES (head, 1, ids[i], contents[i], ins, greatest(now, ins));
-            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], contents[i], ins, greatest(now, ins), head;
+            INSERT INTO memos VALUES (ids[i], contents[i], ins, upd, head);
+            INSERT INTO memo_changes VALUES (head, 1, ids[i], contents[i], ins, upd);
+            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], contents[i], ins, upd, head;
         ELSIF NOT present THEN
             RETURN QUERY SELECT 2::smallint, kinds[i], ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
                 NULL::bigint;
@@ -116,11 +123,11 @@ INSERT INTO memo_schema VALUES (1);
 """
 
     /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
-    /// against the shared tables. Contents follow as one bytea parameter each, from `$6` on.
+    /// against the shared tables. Contents follow as one bytea parameter each, from `$7` on.
     static func write(count: Int) -> String {
-        let contents = (0..<count).map { "$\($0 + 6)::bytea" }.joined(separator: ",")
+        let contents = (0..<count).map { "$\($0 + 7)::bytea" }.joined(separator: ",")
         return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint)"
+            + "$4::bigint[], $5::bigint[], $6::bigint)"
     }
 
     /// The hint other servers' feeds wait for, sent after a batch commits.

@@ -8,39 +8,47 @@ enum WriteCall {
         case existing = 1
         case notFound = 2
         case conflict = 3
+        /// A create whose update date is before its insert date.
+        case invalidDates = 4
     }
 
-    /// Kinds, ids, insert dates, expected revisions and the time as text arrays, then each content in binary.
+    /// Kinds, ids, insert dates, update dates, expected revisions and the time as text arrays, then each content
+    /// in binary.
     static func parameters(_ ops: [WriteOp], _ nowMicros: Int64) -> [PGParameter] {
         var kinds: [String] = []
         var ids: [String] = []
         var inserts: [String] = []
+        var updates: [String] = []
         var expected: [String] = []
         var contents: [PGParameter] = []
         for op in ops {
             switch op {
-            case .create(let id, let content, let insert):
+            case .create(let id, let content, let insert, let update):
                 kinds.append("1")
                 ids.append(id.uuidString)
                 inserts.append(insert.map(String.init) ?? "NULL")
+                updates.append(update.map(String.init) ?? "NULL")
                 expected.append("NULL")
                 contents.append(.binary(Array(content.utf8)))
             case .update(let id, let content, let revision):
                 kinds.append("2")
                 ids.append(id.uuidString)
                 inserts.append("NULL")
+                updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 contents.append(.binary(Array(content.utf8)))
             case .delete(let id, let revision):
                 kinds.append("3")
                 ids.append(id.uuidString)
                 inserts.append("NULL")
+                updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 contents.append(.binary([]))
             }
         }
         func array(_ items: [String]) -> PGParameter { .text("{" + items.joined(separator: ",") + "}") }
-        return [array(kinds), array(ids), array(inserts), array(expected), .text(String(nowMicros))] + contents
+        return [array(kinds), array(ids), array(inserts), array(updates), array(expected), .text(String(nowMicros))]
+            + contents
     }
 
     /// A revision no memo can be at stands for one beyond bigint, so that it is a conflict, not an SQL error
@@ -57,7 +65,7 @@ enum WriteCall {
         let id: UUID
         let expected: UInt64?
         switch op {
-        case .create(let opID, _, _): (id, expected) = (opID, nil)
+        case .create(let opID, _, _, _): (id, expected) = (opID, nil)
         case .update(let opID, _, let revision), .delete(let opID, let revision): (id, expected) = (opID, revision)
         }
         switch status {
@@ -65,6 +73,10 @@ enum WriteCall {
             return .failure(.notFound(id))
         case .conflict:
             return .failure(.conflict(id: id, expected: expected, actual: UInt64(rows.integer(row, 6))))
+        case .invalidDates:
+            // The planner's own words, so that every store refuses alike.
+            return .failure(.invalidArgument(
+                "the update date \(rows.integer(row, 5)) is before the insert date \(rows.integer(row, 4))"))
         case .changed, .existing:
             let memo = Memo(
                 id: rows.uuid(row, 2), content: rows.text(row, 3), insertMicros: rows.integer(row, 4),

@@ -188,6 +188,21 @@ struct StorageTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aCreateKeepsBothGivenDatesAndRefusesAnUpdateDateBeforeTheInsertDate(kind: StoreKind) async throws {
+        let handle = try kind.make()
+        defer { handle.store.close() }
+        let store = handle.store
+        let kept = try await store.perform(.create(id: UUID(), content: "imported", insertMicros: 1_000,
+                                                   updateMicros: 61_000_000))
+        #expect(kept.insertMicros == 1_000 && kept.updateMicros == 61_000_000 && kept.revision == 1)
+        await #expect(throws: MemoError.invalidArgument("the update date 5 is before the insert date 1000")) {
+            try await store.perform(.create(id: UUID(), content: "bad", insertMicros: 1_000, updateMicros: 5))
+        }
+        // The refused create consumed no revision.
+        #expect(try await store.createMemo(content: "next").revision == 2)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func closedStoreRefusesWork(kind: StoreKind) async throws {
         let handle = try kind.make()
         handle.store.close()
