@@ -52,12 +52,15 @@ final class PostgresFeed: Sendable {
         thread.start()
     }
 
-    /// Hands over changes the writer committed; `finish` runs once they are applied here (true), or with false
-    /// when that takes longer than `applyTimeout` or the feed stops first.
-    func committed(_ changes: [Change], finish: @escaping @Sendable (Bool) -> Void) {
+    /// Hands over changes the writer committed, and the other servers' changes its call returned before them;
+    /// `finish` runs once the writer's are applied here (true), or with false when that takes longer than
+    /// `applyTimeout` or the feed stops first.
+    func committed(
+        _ changes: [Change], after earlier: [Change] = [], finish: @escaping @Sendable (Bool) -> Void
+    ) {
         guard let last = changes.last else { return finish(true) }
         state.withLock { state in
-            for change in changes { state.known[change.revision] = change }
+            for change in earlier + changes { state.known[change.revision] = change }
             state.ownHead = max(state.ownHead, last.revision)
             state.waiters.append(Waiter(upTo: last.revision, deadline: .now() + Self.applyTimeout, finish: finish))
         }

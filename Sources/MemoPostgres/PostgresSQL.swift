@@ -41,7 +41,7 @@ INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
 INSERT INTO memo_floor (revision) VALUES (0);
 CREATE FUNCTION memo_write(
     kinds smallint[], ids uuid[], contents bytea[], inserts bigint[], updates bigint[], expected bigint[],
-    now bigint
+    now bigint, after bigint
 ) RETURNS TABLE (
     o_status smallint, o_kind smallint, o_id uuid, o_content bytea, o_insert bigint, o_update bigint,
     o_revision bigint
@@ -57,6 +57,12 @@ DECLARE
 BEGIN
     SELECT h.revision, h.last_insert INTO head, last FROM memo_head h WHERE h.one FOR UPDATE;
     start_head := head;
+    -- The other servers' changes since the caller's last one, committed before this lock was granted: the
+    -- caller applies them with its own without a read of its own (status 5, first).
+    IF head > after AND head - after <= 1000 THEN
+        RETURN QUERY SELECT 5::smallint, c.kind, c.id, c.content, c.insert_micros, c.update_micros, c.revision
+            FROM memo_changes c WHERE c.revision > after ORDER BY c.revision;
+    END IF;
     FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP
         SELECT * INTO m FROM memos WHERE memos.id = ids[i];
         present := FOUND;
@@ -123,11 +129,11 @@ INSERT INTO memo_schema VALUES (1);
 """
 
     /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
-    /// against the shared tables. Contents follow as one bytea parameter each, from `$7` on.
+    /// against the shared tables. Contents follow as one bytea parameter each, from `$8` on.
     static func write(count: Int) -> String {
-        let contents = (0..<count).map { "$\($0 + 7)::bytea" }.joined(separator: ",")
+        let contents = (0..<count).map { "$\($0 + 8)::bytea" }.joined(separator: ",")
         return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint[], $6::bigint)"
+            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint)"
     }
 
     /// The hint other servers' feeds wait for, sent after a batch commits.

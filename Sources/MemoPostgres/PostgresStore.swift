@@ -111,14 +111,17 @@ public final class PostgresStore: CoreBackedStore {
             }
         }
         var changes: [Change] = []
+        var earlier: [Change] = []
         var healthy = true
         if !sent.isEmpty {
             do throws(PGError) {
                 let rows = try connection.execute(
-                    PostgresSQL.write(count: sent.count), WriteCall.parameters(sent.map { batch[$0].op }, clock()))
+                    PostgresSQL.write(count: sent.count),
+                    WriteCall.parameters(sent.map { batch[$0].op }, clock(), after: core.revision))
                 batches.add(1, ordering: .relaxed)
+                earlier = WriteCall.earlierChanges(rows)
                 for (row, index) in sent.enumerated() {
-                    let result = WriteCall.result(of: batch[index].op, rows, row)
+                    let result = WriteCall.result(of: batch[index].op, rows, earlier.count + row)
                     if case .success(.change(let change)) = result { changes.append(change) }
                     results[index] = result
                 }
@@ -137,7 +140,7 @@ public final class PostgresStore: CoreBackedStore {
         }
         let final = results.map { $0! }
         let completions = batch.map(\.completion)
-        feed.committed(changes) { applied in
+        feed.committed(changes, after: earlier) { applied in
             for (completion, result) in zip(completions, final) {
                 if !applied, case .success(.change) = result {
                     completion(.failure(.storage("the write was committed but this server has not caught up yet")))
