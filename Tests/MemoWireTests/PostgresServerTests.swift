@@ -304,6 +304,23 @@ struct PostgresProcessTests {
         #expect(changes.map(\.id) == made.dropFirst().map { $0.id.uuidString.lowercased() })
     }
 
+    @Test func theServerLogNamesTheDatabaseWithoutItsPassword() throws {
+        let cluster = try TestPostgres.shared()
+        let database = try cluster.makeDatabaseName()
+        let certificates = try TestCertificates()
+        let data = try TemporaryDirectory()
+        // The test cluster trusts loopback, so the password is accepted and ignored.
+        let uri = "postgresql://memo:hunter2-secret@127.0.0.1:\(cluster.port)/\(database)"
+        let server = try ServerProcess(
+            arguments: ["--store", uri, "--certs", certificates.path, "--listen", "127.0.0.1:0"], directory: data)
+        server.signal(SIGTERM)
+        #expect(server.waitForExit() == 0)
+        #expect(server.log.contains("serving postgresql://memo:***@127.0.0.1:\(cluster.port)/\(database)"),
+                "\(server.log)")
+        #expect(!server.log.contains("hunter2"))
+        #expect(server.log.contains("write batches sent to PostgreSQL"))
+    }
+
     @Test func killNineOfOneOfTwoServersDuringWritesLosesNothingAndItsWatchersMissNothing() throws {
         let uri = try TestPostgres.shared().makeDatabase()
         let (status, out, err) = try runTool("memo-torture", [
