@@ -15,6 +15,9 @@ public final class MemoClient: Sendable {
     public let connectionState: Subject<ConnectionState>
     /// Connection attempts made since the connection was last live (0 while live); replays.
     public let connectionAttempts: Subject<Int>
+    /// Why the last attempt failed or the connection was lost, as the error a request would get (its
+    /// description is one line for a status bar); nil once live again. Replays.
+    public let connectionFailure: Subject<ClientError?>
     private let loop: EventLoop
     private let core: ClientCore
     private let nextToken = Mutex(1)
@@ -28,12 +31,17 @@ public final class MemoClient: Sendable {
                 privateKeyPath: configuration.keyPath))
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)
+        connectionFailure = Subject(nil)
         loop = try EventLoop.start(name: "memo-client")
         core = ClientCore(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let lastWelcome = self.lastWelcome
         let core = self.core
-        loop.execute { core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } } }
+        let failure = connectionFailure
+        loop.execute {
+            core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } }
+            core.onFailure = { end in failure.send(end.map { Self.error(for: $0, configuration: configuration) }) }
+        }
     }
 
     /// The store's revision when the server last welcomed us; nil before the first welcome.
@@ -46,6 +54,8 @@ public final class MemoClient: Sendable {
     }
 
     /// Connects and waits for the server's welcome.
+    /// A server that cannot be reached yet (connection refused, still starting) is tried again with backoff until
+    /// `connectTimeout`; TLS and certificate failures are thrown at once.
     /// - Throws: `ClientError` (`tlsRefused`, `unreachable`, `timedOut`, `server`) when the first connection
     ///   fails, or `TLSError` when the certificate files cannot be loaded. Once connected, a lost connection is
     ///   made again in the background.
@@ -53,8 +63,10 @@ public final class MemoClient: Sendable {
         let client = try MemoClient(configuration: configuration)
         let core = client.core
         let end: ConnectionEnd? = await withCheckedContinuation { continuation in
+            let deadline = ContinuousClock.now + configuration.connectTimeout
             client.loop.execute {
                 core.onFirstOutcome = { continuation.resume(returning: $0) }
+                core.firstDeadline = deadline
                 core.attempt()
             }
         }
@@ -79,6 +91,10 @@ public final class MemoClient: Sendable {
     }
 
     func error(for end: ConnectionEnd) -> ClientError {
+        Self.error(for: end, configuration: configuration)
+    }
+
+    static func error(for end: ConnectionEnd, configuration: ClientConfiguration) -> ClientError {
         switch end {
         case .unreachable(let reason): return .unreachable(server: configuration.server, reason: reason)
         case .timedOut: return .timedOut(server: configuration.server, seconds: configuration.connectTimeout.seconds)
@@ -130,8 +146,10 @@ public final class MemoClient: Sendable {
     }
 
     /// Creates a memo with this id and, for an import, this insert date (microseconds since the epoch).
+    /// - Throws: `MemoError.contentTooLarge` before anything is sent when the content is over the limit.
     public func create(content: String, id: UUID, insertMicros: Int64?) async throws -> Memo {
-        try await memoRequest(.create(id: id, insertMicros: insertMicros, content: content))
+        try MemoLimits.validate(content: content)
+        return try await memoRequest(.create(id: id, insertMicros: insertMicros, content: content))
     }
 
     public func get(id: UUID) async throws -> Memo {
@@ -152,6 +170,7 @@ public final class MemoClient: Sendable {
     /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
     /// holds our content, the first try did it and that is the answer.
     public func update(id: UUID, content: String, expectedRevision: UInt64? = nil) async throws -> Memo {
+        try MemoLimits.validate(content: content)
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content))
         if attempts > 1, case .failure(MemoError.conflict) = result,
