@@ -88,11 +88,14 @@ public struct CommandUsageError: Error, Sendable, CustomStringConvertible {
 
 extension ExitCode {
     /// One clear line for stderr (without the program name).
-    public static func message(for error: any Error) -> String {
+    /// - Parameter certificatesOrigin: which certificate folder was used and why, named when a file is missing.
+    public static func message(for error: any Error, certificatesOrigin: String? = nil) -> String {
         switch error {
         case let error as TLSError:
             if error.kind == .fileSystem {
-                return "\(error.detail ?? error.description) (give --certs DIR, MEMO_CERTS, or --ca/--cert/--key)"
+                let origin = certificatesOrigin.map { "; \($0)" } ?? ""
+                return "\(error.detail ?? error.description) (give --certs DIR, MEMO_CERTS, or --ca/--cert/--key"
+                    + origin + ")"
             }
             return "cannot use the certificates: \(error.description)"
         case let error as CustomStringConvertible:

@@ -9,7 +9,8 @@ enum Help {
           certs init                 make a CA, the server's certificate and a first client certificate
           certs client NAME          issue a client certificate NAME.crt / NAME.key
 
-        memo-server COMMAND --help describes a command's options.
+        memo-server COMMAND --help describes a command's options; memo-server --version prints the version,
+        the protocol version, and the OpenSSL and SQLite versions.
         """
 
     static let serve = """
@@ -21,7 +22,8 @@ enum Help {
         sends going-away to every client, answers the writes in flight, closes the store and exits 0.
 
         Options:
-          --listen HOST:PORT         address to listen on (default 127.0.0.1:7420; port 0 picks a free port)
+          --listen HOST[:PORT]       address to listen on (default 127.0.0.1:7420; the port defaults to 7420;
+                                     port 0 picks a free port; IPv6 as [::1]:PORT)
           --store sqlite:PATH|memory where memos live (default sqlite:memo-data/memos.sqlite)
           --certs DIR                ca.crt, server.crt, server.key (default certs); when DIR holds no CA the
                                      server makes one as `certs init` would and says where
