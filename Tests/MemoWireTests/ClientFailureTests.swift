@@ -4,6 +4,7 @@ import MemoClient
 import MemoCore
 import MemoNet
 import MemoServer
+import MemoWire
 import Synchronization
 import Testing
 
@@ -60,6 +61,32 @@ struct ClientFailureTests {
         let small = try await client.create(content: "small")
         #expect(try await client.get(id: small.id) == small)
         #expect(proxy.connections == 1)
+    }
+
+    @Test(arguments: [ErrorCode.malformedFrame, .frameTooLarge, .unknownMessageType, .invalidUTF8])
+    func aRequestTheServerRefusedAsAFrameIsNeverSentAgain(code: ErrorCode) async throws {
+        let certificates = try TestCertificates()
+        let server = try RefusingServer(certificates: certificates, code: code)
+        defer { server.stop() }
+        let configuration = ClientConfiguration(
+            server: server.address, caPath: certificates.path + "/ca.crt",
+            certificatePath: certificates.path + "/client.crt", keyPath: certificates.path + "/client.key",
+            requestTimeout: .seconds(5))
+        let client = try await MemoClient.connect(configuration)
+        defer { client.close() }
+        let started = ContinuousClock.now
+        for (index, content) in ["refused as a frame", "the next request"].enumerated() {
+            do {
+                _ = try await client.create(content: content)
+                Issue.record("the refused request succeeded")
+            } catch ClientError.server(let refused, let message) {
+                #expect(refused == code)
+                #expect(message == "refused")
+            }
+            // The client reconnects for the next request, but the refused one is not sent again with it.
+            #expect(server.requestsSeen == index + 1)
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
     }
 
     @Test func aServerThatFailsRightAfterTheWelcomeIsRetriedWithGrowingDelays() throws {
