@@ -118,17 +118,18 @@ final class ClientCore: @unchecked Sendable {
         let address: SocketAddress
         let engine: TLSEngine
         do {
-            let hostPort: HostPort
             do {
-                hostPort = try HostPort(parsing: configuration.server, defaultPort: ClientConfiguration.defaultPort)
-            } catch {
-                throw NetError(operation: "parsing the server address", message: error.description)
+                let hostPort = try HostPort(
+                    parsing: configuration.server, defaultPort: ClientConfiguration.defaultPort)
+                address = try SocketAddress(parsing: hostPort.description)
+            } catch let error as HostPort.SyntaxError {
+                connectionEnded(nil, .unresolved(error.description))
+                return
+            } catch let error as NetError {
+                connectionEnded(nil, .unresolved(error.message.lowercasedFirst))
+                return
             }
-            address = try SocketAddress(parsing: hostPort.description)
             engine = try TLSEngine(context: tls, serverName: configuration.serverHost)
-        } catch let error as NetError {
-            connectionEnded(nil, .unreachable(error.message.lowercasedFirst))
-            return
         } catch let error as TLSError {
             connectionEnded(nil, .tlsRefused(error))
             return
@@ -293,7 +294,8 @@ final class ClientCore: @unchecked Sendable {
         guard let request = requests.removeValue(forKey: id) else { return }
         let error: ClientError
         switch (welcome == nil ? lastFailure : nil) {
-        case .unreachable(let reason)?: error = .unreachable(server: configuration.server, reason: reason)
+        case .unreachable(let reason)?, .unresolved(let reason)?:
+            error = .unreachable(server: configuration.server, reason: reason)
         case .tlsRefused(let tlsError)?: error = .tlsRefused(server: configuration.server, tlsError)
         case .rejected(let code, let message)?: error = .server(code: code, message: message)
         default: error = .timedOut(server: configuration.server, seconds: timeout.seconds)
@@ -433,12 +435,13 @@ final class ClientCore: @unchecked Sendable {
 
 extension ConnectionEnd {
     /// Whether a first connection that ended so is worth another try before its deadline: nobody listening yet,
-    /// or a server that is starting, stopping or full. TLS and certificate failures are not.
+    /// or a server that is starting, stopping or full. A name that does not resolve, TLS and certificate
+    /// failures are not: waiting would only delay the same answer.
     var isWorthRetrying: Bool {
         switch self {
         case .unreachable: return true
         case .rejected(let code, _): return code == .shuttingDown || code == .tooManyConnections
-        case .timedOut, .tlsRefused, .lost, .closedByClient: return false
+        case .unresolved, .timedOut, .tlsRefused, .lost, .closedByClient: return false
         }
     }
 }

@@ -96,7 +96,8 @@ public final class MemoClient: Sendable {
 
     static func error(for end: ConnectionEnd, configuration: ClientConfiguration) -> ClientError {
         switch end {
-        case .unreachable(let reason): return .unreachable(server: configuration.server, reason: reason)
+        case .unreachable(let reason), .unresolved(let reason):
+            return .unreachable(server: configuration.server, reason: reason)
         case .timedOut: return .timedOut(server: configuration.server, seconds: configuration.connectTimeout.seconds)
         case .tlsRefused(let error): return .tlsRefused(server: configuration.server, error)
         case .rejected(let code, let message): return .server(code: code, message: message)

@@ -4,8 +4,10 @@ import MemoWire
 
 /// How a connection ended.
 enum ConnectionEnd: Sendable {
-    /// No TCP connection: refused, unreachable, the name did not resolve.
+    /// No TCP connection: refused, no route, reset during the handshake.
     case unreachable(String)
+    /// The server's address is malformed or its name does not resolve.
+    case unresolved(String)
     /// The attempt (TCP, TLS and hello) took longer than the connect timeout.
     case timedOut
     /// TLS failed: certificates refused on either side, or a record that did not verify (before or after the

@@ -130,6 +130,22 @@ struct ClientFailureTests {
         #expect(ContinuousClock.now - started >= .milliseconds(900))
     }
 
+    @Test func aMalformedAddressIsNotRetriedUntilTheTimeout() async throws {
+        let certs = try TestCertificates()
+        let configuration = ClientConfiguration(
+            server: "memo.example:port", caPath: certs.path + "/ca.crt", certificatePath: certs.path + "/client.crt",
+            keyPath: certs.path + "/client.key", requestTimeout: .seconds(5))
+        let started = ContinuousClock.now
+        do {
+            _ = try await MemoClient.connect(configuration)
+            Issue.record("connected to a malformed address")
+        } catch ClientError.unreachable(let server, let reason) {
+            #expect(server == "memo.example:port")
+            #expect(reason.contains("is not an address"), "\(reason)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+    }
+
     @Test func aCommandRunRightAfterTheServerIsStartedWaitsForIt() throws {
         let certs = try TestCertificates()
         // A port that answers and hangs up at once, as a server still starting would look; it counts the tries.
