@@ -146,11 +146,14 @@ public final class MemoClient: Sendable {
         try await create(content: content, id: id ?? UUID(), insertMicros: insertDate?.unixMicros)
     }
 
-    /// Creates a memo with this id and, for an import, this insert date (microseconds since the epoch).
+    /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).
     /// - Throws: `MemoError.contentTooLarge` before anything is sent when the content is over the limit.
-    public func create(content: String, id: UUID, insertMicros: Int64?) async throws -> Memo {
+    public func create(
+        content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil
+    ) async throws -> Memo {
         try MemoLimits.validate(content: content)
-        return try await memoRequest(.create(id: id, insertMicros: insertMicros, content: content))
+        return try await memoRequest(
+            .create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
     }
 
     public func get(id: UUID) async throws -> Memo {
@@ -175,7 +178,7 @@ public final class MemoClient: Sendable {
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content))
         if attempts > 1, case .failure(MemoError.conflict) = result,
-           let memo = try? await get(id: id), memo.content == content {
+           let memo = try? await get(id: id), memo.content.hasSameBytes(as: content) {
             return memo
         }
         return try result.get()

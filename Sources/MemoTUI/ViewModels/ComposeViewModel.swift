@@ -29,7 +29,8 @@ public struct ComposeState: Sendable, Hashable {
     public var confirmingCancel = false
     public var message: String?
 
-    public var isDirty: Bool { buffer.text != originalText }
+    /// Decided on bytes: an editor that gives the text back in another normalization changed it.
+    public var isDirty: Bool { !buffer.text.hasSameBytes(as: originalText) }
 }
 
 public enum ComposeEvent: Sendable, Hashable {
