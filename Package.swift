@@ -40,7 +40,8 @@ let package = Package(
             name: "memo-server",
             dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire"]),
         .executableTarget(
-            name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
+            name: "memo-client",
+            dependencies: ["MemoClient", "MemoTUI", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
         .executableTarget(
             name: "memo-bench",
             dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),

@@ -26,7 +26,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .notFound: return "no memo with that id or prefix"
         case .conflict: return "conflict: revision mismatch (--if-revision), id reused, or ambiguous id prefix"
         case .refused: return "TLS failed or the certificate was refused (read-only certificates may not write)"
-        case .unreachable: return "server unreachable or timed out"
+        case .unreachable: return "server unreachable (a refused connection is retried until --timeout) or timed out"
         }
     }
 

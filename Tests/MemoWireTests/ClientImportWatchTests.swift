@@ -10,8 +10,9 @@ struct ClientImportWatchTests {
     /// Export lines for `count` new memos.
     static func exportLines(_ count: Int, prefix: String = "imported") -> String {
         (0..<count).map { index in
-            MemoJSON.object(Memo(id: UUID(), content: "\(prefix) \(index)", insertMicros: 1_700_000_000_000_000 + Int64(index),
-                                 updateMicros: 1_700_000_000_000_000 + Int64(index), revision: 1))
+            let micros = 1_700_000_000_000_000 + Int64(index)
+            return MemoJSON.object(Memo(id: UUID(), content: "\(prefix) \(index)", insertMicros: micros,
+                                        updateMicros: micros, revision: 1))
         }.joined(separator: "\n") + "\n"
     }
 
@@ -23,7 +24,8 @@ struct ClientImportWatchTests {
         let empty = try runClient(["import", "/dev/null"], server: address, certs: certs)
         #expect(empty.status == 0, "\(empty.err)")
         #expect(empty.out == "created 0\tunchanged 0\tconflicts 0\tinvalid 0\tfailed 0\n")
-        let viaDevice = try runClient(["import", "/dev/stdin"], server: address, certs: certs, stdin: Self.exportLines(3))
+        let viaDevice = try runClient(
+            ["import", "/dev/stdin"], server: address, certs: certs, stdin: Self.exportLines(3))
         #expect(viaDevice.status == 0, "\(viaDevice.err)")
         #expect(viaDevice.out == "created 3\tunchanged 0\tconflicts 0\tinvalid 0\tfailed 0\n")
 
@@ -85,7 +87,8 @@ struct ClientImportWatchTests {
         defer { server.stop() }
         let address = server.address.description
         let certs = server.certificates.path
-        for (arguments, stdin) in [(["add", ""], nil), (["add", "-"], ""), (["add", "-"], "\n")] as [([String], String?)] {
+        let cases: [([String], String?)] = [(["add", ""], nil), (["add", "-"], ""), (["add", "-"], "\n")]
+        for (arguments, stdin) in cases {
             let refused = try runClient(arguments, server: address, certs: certs, stdin: stdin)
             #expect(refused.status == 1, "\(arguments)")
             #expect(refused.err.contains("the memo is empty") && refused.err.contains("--allow-empty"))
@@ -144,7 +147,8 @@ struct ClientImportWatchTests {
             #expect(!result.err.contains(word), "\(word) in \(result.err)")
         }
         #expect(lines[0] == "memo-client: line 1: invalid argument: not a memo object (expected a JSON object)")
-        #expect(lines[1] == "memo-client: line 2: invalid argument: not a memo object (field \"id\" should be a string)")
+        #expect(lines[1]
+            == "memo-client: line 2: invalid argument: not a memo object (field \"id\" should be a string)")
         #expect(lines[3].contains("field \"content\" is null, not a string"), "\(lines[3])")
         #expect(lines[4] == "memo-client: line 5: invalid argument: not a memo object (not valid JSON)")
     }

@@ -64,7 +64,8 @@ struct ClientOptionsTests {
 
         let whole = try runTool("memo-client", ["--help"], environment: cleanEnvironment()).out
         #expect(whole.contains("Commands:") && whole.contains("-- ends the options"))
-        for (arguments, usage) in [(["add", "--help"], "usage: memo-client add"), (["rm", "-h"], "usage: memo-client rm"),
+        for (arguments, usage) in [(["add", "--help"], "usage: memo-client add"),
+                                   (["rm", "-h"], "usage: memo-client rm"),
                                    (["--server", "x", "delete", "--help"], "usage: memo-client rm"),
                                    (["help", "watch"], "usage: memo-client watch"),
                                    (["import", "--help"], "usage: memo-client import")] {
@@ -138,7 +139,8 @@ struct ClientOptionsTests {
         var environment = cleanEnvironment(["HOME": home.path, "MEMO_SERVER": address])
         let missing = try runTool("memo-client", ["list"], environment: environment, directory: elsewhere.path)
         #expect(missing.status == 5)
-        #expect(missing.err.contains("certificate folder \(home.path)/.config/memo/certs (the default"), "\(missing.err)")
+        #expect(missing.err.contains("certificate folder \(home.path)/.config/memo/certs (the default"),
+                "\(missing.err)")
         // XDG_CONFIG_HOME moves it.
         environment["XDG_CONFIG_HOME"] = home.path + "/config"
         let xdg = try runTool("memo-client", ["list"], environment: environment, directory: elsewhere.path)
