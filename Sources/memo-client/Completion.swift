@@ -14,8 +14,12 @@ enum Completion {
     }
 
     static func script(shell: String) -> String {
-        // zsh runs the bash function through bashcompinit, so that both shells complete the same way.
-        shell == "zsh" ? "#compdef memo-client\nautoload -U +X bashcompinit && bashcompinit\n" + bash : bash
+        // zsh runs the bash function through bashcompinit, so that both shells complete the same way (zsh's
+        // compadd then keeps the words that match what is typed); compinit first if the shell has not loaded it.
+        shell == "zsh"
+            ? "#compdef memo-client\n(( $+functions[compdef] )) || { autoload -U compinit && compinit }\n"
+                + "autoload -U +X bashcompinit && bashcompinit\n" + bash
+            : bash
     }
 
     static let bash = """
