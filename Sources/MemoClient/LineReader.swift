@@ -8,6 +8,8 @@ final class LineReader {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
+    /// What one read(2) fills, appended to `buffer` by copying.
+    private let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     private var start = 0
     private var ended = false
     /// The number of the line `next()` returned last (1 for the first).
@@ -28,22 +30,29 @@ final class LineReader {
     }
 
     deinit {
+        chunk.deallocate()
         if ownsDescriptor { close(fd) }
     }
 
     /// The next line's bytes without its "\n" (a final line without one counts); nil at the end.
     /// - Throws: `MemoError.invalidArgument` when reading fails (a directory, an I/O error).
-    func next(name: String) throws(MemoError) -> ArraySlice<UInt8>? {
+    func next(name: String) throws(MemoError) -> [UInt8]? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[start..<newline]
+            // memchr and a contiguous copy: the line is then decoded on String's fast path.
+            let newline = buffer.withUnsafeBytes { raw -> Int? in
+                guard start < raw.count, let found = memchr(raw.baseAddress! + start, 0x0A, raw.count - start)
+                else { return nil }
+                return UnsafeRawPointer(found) - raw.baseAddress!
+            }
+            if let newline {
+                let line = Array(buffer[start..<newline])
                 start = newline + 1
                 lineNumber += 1
                 return line
             }
             if ended {
                 guard start < buffer.count else { return nil }
-                let line = buffer[start...]
+                let line = Array(buffer[start...])
                 start = buffer.count
                 lineNumber += 1
                 return line
@@ -53,16 +62,13 @@ final class LineReader {
                 buffer.removeSubrange(0..<start)
                 start = 0
             }
-            let count = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: 64 * 1024))
-            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, 64 * 1024) }
+            let got = read(fd, chunk.baseAddress, chunk.count)
             if got < 0 {
                 let code = errno
-                buffer.removeSubrange(count...)
                 if code == EINTR { continue }
                 throw .invalidArgument("cannot read \(name): \(String(cString: strerror(code)))")
             }
-            buffer.removeSubrange((count + got)...)
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<got]))
             if got == 0 { ended = true }
         }
     }
