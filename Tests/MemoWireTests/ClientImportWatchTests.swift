@@ -57,14 +57,17 @@ struct ClientImportWatchTests {
             let result = try? runClient(["import", fifo], server: address, certs: certs)
             outcome.withLock { $0 = result ?? (-1, "", "could not run") }
         }
-        let writer = open(fifo, O_WRONLY)  // waits for the client to open it
+        var writer = open(fifo, O_WRONLY)  // waits for the client to open it
         #expect(writer >= 0)
+        // Closed on every way out, so that a failing test still lets the client see the end of its input.
+        defer { if writer >= 0 { close(writer) } }
         let lines = Self.exportLines(2, prefix: "streamed").split(separator: "\n").map { $0 + "\n" }
         _ = lines[0].withCString { write(writer, $0, strlen($0)) }
         // The first memo is made while its writer still holds the pipe open: the input is read line by line.
         try waitUntil("the first line's memo") { server.store.revision >= 1 }
         _ = lines[1].withCString { write(writer, $0, strlen($0)) }
         close(writer)
+        writer = -1
         try waitUntil("the import to finish") { outcome.withLock { $0 != nil } }
         let result = try #require(outcome.withLock { $0 })
         #expect(result.status == 0, "\(result.err)")
