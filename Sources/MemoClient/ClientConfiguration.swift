@@ -85,15 +85,19 @@ public struct ReconnectPolicy: Sendable, Hashable {
     /// handshake that succeeds is not enough: a server that welcomes and then fails would otherwise be
     /// reconnected to in a tight loop.
     public var healthyAfter: Duration
+    /// The least wait after TLS failed or the certificate was refused: retrying sooner would not help, and would
+    /// fill the server's log with the same refusal.
+    public var refusedDelay: Duration
 
     public init(
         initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2,
-        healthyAfter: Duration = .seconds(5)
+        healthyAfter: Duration = .seconds(5), refusedDelay: Duration = .seconds(30)
     ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.multiplier = multiplier
         self.healthyAfter = healthyAfter
+        self.refusedDelay = refusedDelay
     }
 
     /// The wait before attempt `failures + 1` after `failures` failed ones: the backoff, times a random factor

@@ -185,7 +185,7 @@ final class ClientCore: @unchecked Sendable {
         lastFailure = end
         onFailure?(end)
         failures = healthy ? 0 : failures + 1
-        let delay = configuration.reconnect.delay(afterFailures: failures)
+        var delay = configuration.reconnect.delay(afterFailures: failures)
         if let first = onFirstOutcome {
             // A caller that waits for the first connection wants its failure, not endless retries: only a server
             // not (yet) reachable is tried again, and only until the deadline.
@@ -202,8 +202,10 @@ final class ClientCore: @unchecked Sendable {
             return
         }
         if case .tlsRefused(let error) = end {
-            // Certificates and TLS do not fix themselves on a retry: the waiting requests get the reason now.
+            // Certificates and TLS do not fix themselves on a retry: the waiting requests get the reason now, and
+            // the next try comes now and then, not several times a second.
             failAll(ClientError.tlsRefused(server: configuration.server, error))
+            delay = max(delay, configuration.reconnect.refusedDelay)
         }
         if delay == .zero {
             loop.execute { [self] in self.attempt() }

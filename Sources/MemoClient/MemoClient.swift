@@ -18,6 +18,8 @@ public final class MemoClient: Sendable {
     /// Why the last attempt failed or the connection was lost, as the error a request would get (its
     /// description is one line for a status bar); nil once live again. Replays.
     public let connectionFailure: Subject<ClientError?>
+    /// The role the server's last welcome gave our certificate; nil before the first welcome. Replays.
+    public let role: Subject<Role?>
     private let loop: EventLoop
     private let core: ClientCore
     private let nextToken = Mutex(1)
@@ -32,14 +34,19 @@ public final class MemoClient: Sendable {
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)
         connectionFailure = Subject(nil)
+        role = Subject(nil)
         loop = try EventLoop.start(name: "memo-client")
         core = ClientCore(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let lastWelcome = self.lastWelcome
         let core = self.core
         let failure = connectionFailure
+        let role = self.role
         loop.execute {
-            core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } }
+            core.onWelcome = { welcome in
+                lastWelcome.revision.withLock { $0 = welcome.revision }
+                if role.value != welcome.role { role.send(welcome.role) }
+            }
             core.onFailure = { end in failure.send(end.map { Self.error(for: $0, configuration: configuration) }) }
         }
     }
