@@ -1,8 +1,17 @@
 import Foundation
 import MemoCLI
+import MemoSQLite
+import MemoTLS
+import MemoWire
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
 let wantsHelp = arguments.flag("--help", "-h")
+if arguments.flag("--version") {
+    print(MemoRelease.versionText(
+        program: "memo-server", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]),
+        terminator: "")
+    exit(0)
+}
 let command = arguments.command()
 
 func fail(_ message: String, code: Int32) -> Never {
