@@ -51,6 +51,12 @@ typedef struct {
     unsigned char server[EVP_MAX_MD_SIZE];
     size_t clientLength;
     size_t serverLength;
+    // Set by the message callback: our Finished has been written, and then whether any message of ours came
+    // after it. In TLS 1.3 everything after our Finished is sealed under our application key, so a record there
+    // means OpenSSL has used sequence numbers of that key (a NewSessionTicket, say) and the session must stay
+    // with OpenSSL: a record layer starting again at 0 would repeat AEAD nonces.
+    int finishedWritten;
+    int sealedAfterFinished;
 } CMemoSSL_TrafficSecrets;
 
 static inline int CMemoSSL_hex_value(char c) {
@@ -89,8 +95,24 @@ static inline void CMemoSSL_keylog(const SSL *ssl, const char *line) {
     }
 }
 
+static inline void CMemoSSL_message(
+    int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
+    (void)version;
+    (void)arg;
+    CMemoSSL_TrafficSecrets *secrets = SSL_get_ex_data(ssl, 0);
+    // Record headers and inner content types are reported besides the messages they carry: count messages.
+    if (secrets == NULL || !write_p || content_type == SSL3_RT_HEADER || content_type == SSL3_RT_INNER_CONTENT_TYPE)
+        return;
+    if (secrets->finishedWritten) {
+        secrets->sealedAfterFinished = 1;
+    } else if (content_type == SSL3_RT_HANDSHAKE && len > 0 && ((const unsigned char *)buf)[0] == SSL3_MT_FINISHED) {
+        secrets->finishedWritten = 1;
+    }
+}
+
 static inline void CMemoSSL_CTX_capture_traffic_secrets(SSL_CTX *ctx) {
     SSL_CTX_set_keylog_callback(ctx, CMemoSSL_keylog);
+    SSL_CTX_set_msg_callback(ctx, CMemoSSL_message);
 }
 static inline int CMemoSSL_set_traffic_secrets(SSL *ssl, CMemoSSL_TrafficSecrets *secrets) {
     return SSL_set_ex_data(ssl, 0, secrets);

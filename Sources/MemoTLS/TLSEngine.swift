@@ -240,7 +240,11 @@ public final class TLSEngine: @unchecked Sendable {
         guard SSL_version(ssl) == TLS1_3_VERSION, let cipher,
             let suite = TLS13Suite(protocolID: SSL_CIPHER_get_protocol_id(cipher)),
             secrets.pointee.clientLength == suite.hashLength, secrets.pointee.serverLength == suite.hashLength,
-            SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0
+            SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0,
+            // Nothing of OpenSSL's left to send, and no record of its own under the application key (whose
+            // sequence number ours would restart at 0): only then may the records change hands.
+            SSL_want(ssl) != SSL_WRITING, secrets.pointee.finishedWritten == 1,
+            secrets.pointee.sealedAfterFinished == 0
         else {
             // OpenSSL keeps the session: everything held back goes to it now.
             pendingInput.withUnreadBytes { giveToOpenSSL($0) }
