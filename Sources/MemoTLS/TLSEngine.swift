@@ -158,6 +158,14 @@ public final class TLSEngine: @unchecked Sendable {
         return Int(CMemoSSL_BIO_pending(outbound))
     }
 
+    /// The memory held by ciphertext waiting to be sent (its allocation, not only its bytes); 0 when none waits.
+    public var outboundRetainedBytes: Int {
+        guard outboundCount > 0 else { return 0 }
+        if let records { return records.outbound.capacity }
+        guard let outbound else { return 0 }
+        return CMemoSSL_BIO_mem_capacity(outbound)
+    }
+
     /// Appends all ciphertext waiting to be sent to `buffer`.
     public func takeOutbound(into buffer: inout [UInt8]) {
         if let records {
