@@ -72,9 +72,11 @@ public final class MemoServer: Sendable {
         _ configuration: ServerConfiguration, store: any ServingStore, log: ServerLog = .standardError
     ) throws -> MemoServer {
         let directory = configuration.certsDirectory
-        let context = try TLSContext(.server(
+        var tlsConfiguration = TLSConfiguration.server(
             certificateChainPath: directory + "/server.crt", privateKeyPath: directory + "/server.key",
-            trustedCAPath: directory + "/ca.crt", requireClientCertificate: configuration.requireClientCertificate))
+            trustedCAPath: directory + "/ca.crt", requireClientCertificate: configuration.requireClientCertificate)
+        tlsConfiguration.recordLayer = configuration.tlsRecords
+        let context = try TLSContext(tlsConfiguration)
         let address = try SocketAddress(parsing: configuration.listen)
         let listener = try ListeningSocket.bind(address, backlog: 4096)
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")

@@ -29,6 +29,12 @@ struct Serve {
         limits.frameTimeout = try arguments.seconds("--frame-timeout") ?? limits.frameTimeout
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
+        if let records = try arguments.option("--tls-records") {
+            guard let choice = TLSRecordLayerChoice(name: records) else {
+                throw UsageError("--tls-records takes own or openssl, not '\(records)'")
+            }
+            configuration.tlsRecords = choice
+        }
         try arguments.finish()
         guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) else {
             throw UsageError("--store takes sqlite:PATH or memory, not '\(store)'")
@@ -56,7 +62,7 @@ struct Serve {
             throw error
         }
         ServerLog.standardError("serving \(store) at revision \(memoStore.revision) with certificates from "
-            + "\(configuration.certsDirectory)")
+            + "\(configuration.certsDirectory); TLS records: \(configuration.tlsRecords.name)")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
