@@ -41,6 +41,11 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
     if let ca { configuration.caPath = ca }
     if let cert { configuration.certificatePath = cert }
     if let key { configuration.keyPath = key }
+    if let records = environment["MEMO_TLS_RECORDS"], !records.isEmpty {
+        guard configuration.useTLSRecords(named: records) else {
+            throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
+        }
+    }
     configuration.requestTimeout = .milliseconds(Int64((timeout * 1000).rounded(.up)))
     configuration.connectTimeout = configuration.requestTimeout
 
