@@ -64,13 +64,18 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var initialDelay: Duration
     public var maximumDelay: Duration
     public var multiplier: Double
+    /// The least wait after TLS failed or the certificate was refused: retrying sooner would not help, and would
+    /// fill the server's log with the same refusal.
+    public var refusedDelay: Duration
 
     public init(
-        initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2
+        initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2,
+        refusedDelay: Duration = .seconds(30)
     ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.multiplier = multiplier
+        self.refusedDelay = refusedDelay
     }
 
     /// The wait before attempt `failures + 1` after `failures` failed ones: the backoff, times a random factor

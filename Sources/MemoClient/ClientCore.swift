@@ -81,6 +81,8 @@ final class ClientCore: @unchecked Sendable {
     private var lastFailure: ConnectionEnd?
     /// Told of the first connection's outcome (`MemoClient.connect` waits on it).
     var onFirstOutcome: ((ConnectionEnd?) -> Void)?
+    /// Told of every failed attempt and lost connection (nil once live again), for a status line.
+    var onFailure: ((ConnectionEnd?) -> Void)?
     /// Told of every welcome (the revision is the server's at that moment).
     var onWelcome: ((Welcome) -> Void)?
     private(set) var welcome: Welcome?
@@ -136,6 +138,7 @@ final class ClientCore: @unchecked Sendable {
         failures = 0
         everLive = true
         lastFailure = nil
+        onFailure?(nil)
         attempts.send(0)
         self.welcome = welcome
         onWelcome?(welcome)
@@ -162,6 +165,7 @@ final class ClientCore: @unchecked Sendable {
         if closed { return }
         if case .closedByClient = end { return }
         lastFailure = end
+        onFailure?(end)
         if let first = onFirstOutcome {
             // A caller that waits for the first connection wants its failure, not a retry.
             onFirstOutcome = nil
@@ -173,7 +177,11 @@ final class ClientCore: @unchecked Sendable {
             failAll(ClientError.tlsRefused(server: configuration.server, error))
         }
         failures = wasLive ? 0 : failures + 1
-        let delay = configuration.reconnect.delay(afterFailures: failures)
+        var delay = configuration.reconnect.delay(afterFailures: failures)
+        if case .tlsRefused = end {
+            // A certificate does not fix itself between two tries: try now and then, not several times a second.
+            delay = max(delay, configuration.reconnect.refusedDelay)
+        }
         if delay == .zero {
             loop.execute { [self] in self.attempt() }
         } else {

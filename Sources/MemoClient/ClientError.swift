@@ -28,6 +28,7 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
         case .timedOut(let server, let seconds):
             return "no answer from \(server) within \(Self.format(seconds)) s"
         case .protocolError(let message): return "protocol error: \(message)"
+        case .server(.certificateRevoked, let message): return "certificate revoked: \(message)"
         case .server(let code, let message): return "server error \(code): \(message)"
         case .closed: return "the client is closed"
         }
@@ -43,7 +44,7 @@ extension ClientError {
     static func fromServer(code: ErrorCode, message: String, request: Message) -> any Error {
         let id: UUID? = switch request {
         case .get(let id), .update(let id, _, _), .delete(let id, _): id
-        case .create(let id, _, _): id
+        case .create(let id, _, _, _): id
         default: nil
         }
         let expected: UInt64? = switch request {
@@ -56,7 +57,7 @@ extension ClientError {
             guard let id else { return ClientError.server(code: code, message: message) }
             return MemoError.conflict(id: id, expected: expected, actual: Self.actualRevision(in: message) ?? 0)
         case .contentTooLarge:
-            if case .create(_, _, let content) = request {
+            if case .create(_, _, _, let content) = request {
                 return MemoError.contentTooLarge(size: content.utf8.count, limit: MemoLimits.maxContentBytes)
             }
             if case .update(_, _, let content) = request {

@@ -253,7 +253,8 @@ public struct CommandRunner: Sendable {
                 group.addTask {
                     do {
                         let memo = try await client.create(
-                            content: record.content, id: record.id, insertMicros: record.insertMicros)
+                            content: record.content, id: record.id, insertMicros: record.insertMicros,
+                            updateMicros: record.updateMicros)
                         return memo.revision > baseline ? .created : .unchanged
                     } catch let error as MemoError {
                         if case .conflict = error { return .conflict(line: line, error) }

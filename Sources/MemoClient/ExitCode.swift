@@ -47,7 +47,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             case .unreachable, .timedOut: self = .unreachable
             case .server(let code, _):
                 switch code {
-                case .shuttingDown, .tooManyConnections, .handshakeTimeout, .idleTimeout: self = .unreachable
+                case .shuttingDown, .tooManyConnections, .handshakeTimeout, .frameTimeout: self = .unreachable
+                case .certificateRevoked: self = .refused
                 default: self = .failure
                 }
             case .protocolError, .closed: self = .failure

@@ -15,6 +15,11 @@ public final class MemoClient: Sendable {
     public let connectionState: Subject<ConnectionState>
     /// Connection attempts made since the connection was last live (0 while live); replays.
     public let connectionAttempts: Subject<Int>
+    /// Why the last attempt failed or the connection was lost, as the error a request would get (its
+    /// description is one line for a status bar); nil once live again. Replays.
+    public let connectionFailure: Subject<ClientError?>
+    /// The role the server's last welcome gave our certificate; nil before the first welcome. Replays.
+    public let role: Subject<Role?>
     private let loop: EventLoop
     private let core: ClientCore
     private let nextToken = Mutex(1)
@@ -29,12 +34,22 @@ public final class MemoClient: Sendable {
         let tls = try TLSContext(tlsConfiguration)
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)
+        connectionFailure = Subject(nil)
+        role = Subject(nil)
         loop = try EventLoop.start(name: "memo-client")
         core = ClientCore(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let lastWelcome = self.lastWelcome
         let core = self.core
-        loop.execute { core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } } }
+        let failure = connectionFailure
+        let role = self.role
+        loop.execute {
+            core.onWelcome = { welcome in
+                lastWelcome.revision.withLock { $0 = welcome.revision }
+                if role.value != welcome.role { role.send(welcome.role) }
+            }
+            core.onFailure = { end in failure.send(end.map { Self.error(for: $0, configuration: configuration) }) }
+        }
     }
 
     /// The store's revision when the server last welcomed us; nil before the first welcome.
@@ -80,6 +95,10 @@ public final class MemoClient: Sendable {
     }
 
     func error(for end: ConnectionEnd) -> ClientError {
+        Self.error(for: end, configuration: configuration)
+    }
+
+    static func error(for end: ConnectionEnd, configuration: ClientConfiguration) -> ClientError {
         switch end {
         case .unreachable(let reason): return .unreachable(server: configuration.server, reason: reason)
         case .timedOut: return .timedOut(server: configuration.server, seconds: configuration.connectTimeout.seconds)
@@ -130,9 +149,11 @@ public final class MemoClient: Sendable {
         try await create(content: content, id: id ?? UUID(), insertMicros: insertDate?.unixMicros)
     }
 
-    /// Creates a memo with this id and, for an import, this insert date (microseconds since the epoch).
-    public func create(content: String, id: UUID, insertMicros: Int64?) async throws -> Memo {
-        try await memoRequest(.create(id: id, insertMicros: insertMicros, content: content))
+    /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).
+    public func create(
+        content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil
+    ) async throws -> Memo {
+        try await memoRequest(.create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
     }
 
     public func get(id: UUID) async throws -> Memo {
@@ -156,7 +177,7 @@ public final class MemoClient: Sendable {
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content))
         if attempts > 1, case .failure(MemoError.conflict) = result,
-           let memo = try? await get(id: id), memo.content == content {
+           let memo = try? await get(id: id), memo.content.hasSameBytes(as: content) {
             return memo
         }
         return try result.get()

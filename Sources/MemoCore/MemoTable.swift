@@ -2,8 +2,10 @@ import Foundation
 
 /// A write the stores know how to plan and apply.
 public enum WriteOp: Sendable, Hashable {
-    /// Creates a memo with this id, or returns the existing one when the id already holds the same content.
-    case create(id: UUID, content: String, insertMicros: Int64?)
+    /// Creates a memo with this id, or returns the existing one when the id already holds the same content
+    /// (the same UTF-8 bytes). The dates are kept when given (an import); `updateMicros` must not be before the
+    /// insert date.
+    case create(id: UUID, content: String, insertMicros: Int64?, updateMicros: Int64? = nil)
     case update(id: UUID, content: String, expectedRevision: UInt64?)
     case delete(id: UUID, expectedRevision: UInt64?)
 }
@@ -138,10 +140,11 @@ public struct WritePlanner {
         _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64
     ) throws(MemoError) -> WriteOutcome {
         switch op {
-        case .create(let id, let content, let insertMicros):
+        case .create(let id, let content, let insertMicros, let updateMicros):
             try MemoLimits.validate(content: content)
             if let existing = current(id, in: table) {
-                if existing.content == content { return .existing(existing) }
+                // Bytes, not `==`: an NFD retry of an NFC memo is other content, hence a conflict.
+                if existing.content.hasSameBytes(as: content) { return .existing(existing) }
                 throw .conflict(id: id, expected: nil, actual: existing.revision)
             }
             let insert: Int64
@@ -150,11 +153,13 @@ public struct WritePlanner {
             } else {
                 insert = max(nowMicros, lastInsertMicros + 1)
             }
+            let update = updateMicros ?? max(nowMicros, insert)
+            if update < insert {
+                throw .invalidArgument("the update date \(update) is before the insert date \(insert)")
+            }
             lastInsertMicros = max(lastInsertMicros, insert)
             revision += 1
-            let memo = Memo(
-                id: id, content: content, insertMicros: insert, updateMicros: max(nowMicros, insert),
-                revision: revision)
+            let memo = Memo(id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision)
             record(id, memo)
             return .change(Change(revision: revision, kind: .created, memo: memo))
         case .update(let id, let content, let expected):

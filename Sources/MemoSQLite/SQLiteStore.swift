@@ -31,10 +31,13 @@ public final class SQLiteStore: CoreBackedStore {
     private let finished = DispatchSemaphore(value: 0)
     private let clock: @Sendable () -> Int64
     private let transactions = Atomic<Int>(0)
+    /// Held from before the database is opened until it is closed: one server per file.
+    private let lock: StoreLock
 
     /// Opens or creates the store at `path`, creating its folder when missing, and loads every memo and the
-    /// last `historyCapacity` changes.
-    /// - Throws: `MemoError.storage` when the file cannot be opened or read.
+    /// last `historyCapacity` changes. The store holds an exclusive lock on `PATH.lock` until it is closed.
+    /// - Throws: `MemoError.storage` when the file cannot be opened or read, or another store (in any process)
+    ///   holds it; then the message names the holder's pid.
     public init(
         path: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
@@ -43,13 +46,21 @@ public final class SQLiteStore: CoreBackedStore {
         self.path = path
         self.clock = clock
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty {
+        if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
             do {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                // Owner only: the memos are nobody else's business on a shared machine.
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
                 throw .storage("cannot create \(folder): \(error.localizedDescription)")
             }
         }
+        // Before the database is opened: a refused store must not touch the file (no WAL recovery, no schema).
+        lock = try StoreLock(databasePath: path)
+        // SQLite would create the file 0644; made here 0600 first, and SQLite gives its -wal and -shm files
+        // the database's mode.
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 { Glibc.close(created) }
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
         let (table, history) = try schema.load()
@@ -80,6 +91,7 @@ public final class SQLiteStore: CoreBackedStore {
             if closing { break }
         }
         writer.close()
+        lock.release()
         core.close()
         finished.signal()
     }

@@ -241,10 +241,15 @@ final class ServerConnection: EventHandler {
         frameDeadline = nil
         guard phase == .open || phase == .handshaking, let session, session.bufferedBytes > 0 else { return }
         enqueue(.frame(Message.error(
-            code: .idleTimeout,
+            code: .frameTimeout,
             message: "a frame was begun and not finished within \(server.limits.frameTimeout) seconds"
         ).frame(requestID: 0)))
         beginClosing("frame not finished within \(server.limits.frameTimeout) s")
+    }
+
+    /// A log line about this connection, named as the open and close lines name it.
+    private func logLine(_ line: LogLine) {
+        server.log("\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
     }
 
     private func handshakeCompleted() {
@@ -262,6 +267,8 @@ final class ServerConnection: EventHandler {
             return
         }
         session = ServerSession(limits: server.limits, role: role, serverName: server.serverName)
+        // A handshake begun before a reload was verified against the previous list.
+        closeIfRevoked(nil)
     }
 
     // MARK: Actions
@@ -301,6 +308,8 @@ final class ServerConnection: EventHandler {
                 context.value.unsubscribe(self, requestID: requestID)
             case .close(let reason):
                 beginClosing(reason)
+            case .log(let line):
+                logLine(line)
             }
             if phase == .closed { return }
         }
@@ -326,7 +335,10 @@ final class ServerConnection: EventHandler {
         _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
     ) {
         for (requestID, result) in zip(requestIDs, results) {
-            guard phase != .closed, let frame = session?.completed(requestID: requestID, result) else { return }
+            guard phase != .closed, let (frame, line) = session?.completed(requestID: requestID, result) else {
+                return
+            }
+            if let line { logLine(line) }
             enqueue(.frame(frame))
         }
         if now { flush() }
@@ -555,15 +567,26 @@ final class ServerConnection: EventHandler {
         deadline = loop.schedule(after: .seconds(2)) { bound.value.finish() }
     }
 
-    /// Sends going-away and closes gracefully (server shutdown).
-    func goAway(_ message: String) {
+    /// Sends going-away and closes gracefully (by default: server shutdown).
+    func goAway(_ message: String, code: ErrorCode = .shuttingDown, reason: String = "server shutting down") {
         guard phase == .handshaking || phase == .open else { return }
         if tls.isHandshakeComplete, session != nil {
-            enqueue(.frame(Message.goingAway(code: .shuttingDown, message: message).frame(requestID: 0)))
-            beginClosing("server shutting down")
+            enqueue(.frame(Message.goingAway(code: code, message: message).frame(requestID: 0)))
+            beginClosing(reason)
         } else {
-            abort("server shutting down")
+            abort(reason)
         }
+    }
+
+    /// Closes with going-away 206 when the client's certificate is in `revoked` (by default: the list
+    /// loaded last).
+    func closeIfRevoked(_ revoked: Set<String>?) {
+        guard let serial = tls.peerSerialNumber, revoked?.contains(serial) ?? server.trust.isRevoked(serial) else {
+            return
+        }
+        goAway(
+            "your certificate (serial \(serial)) has been revoked", code: .certificateRevoked,
+            reason: "certificate revoked (serial \(serial))")
     }
 
     private func drainWhileClosing() {

@@ -15,6 +15,14 @@ enum SessionAction {
     case unsubscribe(requestID: UInt32)
     /// Send an error or going-away frame (already queued by a `.send` before it) and close.
     case close(reason: String)
+    /// Write a line to the server's log: the event, the connection's name, then the detail.
+    case log(LogLine)
+}
+
+/// A log line about one connection, which the connection writes with its name between the two parts.
+struct LogLine: Equatable {
+    var event: String
+    var detail: String
 }
 
 /// One connection's protocol state, with no socket: frames in, actions out (the connection carries them out).
@@ -31,8 +39,8 @@ struct ServerSession {
     let serverName: String
     private(set) var phase = Phase.awaitingHello
     private var decoder: FrameDecoder
-    /// Writes waiting for the store, by request id.
-    private(set) var pendingWrites = Set<UInt32>()
+    /// Writes waiting for the store, by request id (kept to name a refused write in the log).
+    private(set) var pendingWrites: [UInt32: WriteOp] = [:]
     /// `list` answers queued but not yet sent in full: each holds a snapshot of every memo until it is.
     private(set) var pendingLists = 0
     /// Open subscriptions, by the request id of their `subscribe`.
@@ -124,7 +132,7 @@ struct ServerSession {
                 role: role, server: serverName).frame(requestID: id)))
             return
         }
-        if pendingWrites.contains(id) || subscriptions.contains(id) {
+        if pendingWrites[id] != nil || subscriptions.contains(id) {
             fail(&actions, requestID: id, code: .duplicateRequestID, "request id \(id) is still in use")
             return
         }
@@ -142,8 +150,9 @@ struct ServerSession {
             pendingLists += 1
             let (revision, memos) = store.snapshot()
             actions.append(.sendList(requestID: id, revision: revision, memos: memos))
-        case .create(let memoID, let insert, let content):
-            write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert))
+        case .create(let memoID, let insert, let update, let content):
+            write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert,
+                                        updateMicros: update))
         case .update(let memoID, let expected, let content):
             write(&actions, id, .update(id: memoID, content: content, expectedRevision: expected))
         case .delete(let memoID, let expected):
@@ -166,8 +175,15 @@ struct ServerSession {
             answer(&actions, id, .ok)
         case .ping(let nonce):
             answer(&actions, id, .pong(nonce: nonce))
-        case .welcome, .memo, .memos, .ok, .pong, .snapshot, .subscribed, .change, .historyGone, .error:
-            fail(&actions, requestID: id, code: .invalidRequest, "\(message.kind) is not a request")
+        case .pong:
+            // The server sends no ping in version 1: a pong answers nothing and gets no answer.
+            break
+        case .error(let code, let text):
+            // A client reporting a problem: logged, not answered (an error answering an error could loop).
+            actions.append(.log(LogLine(event: "client error", detail: "request=\(id) \(code): \(text)")))
+        case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone:
+            // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
+            answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:
             phase = .closed
             actions.append(.close(reason: "client is going away"))
@@ -176,12 +192,13 @@ struct ServerSession {
 
     private mutating func write(_ actions: inout [SessionAction], _ id: UInt32, _ op: WriteOp) {
         guard role == .readWrite else {
-            answer(&actions, id, .error(code: .permissionDenied,
-                                        message: "this client's certificate is read-only"))
+            let error = MemoError.permissionDenied("this client's certificate is read-only")
+            actions.append(.log(Self.refusal(requestID: id, op, error)))
+            answer(&actions, id, .error(code: ErrorCode(error), message: "this client's certificate is read-only"))
             return
         }
         guard admitInFlight(&actions, id) else { return }
-        pendingWrites.insert(id)
+        pendingWrites[id] = op
         actions.append(.submit(requestID: id, op: op))
     }
 
@@ -194,15 +211,32 @@ struct ServerSession {
         return true
     }
 
-    /// A write finished: the frame that answers it.
-    mutating func completed(requestID: UInt32, _ result: Result<WriteOutcome, MemoError>) -> [UInt8] {
-        pendingWrites.remove(requestID)
+    /// A write finished: the frame that answers it, and for a refused or failed write the line to log.
+    mutating func completed(
+        requestID: UInt32, _ result: Result<WriteOutcome, MemoError>
+    ) -> (frame: [UInt8], log: LogLine?) {
+        let op = pendingWrites.removeValue(forKey: requestID)
         switch result {
         case .success(let outcome):
-            return Message.memo(outcome.memo).frame(requestID: requestID)
+            return (Message.memo(outcome.memo).frame(requestID: requestID), nil)
         case .failure(let error):
-            return Message.error(code: ErrorCode(error), message: error.description).frame(requestID: requestID)
+            let frame = Message.error(code: ErrorCode(error), message: error.description).frame(requestID: requestID)
+            return (frame, op.map { Self.refusal(requestID: requestID, $0, error) })
         }
+    }
+
+    /// The log line of a write the store refused or failed: `refused` when the request was at fault,
+    /// `storage error` when the store was.
+    static func refusal(requestID: UInt32, _ op: WriteOp, _ error: MemoError) -> LogLine {
+        let what: String
+        switch op {
+        case .create(let id, _, _, _): what = "create id=\(id.uuidString.lowercased())"
+        case .update(let id, _, _): what = "update id=\(id.uuidString.lowercased())"
+        case .delete(let id, _): what = "delete id=\(id.uuidString.lowercased())"
+        }
+        let code = ErrorCode(error)
+        return LogLine(event: code.rawValue >= 500 ? "storage error" : "refused",
+                       detail: "request=\(requestID) \(what): \(code): \(error)")
     }
 
     /// `count` list answers were sent in full.

@@ -20,12 +20,14 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let invalidRequest = ErrorCode(rawValue: 203)
     public static let permissionDenied = ErrorCode(rawValue: 204)
     public static let unknownSubscription = ErrorCode(rawValue: 205)
+    /// The client's certificate was revoked while it was connected (sent as going-away).
+    public static let certificateRevoked = ErrorCode(rawValue: 206)
 
     public static let tooManyInFlight = ErrorCode(rawValue: 300)
     public static let slowConsumer = ErrorCode(rawValue: 301)
     public static let tooManyConnections = ErrorCode(rawValue: 302)
     public static let handshakeTimeout = ErrorCode(rawValue: 303)
-    public static let idleTimeout = ErrorCode(rawValue: 304)
+    public static let frameTimeout = ErrorCode(rawValue: 304)
 
     public static let internalError = ErrorCode(rawValue: 500)
     public static let storageUnavailable = ErrorCode(rawValue: 501)
@@ -40,10 +42,10 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         (.duplicateRequestID, "duplicate-request-id"),
         (.notFound, "not-found"), (.conflict, "conflict"), (.contentTooLarge, "content-too-large"),
         (.invalidRequest, "invalid-request"), (.permissionDenied, "permission-denied"),
-        (.unknownSubscription, "unknown-subscription"),
+        (.unknownSubscription, "unknown-subscription"), (.certificateRevoked, "certificate-revoked"),
         (.tooManyInFlight, "too-many-in-flight"), (.slowConsumer, "slow-consumer"),
         (.tooManyConnections, "too-many-connections"), (.handshakeTimeout, "handshake-timeout"),
-        (.idleTimeout, "idle-timeout"),
+        (.frameTimeout, "frame-timeout"),
         (.internalError, "internal-error"), (.storageUnavailable, "storage-unavailable"),
         (.storageFull, "storage-full"), (.shuttingDown, "shutting-down"),
     ]

@@ -24,10 +24,11 @@ extension Message {
             w.u16(minVersion)
             w.u16(maxVersion)
             w.string(client)
-        case .create(let id, let insertMicros, let content):
-            w.u8((id == nil ? 0 : 1) | (insertMicros == nil ? 0 : 2))
+        case .create(let id, let insertMicros, let updateMicros, let content):
+            w.u8((id == nil ? 0 : 1) | (insertMicros == nil ? 0 : 2) | (updateMicros == nil ? 0 : 4))
             if let id { w.uuid(id) }
             if let insertMicros { w.i64(insertMicros) }
+            if let updateMicros { w.i64(updateMicros) }
             w.string(content)
         case .get(let id):
             w.uuid(id)
@@ -100,10 +101,11 @@ extension Message {
                           client: try r.string("client name"))
         case .create:
             let flags = try r.u8("create flags")
-            guard flags & ~3 == 0 else { throw .invalidValue(field: "create flags", value: UInt64(flags)) }
+            guard flags & ~7 == 0 else { throw .invalidValue(field: "create flags", value: UInt64(flags)) }
             let id = flags & 1 != 0 ? try r.uuid("memo id") : nil
             let insert = flags & 2 != 0 ? try r.i64("insert date") : nil
-            self = .create(id: id, insertMicros: insert, content: try r.string("content"))
+            let update = flags & 4 != 0 ? try r.i64("update date") : nil
+            self = .create(id: id, insertMicros: insert, updateMicros: update, content: try r.string("content"))
         case .get:
             self = .get(id: try r.uuid("memo id"))
         case .list:

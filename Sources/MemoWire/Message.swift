@@ -10,7 +10,8 @@ public enum Role: UInt8, Sendable, Hashable {
 public enum Message: Sendable, Hashable {
     // Requests, client to server.
     case hello(minVersion: UInt16, maxVersion: UInt16, client: String)
-    case create(id: UUID?, insertMicros: Int64?, content: String)
+    /// `insertMicros` and `updateMicros` restore an exported memo's dates; nil means now.
+    case create(id: UUID?, insertMicros: Int64?, updateMicros: Int64? = nil, content: String)
     case get(id: UUID)
     case list
     case update(id: UUID, expectedRevision: UInt64?, content: String)

@@ -8,7 +8,8 @@ let helpText: String = {
 
         Reads and writes the memos of a memo server over mutual TLS. With no command, on a terminal, it opens
         the terminal front end: the list, live as other clients change it, a detail and an editor (? shows the
-        keys). It starts from the cached list when the server is away and says so in the status bar.
+        keys). It starts from the cached list when the server is away and says so in the status bar; writes
+        made meanwhile show at once as pending and are sent when the server is back.
 
         Commands:
           list [--filter TEXT] [--limit N]  memos, newest first (--filter: case-insensitive text in the content)
@@ -31,8 +32,9 @@ let helpText: String = {
           --key FILE            its private key (instead of DIR/client.key)
           --timeout SECONDS     how long a request may take, connecting included (default 10)
           --if-revision N       edit, rm: only if the memo is still at revision N
-          --locale ID           front end: the locale of the detail's dates, e.g. ko_KR
-                                (default: the user's locale from LC_ALL, LC_TIME or LANG)
+          --locale ID           front end: the locale of its words and dates, e.g. ko_KR (Korean)
+                                (default: LC_ALL, LC_MESSAGES or LANG for words; LC_ALL, LC_TIME
+                                or LANG for dates)
           --json                one JSON object per memo per line: id, content, insertDate, updateDate
                                 (ISO 8601, UTC, microseconds), revision; watch --json prints
                                 {"type":"created"|"updated"|"deleted","revision":N,"memo":{...}} per change

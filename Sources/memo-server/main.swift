@@ -24,9 +24,20 @@ do {
         case "client":
             if wantsHelp { print(Help.certsClient); exit(0) }
             try Certs.client(&arguments)
+        case "server":
+            if wantsHelp { print(Help.certsServer); exit(0) }
+            try Certs.server(&arguments)
+        case "revoke":
+            if wantsHelp { print(Help.certsRevoke); exit(0) }
+            try Certs.revoke(&arguments)
+        case "list":
+            if wantsHelp { print(Help.certsList); exit(0) }
+            try Certs.list(&arguments)
         default:
-            if wantsHelp { print(Help.certsInit + "\n\n" + Help.certsClient); exit(0) }
-            throw UsageError(sub.map { "unknown certs command '\($0)'" } ?? "certs needs a command: init or client")
+            if wantsHelp { print(Help.certs); exit(0) }
+            throw UsageError(
+                sub.map { "unknown certs command '\($0)'" }
+                    ?? "certs needs a command: init, client, server, revoke or list")
         }
     case "help":
         print(Help.main)

@@ -135,7 +135,7 @@ enum HostileCatalog {
         },
         HostileCase(
             name: "frame-cut-then-silence",
-            expected: "a frame cut mid-way, then nothing: error 304 idle-timeout after the frame timeout (2 s), closed"
+            expected: "a frame cut mid-way, then nothing: error 304 frame-timeout after the frame timeout (2 s), closed"
         ) { context in
             let whole = Message.create(id: UUID(), insertMicros: nil, content: String(repeating: "x", count: 1000))
                 .frame(requestID: 3)
@@ -143,7 +143,7 @@ enum HostileCatalog {
             let start = ContinuousClock.now
             try connection.sendRaw(Array(whole.prefix(300)))
             let result = context.readUntilClosed(connection)
-            var outcome = context.expectClose(with: .idleTimeout, result)
+            var outcome = context.expectClose(with: .frameTimeout, result)
             outcome.got += " after \(Double(milliseconds(ContinuousClock.now - start)) / 1000) s"
             return outcome
         },
@@ -158,9 +158,9 @@ enum HostileCatalog {
         HostileCase(name: "trailing-bytes", expected: "error 100 malformed-frame, closed") { context in
             context.expectClose(with: .malformedFrame, try context.sendAndReadUntilClosed(frame(type: 0x04, [0xAA])))
         },
-        HostileCase(name: "response-as-request", expected: "error 203 invalid-request, closed") { context in
-            context.expectClose(
-                with: .invalidRequest, try context.sendAndReadUntilClosed(Message.ok.frame(requestID: 4)))
+        HostileCase(name: "response-as-request", expected: "error 203 invalid-request, stays open") { context in
+            let connection = try context.connect()
+            return context.expectStaysOpen(connection, try connection.request(.ok), code: .invalidRequest)
         },
         HostileCase(
             name: "abrupt-reset-mid-frame",

@@ -41,6 +41,9 @@ let sampleMessages: [Message] = {
         .error(code: .conflict, message: "memo is at revision 44, not 41"),
         .error(code: ErrorCode(rawValue: 999), message: "a code from a newer server"),
         .goingAway(code: .shuttingDown, message: "server is shutting down"),
+        // Last, so that the fuzz corpus's older seeds keep their names.
+        .create(id: id, insertMicros: 77, updateMicros: 78, content: "with both dates"),
+        .create(id: nil, insertMicros: nil, updateMicros: -1, content: "with an update date only"),
     ]
 }()
 
@@ -140,7 +143,8 @@ struct CodecTests {
             (frame(0x02, [0, 0, 0, 0, 2, 0xC3, 0x28]), .invalidUTF8(field: "content")),
             (frame(0x02, [0, 0, 0, 0, 3, 0xED, 0xA0, 0x80]), .invalidUTF8(field: "content")),  // a surrogate
             (frame(0x02, [0, 0xFF, 0xFF, 0xFF, 0xFF]), .countTooLarge(field: "content length", count: 0xFFFF_FFFF)),
-            (frame(0x02, [4]), .invalidValue(field: "create flags", value: 4)),
+            (frame(0x02, [8]), .invalidValue(field: "create flags", value: 8)),
+            (frame(0x02, [4, 0, 0]), .truncated(field: "update date")),
             (frame(0x07, [2]), .invalidValue(field: "subscribe mode", value: 2)),
             (frame(0x06, id.bytes + [7]), .invalidValue(field: "expected-revision flag", value: 7)),
             (frame(0x61, [0, 0, 0, 0, 0, 0, 0, 1, 0, 0xFF, 0xFF, 0xFF, 0xFF]),
@@ -222,6 +226,12 @@ struct CodecTests {
         #expect(hex(Message.memo(memo).frame(requestID: 7)) == """
             00000037 42000000 070f1e2d 3c4b5a69 788796a5 b4c3d2e1 f0000000 00000000 01000660 \
             8b015f30 00000660 8b015f30 00000000 06ec9588 eb8595
+            """)
+        let restore = Message.create(
+            id: id, insertMicros: 1_795_000_000_000_000, updateMicros: 1_795_000_060_000_000, content: "안녕")
+        #expect(hex(restore.frame(requestID: 9)) == """
+            00000030 02000000 09070f1e 2d3c4b5a 69788796 a5b4c3d2 e1f00006 608b015f 30000006 \
+            608b04f2 b7000000 0006ec95 88eb8595
             """)
         #expect(hex(Message.error(code: .notFound, message: "no").frame(requestID: 8)) ==
             "0000000d 7e000000 0800c800 0000026e 6f")

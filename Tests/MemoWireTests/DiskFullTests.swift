@@ -1,6 +1,7 @@
 import Foundation
 import MemoProbe
 import MemoSQLite
+import MemoServer
 import MemoWire
 import Testing
 
@@ -74,7 +75,8 @@ struct DiskFullTests {
         let filler = disk.path + "/filler"
         try Data(repeating: 0x55, count: 384 * 1024).write(to: URL(fileURLWithPath: filler))
         let path = disk.path + "/memos.sqlite"
-        let server = try TestServer(store: try SQLiteStore(path: path))
+        let log = Recorder<String>()
+        let server = try TestServer(store: try SQLiteStore(path: path), log: ServerLog { log.record($0) })
         var running = true
         defer { if running { server.stop() } }
         let writer = try server.connect()
@@ -109,6 +111,10 @@ struct DiskFullTests {
         let grown = try writer.request(
             .update(id: acknowledged[0].id, expectedRevision: nil, content: Self.content(501, size: 60_000)))
         #expect({ if case .error(.storageFull, _) = grown { true } else { false } }(), "\(grown)")
+        // Each failed write is one log line naming the connection.
+        let failures = log.values.filter { $0.hasPrefix("storage error conn=") }
+        #expect(failures.count == 3, "\(failures)")
+        #expect(failures.allSatisfy { $0.contains(" cn=client request=") && $0.contains(": 502 storage-full: ") })
 
         // The server is up and serves reads from what was acknowledged, unchanged.
         #expect(try writer.request(.ping(nonce: 42)) == .pong(nonce: 42))

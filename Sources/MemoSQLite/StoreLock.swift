@@ -1,0 +1,62 @@
+import Foundation
+import MemoCore
+import Synchronization
+
+/// The exclusive lock that makes one SQLite file one server's: `flock` on `PATH.lock` beside the database, held
+/// until the store closes (the kernel drops it when the process dies, so a crash leaves no stale lock).
+///
+/// Two servers on one file would each keep their own table and revision counter in memory and collide on every
+/// write; the second is refused before it opens the database, so it writes nothing. The file holds the holder's
+/// pid, which the refusal names.
+final class StoreLock: Sendable {
+    let path: String
+    /// The open lock file; -1 once released.
+    private let descriptor: Atomic<Int32>
+
+    /// Takes the lock or says who holds it.
+    /// - Throws: `MemoError.storage` naming the holder's pid when another process (or another store in this
+    ///   one) holds the lock, or why the lock file cannot be opened.
+    init(databasePath: String) throws(MemoError) {
+        path = databasePath + ".lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storage("cannot open the lock file \(path): \(Self.reason(errno))") }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            let holder = Self.holder(fd)
+            close(fd)
+            guard code == EWOULDBLOCK else { throw .storage("cannot lock \(path): \(Self.reason(code))") }
+            throw .storage(
+                "\(databasePath) is in use by another memo-server (pid \(holder ?? "unknown"), lock file \(path)); "
+                    + "a SQLite file serves one server: several servers need a shared store "
+                    + "(--store postgres://...)")
+        }
+        // Informational only, so a failure (a full disk) does not stop the server.
+        let pid = Array("\(getpid())\n".utf8)
+        if ftruncate(fd, 0) == 0 { _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } }
+        descriptor = Atomic(fd)
+    }
+
+    /// Gives the lock up; later calls do nothing.
+    func release() {
+        let fd = descriptor.exchange(-1, ordering: .acquiringAndReleasing)
+        if fd >= 0 { close(fd) }
+    }
+
+    deinit {
+        release()
+    }
+
+    /// The pid written in the lock file by its holder, if it wrote one.
+    private static func holder(_ fd: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        let text = String(decoding: buffer[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty || !text.allSatisfy(\.isNumber) ? nil : text
+    }
+
+    private static func reason(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
