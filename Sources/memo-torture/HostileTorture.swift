@@ -14,8 +14,8 @@ struct HostileTorture {
                                     [--max-outbound BYTES]
 
         Starts one memo-server (sqlite store, port 0) with small limits: --handshake-timeout 2,
-        --frame-timeout 2, --max-in-flight 64, --max-outbound 262144 (or --max-outbound). Runs each case of the catalog (--list
-        shows it; --cases picks some) while a good client on its own connection sends a ping and a create every
+        --frame-timeout 2, --max-in-flight 64, --max-outbound 262144 (or the --max-outbound given). Runs each
+        case of the catalog (--list shows it; --cases picks some) while a good client on its own connection sends a ping and a create every
         50 ms. A case passes when the hostile peer got the expected outcome, and every round of the good client
         during the case and the first one after it was answered within --latency-bound (default 500 ms).
         The server's VmRSS is sampled every 20 ms; the run fails if it ever goes over --rss-bound (default

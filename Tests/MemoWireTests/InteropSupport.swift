@@ -26,7 +26,8 @@ final class PeerProcess: Sendable {
     private let errors = Mutex<[UInt8]>([])
 
     init(_ tool: String, _ arguments: [String]) throws {
-        let path = try #require(InteropTools.path(tool), "\(tool) is not installed (Debian: apt-get install gnutls-bin)")
+        let path = try #require(
+            InteropTools.path(tool), "\(tool) is not installed (Debian: apt-get install gnutls-bin openssl)")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
