@@ -60,6 +60,33 @@ struct ServerBackpressureTests {
     }
 }
 
+/// The server's log says which alert the record layer sent and why, not only "TLS failure".
+@Suite("Server: TLS failures are logged with their alert")
+struct ServerTLSLogTests {
+    @Test(arguments: [TLSRecordLayerChoice.handOff, .openSSL])
+    func aTamperedRecordIsLoggedWithItsAlertAndReason(records: TLSRecordLayerChoice) throws {
+        let lines = LogLines()
+        let log = ServerLog { line in lines.lines.withLock { $0.append(line) } }
+        let server = try TestServer(log: log, records: records)
+        defer { server.stop() }
+        let connection = try server.connect()
+        try connection.tls.writePlaintext(Message.ping(nonce: 1).frame(requestID: 5))
+        var wire: [UInt8] = []
+        connection.tls.takeOutbound(into: &wire)
+        wire[wire.count - 1] ^= 0x80  // the last byte of the tag
+        _ = try wire.withUnsafeBytes { try connection.socket.write($0) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        var closeLine: String?
+        while closeLine == nil, ContinuousClock.now < deadline {
+            closeLine = lines.lines.withLock { $0.first { $0.hasPrefix("close conn=") } }
+            if closeLine == nil { _ = try? connection.socket.wait(for: .readable, timeout: .milliseconds(20)) }
+        }
+        let line = try #require(closeLine)
+        // Our layer names the alert as RFC 8446 does; OpenSSL's reason string says "bad record mac".
+        #expect(line.contains("bad_record_mac") || line.contains("bad record mac"), "\(line)")
+    }
+}
+
 enum HostileFrames {
     /// A frame of type 0x33, which the protocol does not define.
     static let unknownType: [UInt8] = [0, 0, 0, 5, 0x33, 0, 0, 0, 9]
