@@ -125,6 +125,43 @@ static inline int CMemoSSL_CRL_revoked_count(X509_CRL *crl) {
 static inline const X509_REVOKED *CMemoSSL_CRL_revoked_at(X509_CRL *crl, int index) {
     return sk_X509_REVOKED_value(X509_CRL_get_REVOKED(crl), index);
 }
+#include <malloc.h>
+#include <stdlib.h>
+
+// OpenSSL's allocations through functions that wipe a block before it is freed, so that the secrets in an SSL
+// (traffic secrets, the exporter secret, IVs) do not stay in freed heap after a hand-off: OpenSSL 3.0's
+// SSL_free does not cleanse them. The whole usable size is wiped, not only what was asked for.
+static inline void *CMemoSSL_wiping_malloc(size_t size, const char *file, int line) {
+    (void)file;
+    (void)line;
+    return malloc(size);
+}
+static inline void CMemoSSL_wiping_free(void *block, const char *file, int line) {
+    (void)file;
+    (void)line;
+    if (block == NULL) return;
+    OPENSSL_cleanse(block, malloc_usable_size(block));
+    free(block);
+}
+static inline void *CMemoSSL_wiping_realloc(void *block, size_t size, const char *file, int line) {
+    if (block == NULL) return CMemoSSL_wiping_malloc(size, file, line);
+    if (size == 0) {
+        CMemoSSL_wiping_free(block, file, line);
+        return NULL;
+    }
+    // Always a new block: realloc may move the data and free the old block without wiping it.
+    size_t old = malloc_usable_size(block);
+    void *moved = malloc(size);
+    if (moved == NULL) return NULL;
+    memcpy(moved, block, old < size ? old : size);
+    CMemoSSL_wiping_free(block, file, line);
+    return moved;
+}
+/// Returns 1 when installed; 0 when OpenSSL has already allocated (it must be the process's first OpenSSL call).
+static inline int CMemoSSL_install_wiping_allocator(void) {
+    return CRYPTO_set_mem_functions(CMemoSSL_wiping_malloc, CMemoSSL_wiping_realloc, CMemoSSL_wiping_free);
+}
+
 static inline int CMemoSSL_CTRL_AEAD_GET_TAG(void) { return EVP_CTRL_AEAD_GET_TAG; }
 static inline int CMemoSSL_CTRL_AEAD_SET_TAG(void) { return EVP_CTRL_AEAD_SET_TAG; }
 #endif

@@ -13,6 +13,8 @@ struct Serve {
     var configuration = ServerConfiguration()
     var store = "sqlite:memo-data/memos.sqlite"
     var historyCapacity = MemoLimits.defaultHistoryCapacity
+    /// Whether OpenSSL's freed memory is wiped (installed by main before any OpenSSL call), for the startup line.
+    var freedMemoryWiped = false
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         configuration.listen = try arguments.option("--listen") ?? configuration.listen
@@ -68,7 +70,8 @@ struct Serve {
             throw error
         }
         ServerLog.standardError(
-            "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name)")
+            "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
+                + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }

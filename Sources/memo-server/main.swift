@@ -1,5 +1,11 @@
 import Foundation
 import MemoCLI
+import MemoTLS
+
+// First, before any OpenSSL call: freed OpenSSL memory is wiped, secrets included (RELIABILITY.md has the cost).
+// MEMO_TLS_WIPE_FREED=0 turns it off, for measuring that cost.
+let freedMemoryWiped =
+    ProcessInfo.processInfo.environment["MEMO_TLS_WIPE_FREED"] != "0" && TLSMemory.wipeFreedMemory()
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
 let wantsHelp = arguments.flag("--help", "-h")
@@ -14,7 +20,9 @@ do {
     switch command {
     case nil, "serve":
         if wantsHelp { print(command == nil ? Help.main + "\n\n" + Help.serve : Help.serve); exit(0) }
-        try Serve(&arguments).run()
+        var serve = try Serve(&arguments)
+        serve.freedMemoryWiped = freedMemoryWiped
+        try serve.run()
     case "certs":
         let sub = arguments.command()
         switch sub {

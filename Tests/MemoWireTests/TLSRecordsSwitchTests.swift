@@ -38,6 +38,21 @@ struct TLSRecordsSwitchTests {
         #expect(clientErr.contains("MEMO_TLS_RECORDS takes own or openssl, not 'boringssl'"), "\(clientErr)")
     }
 
+    /// The startup line names the record layer, and that the wiping allocator went in: OpenSSL takes one only
+    /// before its first allocation, so this fails if anything in the server used OpenSSL before main installed it.
+    @Test func theServerSaysWhichRecordLayerAndThatFreedOpenSSLMemoryIsWiped() throws {
+        let directory = try TemporaryDirectory()
+        let server = try ServerProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--store", "memory", "--certs", directory.path + "/certs",
+                        "--tls-records", "openssl"],
+            directory: directory)
+        defer {
+            server.signal(SIGTERM)
+            _ = server.waitForExit()
+        }
+        #expect(server.log.contains("TLS records: openssl; freed OpenSSL memory wiped: yes"), "\(server.log)")
+    }
+
     /// Each client layer against each server layer, through the built client.
     @Test(arguments: [TLSRecordLayerChoice.handOff, .openSSL], ["own", "openssl"])
     func theClientWorksWithEitherLayerOnEitherSide(server records: TLSRecordLayerChoice, client: String) throws {
