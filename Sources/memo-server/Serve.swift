@@ -17,7 +17,13 @@ struct Serve {
     var freedMemoryWiped = false
 
     init(_ arguments: inout Arguments) throws(UsageError) {
-        configuration.listen = try arguments.option("--listen") ?? configuration.listen
+        if let listen = try arguments.option("--listen") {
+            do {
+                configuration.listen = try HostPort(parsing: listen, defaultPort: 7420).description
+            } catch {
+                throw UsageError("--listen: \(error)")
+            }
+        }
         store = try arguments.option("--store") ?? store
         configuration.certsDirectory = try arguments.option("--certs") ?? configuration.certsDirectory
         configuration.threads = try arguments.integer("--threads", in: 1...256) ?? configuration.threads

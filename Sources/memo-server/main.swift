@@ -1,6 +1,8 @@
 import Foundation
 import MemoCLI
+import MemoSQLite
 import MemoTLS
+import MemoWire
 
 // First, before any OpenSSL call: freed OpenSSL memory is wiped, secrets included (RELIABILITY.md has the cost).
 // MEMO_TLS_WIPE_FREED=0 turns it off, for measuring that cost.
@@ -9,6 +11,12 @@ let freedMemoryWiped =
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
 let wantsHelp = arguments.flag("--help", "-h")
+if arguments.flag("--version") {
+    print(MemoRelease.versionText(
+        program: "memo-server", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]),
+        terminator: "")
+    exit(0)
+}
 let command = arguments.command()
 
 func fail(_ message: String, code: Int32) -> Never {
