@@ -19,6 +19,8 @@ public struct ClientConfiguration: Sendable {
     /// Sent in `hello`, for the server's logs.
     public var clientName: String
     public var reconnect: ReconnectPolicy
+    /// Who protects TLS 1.3 records after the handshake (`MEMO_TLS_RECORDS=own|openssl` for memo-client).
+    public var tlsRecords = TLSRecordLayerChoice.handOff
     /// Where the certificate files were looked for and why there (for an error about missing files), such as
     /// "certificate folder ./certs (found in the current directory)"; nil when the caller gave the files.
     public var certificatesOrigin: String?
@@ -46,6 +48,13 @@ public struct ClientConfiguration: Sendable {
         let join = { (name: String) in directory.hasSuffix("/") ? directory + name : directory + "/" + name }
         self.init(
             server: server, caPath: join("ca.crt"), certificatePath: join("client.crt"), keyPath: join("client.key"))
+    }
+
+    /// Chooses the record layer by its operator name, `own` or `openssl`. - Returns: false for another name.
+    public mutating func useTLSRecords(named name: String) -> Bool {
+        guard let choice = TLSRecordLayerChoice(name: name) else { return false }
+        tlsRecords = choice
+        return true
     }
 
     /// The addresses in `server`, in the order they are tried.

@@ -182,6 +182,9 @@ let helpText: String = {
           --version             the version, the protocol version, and the OpenSSL and SQLite versions
           -h, --help            this help (after a command: that command's help)
 
+        Environment: MEMO_TLS_RECORDS=own|openssl chooses who protects TLS 1.3 records after the handshake:
+        the client's own record layer (default) or OpenSSL's.
+
         Output is a table for people when stdout is a terminal (short id, local date, first line; colors
         unless NO_COLOR is set) and tab-separated when it is not:
           list, add, edit, rm:  id<TAB>revision<TAB>insertDate<TAB>first line

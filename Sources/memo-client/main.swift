@@ -67,6 +67,11 @@ func connectionOptions(
     if let cert { configuration.certificatePath = cert }
     if let key { configuration.keyPath = key }
     if ca != nil, cert != nil, key != nil { configuration.certificatesOrigin = nil }
+    if let records = setting("MEMO_TLS_RECORDS", environment) {
+        guard configuration.useTLSRecords(named: records) else {
+            throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
+        }
+    }
     configuration.requestTimeout = .milliseconds(Int64(((timeout ?? 10) * 1000).rounded(.up)))
     configuration.connectTimeout = configuration.requestTimeout
     return configuration

@@ -50,6 +50,8 @@ enum Help {
           --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
                                      mid-frame is closed with 304 frame-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
+          --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
+                                     record layer (default; less memory per connection) or OpenSSL's
         """
 
     static let certsInit = """
