@@ -4,7 +4,8 @@ import MemoTLS
 
 /// Where and how a client connects.
 public struct ClientConfiguration: Sendable {
-    /// `HOST:PORT` (`[V6]:PORT` for IPv6).
+    /// `HOST:PORT` (`[V6]:PORT` for IPv6), or several separated by commas: servers over one database, tried in
+    /// turn (revisions are global, so a subscription resumes on any of them).
     public var server: String
     /// PEM file of the CA that signed the server's certificate.
     public var caPath: String
@@ -56,9 +57,15 @@ public struct ClientConfiguration: Sendable {
         return true
     }
 
-    /// The host part of `server`, used to check the server's certificate.
-    var serverHost: String {
-        (try? HostPort(parsing: server, defaultPort: Self.defaultPort))?.host ?? server
+    /// The addresses in `server`, in the order they are tried.
+    var servers: [String] {
+        let list = server.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return list.isEmpty ? [server] : list
+    }
+
+    /// The host part of one address of `server`, used to check the server's certificate.
+    static func host(of server: String) -> String {
+        (try? HostPort(parsing: server, defaultPort: defaultPort))?.host ?? server
     }
 
     /// Which certificate folder a client uses: `option` (`--certs`), else `$MEMO_CERTS`, else `./certs` when it

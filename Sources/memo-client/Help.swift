@@ -161,7 +161,8 @@ let helpText: String = {
 
         Options:
           --server HOST[:PORT]  the server; the port defaults to 7420; IPv6 as [::1] or [::1]:7420
-                                (env MEMO_SERVER, default 127.0.0.1:7420)
+                                (env MEMO_SERVER, default 127.0.0.1:7420); several, separated by commas
+                                (servers over one PostgreSQL), are tried in turn when one is lost
           --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS; default ./certs
                                 if it exists, else $XDG_CONFIG_HOME/memo/certs, i.e. ~/.config/memo/certs)
           --ca FILE             the CA that signed the server's certificate (instead of DIR/ca.crt; env MEMO_CA;

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import MemoCLI
 import MemoNet
+import MemoPostgres
 import MemoServer
 import MemoSQLite
 import MemoTLS
@@ -44,8 +45,8 @@ struct Serve {
             configuration.tlsRecords = choice
         }
         try arguments.finish()
-        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) else {
-            throw UsageError("--store takes sqlite:PATH or memory, not '\(store)'")
+        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) || Self.isPostgres(store) else {
+            throw UsageError("--store takes sqlite:PATH, postgres://URI or memory, not '\(store)'")
         }
     }
 
@@ -62,6 +63,10 @@ struct Serve {
         if store == "memory" {
             memoStore = MemoryStore(historyCapacity: historyCapacity)
             storeName = store
+        } else if Self.isPostgres(store) {
+            memoStore = try PostgresStore(
+                uri: store, historyCapacity: historyCapacity, log: { ServerLog.standardError($0) })
+            storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
             memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
@@ -104,9 +109,26 @@ struct Serve {
         if let sqlite = memoStore as? SQLiteStore {
             summary += "; \(sqlite.transactionCount) transactions committed since start"
         }
+        if let postgres = memoStore as? PostgresStore {
+            summary += "; \(postgres.batchCount) write batches sent to PostgreSQL since start"
+        }
         ServerLog.standardError(summary)
         _ = watcher
         signals.shutdownGracefully()
+    }
+
+    /// A libpq URI: several servers share the database it names.
+    static func isPostgres(_ store: String) -> Bool {
+        store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+    }
+
+    /// The store for log lines: a password in a PostgreSQL URI is not written out.
+    static func redacted(_ store: String) -> String {
+        guard isPostgres(store), let at = store.firstIndex(of: "@"),
+            let scheme = store.range(of: "://"), scheme.upperBound < at,
+            let colon = store[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return store }
+        return String(store[..<colon]) + ":***" + String(store[at...])
     }
 
     /// Makes a CA and certificates as `certs init` would when the folder holds no CA.
