@@ -27,10 +27,11 @@ public final class MemoClient: Sendable {
 
     private init(configuration: ClientConfiguration) throws {
         self.configuration = configuration
-        let tls = try TLSContext(
-            .client(
-                trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
-                privateKeyPath: configuration.keyPath))
+        var tlsConfiguration = TLSConfiguration.client(
+            trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
+            privateKeyPath: configuration.keyPath)
+        tlsConfiguration.recordLayer = configuration.tlsRecords
+        let tls = try TLSContext(tlsConfiguration)
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)
         connectionFailure = Subject(nil)
@@ -61,6 +62,8 @@ public final class MemoClient: Sendable {
     }
 
     /// Connects and waits for the server's welcome.
+    /// A server that cannot be reached yet (connection refused, still starting) is tried again with backoff until
+    /// `connectTimeout`; TLS and certificate failures are thrown at once.
     /// - Throws: `ClientError` (`tlsRefused`, `unreachable`, `timedOut`, `server`) when the first connection
     ///   fails, or `TLSError` when the certificate files cannot be loaded. Once connected, a lost connection is
     ///   made again in the background.
@@ -68,8 +71,10 @@ public final class MemoClient: Sendable {
         let client = try MemoClient(configuration: configuration)
         let core = client.core
         let end: ConnectionEnd? = await withCheckedContinuation { continuation in
+            let deadline = ContinuousClock.now + configuration.connectTimeout
             client.loop.execute {
                 core.onFirstOutcome = { continuation.resume(returning: $0) }
+                core.firstDeadline = deadline
                 core.attempt()
             }
         }
@@ -99,7 +104,8 @@ public final class MemoClient: Sendable {
 
     static func error(for end: ConnectionEnd, configuration: ClientConfiguration) -> ClientError {
         switch end {
-        case .unreachable(let reason): return .unreachable(server: configuration.server, reason: reason)
+        case .unreachable(let reason), .unresolved(let reason):
+            return .unreachable(server: configuration.server, reason: reason)
         case .timedOut: return .timedOut(server: configuration.server, seconds: configuration.connectTimeout.seconds)
         case .tlsRefused(let error): return .tlsRefused(server: configuration.server, error)
         case .rejected(let code, let message): return .server(code: code, message: message)
@@ -149,10 +155,13 @@ public final class MemoClient: Sendable {
     }
 
     /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).
+    /// - Throws: `MemoError.contentTooLarge` before anything is sent when the content is over the limit.
     public func create(
         content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil
     ) async throws -> Memo {
-        try await memoRequest(.create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
+        try MemoLimits.validate(content: content)
+        return try await memoRequest(
+            .create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
     }
 
     public func get(id: UUID) async throws -> Memo {
@@ -173,6 +182,7 @@ public final class MemoClient: Sendable {
     /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
     /// holds our content, the first try did it and that is the answer.
     public func update(id: UUID, content: String, expectedRevision: UInt64? = nil) async throws -> Memo {
+        try MemoLimits.validate(content: content)
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content))
         if attempts > 1, case .failure(MemoError.conflict) = result,

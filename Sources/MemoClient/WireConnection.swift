@@ -4,11 +4,14 @@ import MemoWire
 
 /// How a connection ended.
 enum ConnectionEnd: Sendable {
-    /// No TCP connection: refused, unreachable, the name did not resolve.
+    /// No TCP connection: refused, no route, reset during the handshake.
     case unreachable(String)
+    /// The server's address is malformed or its name does not resolve.
+    case unresolved(String)
     /// The attempt (TCP, TLS and hello) took longer than the connect timeout.
     case timedOut
-    /// TLS failed before the server welcomed us (certificates refused on either side).
+    /// TLS failed: certificates refused on either side, or a record that did not verify (before or after the
+    /// welcome).
     case tlsRefused(TLSError)
     /// The server refused the conversation before welcoming us (`error` or `going-away` in place of `welcome`).
     case rejected(ErrorCode, String)
@@ -101,7 +104,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         do throws(TLSError) {
             try engine.writePlaintext(frame)
         } catch {
-            end(.lost("TLS write failed: \(error.kind.summary)"))
+            end(.tlsRefused(error))
             return
         }
         flush()
@@ -203,12 +206,18 @@ final class WireConnection: EventHandler, @unchecked Sendable {
             let result = try engine.readPlaintext(into: &plaintext)
             if !plaintext.isEmpty { decoder.append(plaintext) }
             decodeFrames()
-            if case .closed = result, phase != .closed {
+            // close_notify may come in the same read as the last frames (the result then counts the bytes).
+            if result == .closed || engine.peerClosed, phase != .closed {
+                // Answer the server's close_notify with ours (RFC 8446 §6.1) before the socket closes.
+                engine.shutdown()
+                flush()
                 end(phase == .ready ? .lost("the server closed the connection") : .rejected(.shuttingDown, "closed"))
             }
         } catch {
             flush()  // our alert, if any, should still reach the server
-            end(phase == .ready ? .lost("TLS failed: \(error.kind.summary)") : .tlsRefused(error))
+            // Before or after the welcome alike: a TLS failure is reported as one (exit 5, with its reason), not
+            // as a lost connection to be retried at once.
+            end(.tlsRefused(error))
             return
         }
         flush()

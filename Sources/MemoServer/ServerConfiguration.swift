@@ -1,3 +1,5 @@
+import MemoTLS
+
 /// How to run a server.
 public struct ServerConfiguration: Sendable {
     /// `HOST:PORT` to listen on; port 0 picks a free one.
@@ -11,6 +13,9 @@ public struct ServerConfiguration: Sendable {
     public var limits = ServerLimits()
     /// The name sent in `welcome`.
     public var serverName = "memo-server"
+    /// Who protects TLS 1.3 records after the handshake: our record layer (`--tls-records own`, the default) or
+    /// OpenSSL's (`--tls-records openssl`), the fallback if a problem is ever found in ours.
+    public var tlsRecords = TLSRecordLayerChoice.handOff
 
     public init(listen: String = "127.0.0.1:7420", certsDirectory: String = "certs") {
         self.listen = listen

@@ -12,7 +12,8 @@ enum Help {
           certs revoke NAME|SERIAL   put a client certificate on the CA's revocation list (ca.crl)
           certs list                 every certificate the CA issued: name, role, serial, expiry, revoked
 
-        memo-server COMMAND --help describes a command's options.
+        memo-server COMMAND --help describes a command's options; memo-server --version prints the version,
+        the protocol version, and the OpenSSL and SQLite versions.
         """
 
     static let serve = """
@@ -28,7 +29,8 @@ enum Help {
         within 30 days.
 
         Options:
-          --listen HOST:PORT         address to listen on (default 127.0.0.1:7420; port 0 picks a free port)
+          --listen HOST[:PORT]       address to listen on (default 127.0.0.1:7420; the port defaults to 7420;
+                                     port 0 picks a free port; IPv6 as [::1]:PORT)
           --store sqlite:PATH|memory where memos live (default sqlite:memo-data/memos.sqlite); a SQLite file
                                      serves one server, locked through PATH.lock while it runs
           --certs DIR                ca.crt, server.crt, server.key and, when present, ca.crl (default
@@ -46,6 +48,8 @@ enum Help {
           --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
                                      mid-frame is closed with 304 frame-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
+          --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
+                                     record layer (default; less memory per connection) or OpenSSL's
         """
 
     static let certsInit = """

@@ -13,9 +13,17 @@ struct Serve {
     var configuration = ServerConfiguration()
     var store = "sqlite:memo-data/memos.sqlite"
     var historyCapacity = MemoLimits.defaultHistoryCapacity
+    /// Whether OpenSSL's freed memory is wiped (installed by main before any OpenSSL call), for the startup line.
+    var freedMemoryWiped = false
 
     init(_ arguments: inout Arguments) throws(UsageError) {
-        configuration.listen = try arguments.option("--listen") ?? configuration.listen
+        if let listen = try arguments.option("--listen") {
+            do {
+                configuration.listen = try HostPort(parsing: listen, defaultPort: 7420).description
+            } catch {
+                throw UsageError("--listen: \(error)")
+            }
+        }
         store = try arguments.option("--store") ?? store
         configuration.certsDirectory = try arguments.option("--certs") ?? configuration.certsDirectory
         configuration.threads = try arguments.integer("--threads", in: 1...256) ?? configuration.threads
@@ -29,6 +37,12 @@ struct Serve {
         limits.frameTimeout = try arguments.seconds("--frame-timeout") ?? limits.frameTimeout
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
+        if let records = try arguments.option("--tls-records") {
+            guard let choice = TLSRecordLayerChoice(name: records) else {
+                throw UsageError("--tls-records takes own or openssl, not '\(records)'")
+            }
+            configuration.tlsRecords = choice
+        }
         try arguments.finish()
         guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) else {
             throw UsageError("--store takes sqlite:PATH or memory, not '\(store)'")
@@ -61,7 +75,9 @@ struct Serve {
             memoStore.close()
             throw error
         }
-        ServerLog.standardError("serving \(storeName) at revision \(memoStore.revision)")
+        ServerLog.standardError(
+            "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
+                + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
