@@ -50,7 +50,9 @@ let package = Package(
             dependencies: ["MemoClient", "MemoTUI", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
         .executableTarget(
             name: "memo-bench",
-            dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),
+            dependencies: [
+                "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI", "MemoTUI",
+            ]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
         .testTarget(
