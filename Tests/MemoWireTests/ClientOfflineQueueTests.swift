@@ -31,8 +31,12 @@ struct ClientOfflineQueueTests {
         #expect(clock.now - started < .seconds(2))
         #expect(edited.content == "오프라인 메모, 고침")
         #expect(store.queuedWrites == 4)
-        let shown = try await firstValue(of: store.memoList(), "the writes on the list") { $0.count == 1 }
-        #expect(shown.map(\.content) == ["오프라인 메모, 고침"])
+        // The mirror applies each write on the client's loop, so the list may still be catching up: wait for the
+        // state after all four (firstValue fails at its deadline), not merely for a list of one.
+        let shown = try await firstValue(of: store.memoList(), "the writes on the list") {
+            $0.map(\.content) == ["오프라인 메모, 고침"]
+        }
+        #expect(shown.map(\.id) == [made.id])
         #expect(store.pendingWrites.value == [made.id, other.id])
 
         // On disk, in order, the edit and the delete waiting for the revisions their creates will get.
