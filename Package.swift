@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
         .executableTarget(
             name: "memo-bench",
-            dependencies: ["MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),
+            dependencies: ["MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
         .testTarget(

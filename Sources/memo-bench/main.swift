@@ -11,6 +11,7 @@ let usage = """
       handshakes   full TLS handshakes per second
       fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
       snapshot     time until a fresh mirror of an N-memo store is ready
+      large        a million-memo SQLite store: server start, server memory, a fresh mirror, a full list
       redis-fanout, redis-connections   the same shapes against Redis over TLS (bench/compare.sh)
 
     memo-bench MODE --help describes a mode's options.
@@ -61,6 +62,12 @@ do {
             exit(0)
         }
         try await SnapshotBench(&arguments).run()
+    case "large":
+        if wantsHelp {
+            print(LargeStoreBench.help)
+            exit(0)
+        }
+        try await LargeStoreBench(&arguments).run()
     case nil where wantsHelp:
         print(usage + "\n\n" + RequestBench.help)
     case nil:
