@@ -25,7 +25,7 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         .target(name: "MemoCore"),
-        .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite"]),
+        .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"]),
         .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
         .systemLibrary(name: "CMemoLinux"),
@@ -42,7 +42,9 @@ let package = Package(
         .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
         .executableTarget(
             name: "memo-bench",
-            dependencies: ["MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI"]),
+            dependencies: [
+                "MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI",
+            ]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
         .testTarget(

@@ -6,6 +6,9 @@ final class StartedServer {
     let process = Process()
     let address: String
     let startMilliseconds: Double
+    /// The server's CPU time (user + system, all threads) when it printed its line: on a busy machine a steadier
+    /// figure than the wall time.
+    let startCPUMilliseconds: Double
 
     init(binary: String, store: String, certs: String) throws {
         process.executableURL = URL(fileURLWithPath: binary)
@@ -27,9 +30,19 @@ final class StartedServer {
             line += chunk
         }
         startMilliseconds = (clock.now - started).milliseconds
+        startCPUMilliseconds = Self.cpuMilliseconds(process.processIdentifier)
         let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.hasPrefix("listening on ") else { throw UsageError("memo-server said '\(text)'") }
         address = String(text.dropFirst("listening on ".count))
+    }
+
+    private static func cpuMilliseconds(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// VmRSS in KiB.
