@@ -38,8 +38,10 @@ let package = Package(
         .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText"]),
         .executableTarget(
             name: "memo-server",
-            dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI"]),
-        .executableTarget(name: "memo-client", dependencies: ["MemoClient", "MemoTUI", "MemoCLI"]),
+            dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire"]),
+        .executableTarget(
+            name: "memo-client",
+            dependencies: ["MemoClient", "MemoTUI", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
         .executableTarget(
             name: "memo-bench",
             dependencies: [

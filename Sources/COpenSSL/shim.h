@@ -95,6 +95,14 @@ static inline void CMemoSSL_CTX_capture_traffic_secrets(SSL_CTX *ctx) {
 static inline int CMemoSSL_set_traffic_secrets(SSL *ssl, CMemoSSL_TrafficSecrets *secrets) {
     return SSL_set_ex_data(ssl, 0, secrets);
 }
+// STACK_OF(X509_REVOKED) accessors are macro-generated; these two keep Swift away from the stack type.
+static inline int CMemoSSL_CRL_revoked_count(X509_CRL *crl) {
+    STACK_OF(X509_REVOKED) *revoked = X509_CRL_get_REVOKED(crl);
+    return revoked == NULL ? 0 : sk_X509_REVOKED_num(revoked);
+}
+static inline const X509_REVOKED *CMemoSSL_CRL_revoked_at(X509_CRL *crl, int index) {
+    return sk_X509_REVOKED_value(X509_CRL_get_REVOKED(crl), index);
+}
 static inline int CMemoSSL_CTRL_AEAD_GET_TAG(void) { return EVP_CTRL_AEAD_GET_TAG; }
 static inline int CMemoSSL_CTRL_AEAD_SET_TAG(void) { return EVP_CTRL_AEAD_SET_TAG; }
 #endif

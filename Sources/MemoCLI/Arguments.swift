@@ -117,6 +117,14 @@ public struct Arguments: Sendable {
         return value
     }
 
+    /// Throws "unknown option" for the first item left that looks like an option (before `--`): called once every
+    /// known option is taken, so that an unknown one is named as such rather than read as a command or argument.
+    public func rejectUnknownOptions() throws(UsageError) {
+        for (index, item) in items.enumerated() where isOptionPosition(index) && item.hasPrefix("-") && item != "-" {
+            throw UsageError("unknown option \(item)")
+        }
+    }
+
     /// Throws for anything not taken.
     public func finish() throws(UsageError) {
         guard let first = items.first else { return }

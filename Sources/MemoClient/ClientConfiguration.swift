@@ -1,4 +1,5 @@
 import Foundation
+import MemoNet
 import MemoTLS
 
 /// Where and how a client connects.
@@ -17,6 +18,12 @@ public struct ClientConfiguration: Sendable {
     /// Sent in `hello`, for the server's logs.
     public var clientName: String
     public var reconnect: ReconnectPolicy
+    /// Where the certificate files were looked for and why there (for an error about missing files), such as
+    /// "certificate folder ./certs (found in the current directory)"; nil when the caller gave the files.
+    public var certificatesOrigin: String?
+
+    /// The port a server address without one stands for.
+    public static let defaultPort: UInt16 = 7420
 
     public init(
         server: String, caPath: String, certificatePath: String, keyPath: String,
@@ -42,10 +49,29 @@ public struct ClientConfiguration: Sendable {
 
     /// The host part of `server`, used to check the server's certificate.
     var serverHost: String {
-        var host = server
-        if let colon = host.lastIndex(of: ":") { host = String(host[..<colon]) }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return host
+        (try? HostPort(parsing: server, defaultPort: Self.defaultPort))?.host ?? server
+    }
+
+    /// Which certificate folder a client uses: `option` (`--certs`), else `$MEMO_CERTS`, else `./certs` when it
+    /// exists, else `$XDG_CONFIG_HOME/memo/certs` (`~/.config/memo/certs`). A folder relative to wherever the
+    /// command happens to run would make the same command work in one directory and not in the next.
+    /// - Returns: the folder and, in words, why it is that one.
+    public static func certificatesDirectory(
+        option: String?, environment: [String: String], isDirectory: (String) -> Bool
+    ) -> (path: String, origin: String) {
+        if let option { return (option, "certificate folder \(option) (--certs)") }
+        if let folder = environment["MEMO_CERTS"], !folder.isEmpty {
+            return (folder, "certificate folder \(folder) (MEMO_CERTS)")
+        }
+        if isDirectory("certs") { return ("certs", "certificate folder ./certs (found in the current directory)") }
+        let config: String
+        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
+            config = xdg
+        } else {
+            config = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "~") + "/.config"
+        }
+        let folder = config + "/memo/certs"
+        return (folder, "certificate folder \(folder) (the default: no ./certs here and MEMO_CERTS is not set)")
     }
 }
 
@@ -55,13 +81,23 @@ public struct ReconnectPolicy: Sendable, Hashable {
     public var initialDelay: Duration
     public var maximumDelay: Duration
     public var multiplier: Double
+    /// How long a connection must stay up before its loss starts the backoff again from the beginning. A
+    /// handshake that succeeds is not enough: a server that welcomes and then fails would otherwise be
+    /// reconnected to in a tight loop.
+    public var healthyAfter: Duration
+    /// The least wait after TLS failed or the certificate was refused: retrying sooner would not help, and would
+    /// fill the server's log with the same refusal.
+    public var refusedDelay: Duration
 
     public init(
-        initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2
+        initialDelay: Duration = .milliseconds(100), maximumDelay: Duration = .seconds(3), multiplier: Double = 2,
+        healthyAfter: Duration = .seconds(5), refusedDelay: Duration = .seconds(30)
     ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.multiplier = multiplier
+        self.healthyAfter = healthyAfter
+        self.refusedDelay = refusedDelay
     }
 
     /// The wait before attempt `failures + 1` after `failures` failed ones: the backoff, times a random factor

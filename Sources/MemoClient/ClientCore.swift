@@ -75,12 +75,20 @@ final class ClientCore: @unchecked Sendable {
     private var subscriptionByRequest: [UInt32: Int] = [:]
     private var failures = 0
     private var everLive = false
+    /// When the current connection was welcomed: only one that stays up `healthyAfter` resets the backoff, so
+    /// that a server (or a path) that welcomes and then fails at once is retried with growing delays.
+    private var liveSince: ContinuousClock.Instant?
     private var closed = false
     private var reconnectTimer: TimerHandle?
     /// Why the last attempt failed, for requests that time out while not connected.
     private var lastFailure: ConnectionEnd?
     /// Told of the first connection's outcome (`MemoClient.connect` waits on it).
     var onFirstOutcome: ((ConnectionEnd?) -> Void)?
+    /// Until when a first connection that cannot reach the server is tried again (with backoff) before
+    /// `onFirstOutcome` hears of the failure: a server that is still starting is worth waiting for.
+    var firstDeadline: ContinuousClock.Instant?
+    /// Told of every failed attempt and lost connection (nil once live again), for a status line.
+    var onFailure: ((ConnectionEnd?) -> Void)?
     /// Told of every welcome (the revision is the server's at that moment).
     var onWelcome: ((Welcome) -> Void)?
     private(set) var welcome: Welcome?
@@ -110,11 +118,18 @@ final class ClientCore: @unchecked Sendable {
         let address: SocketAddress
         let engine: TLSEngine
         do {
-            address = try SocketAddress(parsing: configuration.server)
+            do {
+                let hostPort = try HostPort(
+                    parsing: configuration.server, defaultPort: ClientConfiguration.defaultPort)
+                address = try SocketAddress(parsing: hostPort.description)
+            } catch let error as HostPort.SyntaxError {
+                connectionEnded(nil, .unresolved(error.description))
+                return
+            } catch let error as NetError {
+                connectionEnded(nil, .unresolved(error.message.lowercasedFirst))
+                return
+            }
             engine = try TLSEngine(context: tls, serverName: configuration.serverHost)
-        } catch let error as NetError {
-            connectionEnded(nil, .unreachable(error.message.lowercasedFirst))
-            return
         } catch let error as TLSError {
             connectionEnded(nil, .tlsRefused(error))
             return
@@ -129,13 +144,18 @@ final class ClientCore: @unchecked Sendable {
         connection.onFrames = { [unowned self] frames in self.received(frames) }
         connection.onGoingAway = { [unowned self] _, _ in self.setState(.reconnecting) }
         connection.onEnd = { [unowned self, unowned connection] end in self.connectionEnded(connection, end) }
-        connection.start(timeout: configuration.connectTimeout)
+        var timeout = configuration.connectTimeout
+        if onFirstOutcome != nil, let firstDeadline {
+            timeout = max(.milliseconds(1), min(timeout, firstDeadline - .now))
+        }
+        connection.start(timeout: timeout)
     }
 
     private func live(_ connection: WireConnection, _ welcome: Welcome) {
-        failures = 0
         everLive = true
+        liveSince = .now
         lastFailure = nil
+        onFailure?(nil)
         attempts.send(0)
         self.welcome = welcome
         onWelcome?(welcome)
@@ -150,7 +170,8 @@ final class ClientCore: @unchecked Sendable {
 
     private func connectionEnded(_ ended: WireConnection?, _ end: ConnectionEnd) {
         if let ended, connection !== ended { return }
-        let wasLive = welcome != nil
+        let healthy = liveSince.map { .now - $0 >= configuration.reconnect.healthyAfter } ?? false
+        liveSince = nil
         connection = nil
         welcome = nil
         subscriptionByRequest.removeAll()
@@ -162,18 +183,30 @@ final class ClientCore: @unchecked Sendable {
         if closed { return }
         if case .closedByClient = end { return }
         lastFailure = end
+        onFailure?(end)
+        failures = healthy ? 0 : failures + 1
+        var delay = configuration.reconnect.delay(afterFailures: failures)
         if let first = onFirstOutcome {
-            // A caller that waits for the first connection wants its failure, not a retry.
+            // A caller that waits for the first connection wants its failure, not endless retries: only a server
+            // not (yet) reachable is tried again, and only until the deadline.
+            if end.isWorthRetrying, let firstDeadline, firstDeadline - .now > .milliseconds(20) {
+                // The last try is made just before the deadline rather than given up one backoff early.
+                let wait = min(delay, firstDeadline - .now - .milliseconds(10))
+                setState(.connecting)
+                reconnectTimer = loop.schedule(after: wait) { [self] in self.attempt() }
+                return
+            }
             onFirstOutcome = nil
             first(end)
             close()
             return
         }
         if case .tlsRefused(let error) = end {
+            // Certificates and TLS do not fix themselves on a retry: the waiting requests get the reason now, and
+            // the next try comes now and then, not several times a second.
             failAll(ClientError.tlsRefused(server: configuration.server, error))
+            delay = max(delay, configuration.reconnect.refusedDelay)
         }
-        failures = wasLive ? 0 : failures + 1
-        let delay = configuration.reconnect.delay(afterFailures: failures)
         if delay == .zero {
             loop.execute { [self] in self.attempt() }
         } else {
@@ -196,6 +229,14 @@ final class ClientCore: @unchecked Sendable {
             onFirstOutcome = nil
             first(.closedByClient)
         }
+    }
+
+    /// Fails the requests sent on the current connection, which the server refused without saying which frame
+    /// broke the rules: resending them would break them again, on every reconnect.
+    private func failSentRequests(_ error: any Error) {
+        guard let connection else { return }
+        let sent = requests.values.filter { $0.sentOn == ObjectIdentifier(connection) }.sorted { $0.id < $1.id }
+        for request in sent { finish(request.id, .failure(error)) }
     }
 
     private func failAll(_ error: any Error) {
@@ -239,6 +280,13 @@ final class ClientCore: @unchecked Sendable {
 
     private func transmit(_ request: Request) {
         guard let connection, connection.isReady, request.sentOn == nil else { return }
+        if let limit = welcome?.maxFrameSize, request.frame.count > Int(limit) {
+            // The server would refuse it and close; sending it again on every reconnect would refuse it again.
+            finish(request.id, .failure(ClientError.server(
+                code: .frameTooLarge,
+                message: "the request is \(request.frame.count) bytes, over the server's frame limit of \(limit)")))
+            return
+        }
         request.sentOn = ObjectIdentifier(connection)
         request.attempts += 1
         connection.send(request.frame)
@@ -248,7 +296,8 @@ final class ClientCore: @unchecked Sendable {
         guard let request = requests.removeValue(forKey: id) else { return }
         let error: ClientError
         switch (welcome == nil ? lastFailure : nil) {
-        case .unreachable(let reason)?: error = .unreachable(server: configuration.server, reason: reason)
+        case .unreachable(let reason)?, .unresolved(let reason)?:
+            error = .unreachable(server: configuration.server, reason: reason)
         case .tlsRefused(let tlsError)?: error = .tlsRefused(server: configuration.server, tlsError)
         case .rejected(let code, let message)?: error = .server(code: code, message: message)
         default: error = .timedOut(server: configuration.server, seconds: timeout.seconds)
@@ -295,6 +344,7 @@ final class ClientCore: @unchecked Sendable {
             }
             guard let request = requests[frame.requestID] else {
                 if frame.requestID == 0, case .error(let code, let text) = message {
+                    if code.refusesTheFrame { failSentRequests(ClientError.server(code: code, message: text)) }
                     connection?.close(as: .lost("server error \(code): \(text)"))
                     return
                 }
@@ -311,6 +361,13 @@ final class ClientCore: @unchecked Sendable {
             case .error(let code, let text):
                 let error = ClientError.fromServer(code: code, message: text, request: request.message)
                 finish(request.id, .failure(error))
+                if code.refusesTheFrame {
+                    // The server closes now; the requests after this one in the pipeline did nothing wrong and are
+                    // resent on the next connection.
+                    deliver(&events, &order)
+                    connection?.close(as: .lost("server error \(code): \(text)"))
+                    return
+                }
             default:
                 finish(request.id, .success(.message(message)))
             }
@@ -375,5 +432,27 @@ final class ClientCore: @unchecked Sendable {
         subscription.requestID = id
         subscriptionByRequest[id] = subscription.token
         connection.send(Message.subscribe(after: subscription.start()).frame(requestID: id))
+    }
+}
+
+extension ConnectionEnd {
+    /// Whether a first connection that ended so is worth another try before its deadline: nobody listening yet,
+    /// or a server that is starting, stopping or full. A name that does not resolve, TLS and certificate
+    /// failures are not: waiting would only delay the same answer.
+    var isWorthRetrying: Bool {
+        switch self {
+        case .unreachable: return true
+        case .rejected(let code, _): return code == .shuttingDown || code == .tooManyConnections
+        case .unresolved, .timedOut, .tlsRefused, .lost, .closedByClient: return false
+        }
+    }
+}
+
+extension ErrorCode {
+    /// The server refused a frame itself (too large, malformed, of a type no request has, bad UTF-8, a reused
+    /// id) and closes: the same bytes would be refused again, so they are never resent.
+    var refusesTheFrame: Bool {
+        self == .malformedFrame || self == .frameTooLarge || self == .unknownMessageType || self == .invalidUTF8
+            || self == .duplicateRequestID
     }
 }

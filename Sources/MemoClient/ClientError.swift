@@ -28,6 +28,7 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
         case .timedOut(let server, let seconds):
             return "no answer from \(server) within \(Self.format(seconds)) s"
         case .protocolError(let message): return "protocol error: \(message)"
+        case .server(.certificateRevoked, let message): return "certificate revoked: \(message)"
         case .server(let code, let message): return "server error \(code): \(message)"
         case .closed: return "the client is closed"
         }

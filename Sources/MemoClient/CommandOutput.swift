@@ -115,22 +115,32 @@ public struct MemoFormatter: Sendable {
     }
 
     /// One change as a watch line: the JSON change object; `kind<TAB>id<TAB>revision<TAB>updateDate<TAB>first
-    /// line`; or, for people, `+`/`~`/`-`, the short id, the local date and the first line, cut to the
-    /// terminal's width as it is when the line is printed.
+    /// line` (for a delete, the server sets updateDate to the delete's time); or, for people, `+`/`~`/`-`, the
+    /// short id, the local date and the first line, cut to the terminal's width as it is when the line is printed.
     public func line(_ change: Change) -> String {
-        if style.json { return MemoJSON.object(change) }
-        let memo = change.memo
+        let (mark, color) = switch change.kind {
+        case .created: ("+", "32")
+        case .updated: ("~", "33")
+        case .deleted: ("-", "31")
+        }
+        return watchLine(type: change.kind.name, mark: mark, color: color, revision: change.revision,
+                         memo: change.memo)
+    }
+
+    /// A memo that was there when a watch began, in the shape of a change line with the type `existing` (as
+    /// kubectl's `--output-watch-events` does), so that a script reads the first list and the changes alike.
+    public func existing(_ memo: Memo) -> String {
+        watchLine(type: "existing", mark: " ", color: "0", revision: memo.revision, memo: memo)
+    }
+
+    private func watchLine(type: String, mark: String, color: String, revision: UInt64, memo: Memo) -> String {
+        if style.json { return MemoJSON.event(type: type, revision: revision, memo: memo) }
         if style.human {
-            let (mark, color) = switch change.kind {
-            case .created: ("+", "32")
-            case .updated: ("~", "33")
-            case .deleted: ("-", "31")
-            }
             let id = Self.shortID(memo.id), date = Self.localDate(micros: memo.updateMicros)
             return paint(mark, color) + " " + paint(id, "33") + "  " + paint(date, "2") + "  "
                 + humanFirstLine(memo.content, after: mark.count + 1 + id.count + 2 + date.count + 2)
         }
-        return change.kind.name + "\t" + memo.id.uuidString.lowercased() + "\t" + String(change.revision) + "\t"
+        return type + "\t" + memo.id.uuidString.lowercased() + "\t" + String(revision) + "\t"
             + Timestamp.iso8601(micros: memo.updateMicros) + "\t" + Self.firstLine(memo.content)
     }
 

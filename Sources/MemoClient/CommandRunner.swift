@@ -12,8 +12,9 @@ public enum TextSource: Sendable, Hashable {
 public enum ClientCommand: Sendable, Hashable {
     case list(filter: String?, limit: Int?)
     case show(id: String)
-    case add(TextSource)
-    case edit(id: String, text: TextSource, ifRevision: UInt64?)
+    /// `allowEmpty`: empty content is refused unless this is set (the front end refuses empty memos too).
+    case add(TextSource, allowEmpty: Bool)
+    case edit(id: String, text: TextSource, ifRevision: UInt64?, allowEmpty: Bool)
     case remove(id: String, ifRevision: UInt64?)
     case watch
     case export
@@ -58,15 +59,24 @@ public struct CommandRunner: Sendable {
     }
 
     func report(_ error: any Error) {
-        err.line("memo-client: " + ExitCode.message(for: error))
+        err.line("memo-client: " + ExitCode.message(for: error, certificatesOrigin: configuration.certificatesOrigin))
         err.flush()
     }
 
     private func execute(_ command: ClientCommand) async throws -> ExitCode {
-        // Read stdin before connecting: a slow writer must not eat into the request deadline.
+        // Read stdin before connecting: a slow writer must not eat into the request deadline. Content the server
+        // would refuse is refused here, before anything is sent.
         var text: String?
         switch command {
-        case .add(let source), .edit(_, let source, _): text = try Self.read(source)
+        case .add(let source, let allowEmpty), .edit(_, let source, _, let allowEmpty):
+            let content = try Self.read(source)
+            try MemoLimits.validate(content: content)
+            if content.isEmpty, !allowEmpty {
+                throw MemoError.invalidArgument(
+                    "the memo is empty (\(source == .standardInput ? "nothing on stdin" : "no text")); "
+                        + "give --allow-empty to store an empty memo")
+            }
+            text = content
         default: break
         }
         let client = try await MemoClient.connect(configuration)
@@ -88,7 +98,7 @@ public struct CommandRunner: Sendable {
         case .add:
             let memo = try await client.create(content: text ?? "")
             out.line(formatter.written(memo, verb: "created"))
-        case .edit(let idText, _, let ifRevision):
+        case .edit(let idText, _, let ifRevision, _):
             let (id, _) = try await resolve(idText, client)
             let memo = try await client.update(id: id, content: text ?? "", expectedRevision: ifRevision)
             out.line(formatter.written(memo, verb: "updated"))
@@ -164,7 +174,7 @@ public struct CommandRunner: Sendable {
                 } else if memos.isEmpty, human, !formatter.style.json {
                     out.line("(no memos)")
                 } else {
-                    for memo in memos { out.line(formatter.line(memo)) }
+                    for memo in memos { out.line(formatter.existing(memo)) }
                 }
             case .changes(let changes):
                 for change in changes { out.line(formatter.line(change)) }
@@ -200,30 +210,28 @@ public struct CommandRunner: Sendable {
     }
 
     private func importMemos(_ path: String, _ client: MemoClient) async throws -> ExitCode {
-        let data: Data
-        if path == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            do {
-                data = try Data(contentsOf: URL(fileURLWithPath: path))
-            } catch {
-                throw MemoError.invalidArgument("cannot read \(path): \((error as NSError).localizedDescription)")
-            }
-        }
-        guard let text = String(validating: data, as: UTF8.self) else {
-            throw MemoError.invalidArgument("\(path == "-" ? "standard input" : path) is not valid UTF-8")
-        }
-        var records: [(line: Int, record: MemoJSON.Record)] = []
+        let name = path == "-" ? "standard input" : path
+        let reader = try LineReader(path: path)
         var invalid = 0
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            do {
-                records.append((index + 1, try MemoJSON.record(fromLine: String(trimmed))))
-            } catch {
-                invalid += 1
-                err.line("memo-client: line \(index + 1): \(ExitCode.message(for: error))")
+        /// The next memo to create, reading (and reporting bad lines) as it goes: the input is never all in memory.
+        func nextRecord() throws -> (line: Int, record: MemoJSON.Record)? {
+            while let bytes = try reader.next(name: name) {
+                let line = reader.lineNumber
+                guard let text = String(validating: bytes, as: UTF8.self) else {
+                    invalid += 1
+                    err.line("memo-client: line \(line): not valid UTF-8")
+                    continue
+                }
+                let trimmed = text.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty { continue }
+                do {
+                    return (line, try MemoJSON.record(fromLine: trimmed))
+                } catch {
+                    invalid += 1
+                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
+                }
             }
+            return nil
         }
         let baseline = client.serverRevision ?? 0
         var created = 0
@@ -244,7 +252,7 @@ public struct CommandRunner: Sendable {
                 }
             }
             var inFlight = 0
-            for (line, record) in records {
+            while let (line, record) = try nextRecord() {
                 if inFlight >= Self.importWindow, let outcome = try await group.next() {
                     inFlight -= 1
                     take(outcome)
@@ -258,6 +266,8 @@ public struct CommandRunner: Sendable {
                         return memo.revision > baseline ? .created : .unchanged
                     } catch let error as MemoError {
                         if case .conflict = error { return .conflict(line: line, error) }
+                        // A read-only certificate is refused for every line alike: one line, exit 5.
+                        if case .permissionDenied = error { throw error }
                         return .failed(line: line, error)
                     }
                     // Anything else (unreachable, refused, timed out) stops the import.

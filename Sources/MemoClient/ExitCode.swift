@@ -26,7 +26,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .notFound: return "no memo with that id or prefix"
         case .conflict: return "conflict: revision mismatch (--if-revision), id reused, or ambiguous id prefix"
         case .refused: return "TLS failed or the certificate was refused (read-only certificates may not write)"
-        case .unreachable: return "server unreachable or timed out"
+        case .unreachable: return "server unreachable (a refused connection is retried until --timeout) or timed out"
         }
     }
 
@@ -48,6 +48,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             case .server(let code, _):
                 switch code {
                 case .shuttingDown, .tooManyConnections, .handshakeTimeout, .frameTimeout: self = .unreachable
+                case .certificateRevoked: self = .refused
                 default: self = .failure
                 }
             case .protocolError, .closed: self = .failure
@@ -88,11 +89,14 @@ public struct CommandUsageError: Error, Sendable, CustomStringConvertible {
 
 extension ExitCode {
     /// One clear line for stderr (without the program name).
-    public static func message(for error: any Error) -> String {
+    /// - Parameter certificatesOrigin: which certificate folder was used and why, named when a file is missing.
+    public static func message(for error: any Error, certificatesOrigin: String? = nil) -> String {
         switch error {
         case let error as TLSError:
             if error.kind == .fileSystem {
-                return "\(error.detail ?? error.description) (give --certs DIR, MEMO_CERTS, or --ca/--cert/--key)"
+                let origin = certificatesOrigin.map { "; \($0)" } ?? ""
+                return "\(error.detail ?? error.description) (give --certs DIR, MEMO_CERTS, or --ca/--cert/--key"
+                    + origin + ")"
             }
             return "cannot use the certificates: \(error.description)"
         case let error as CustomStringConvertible:

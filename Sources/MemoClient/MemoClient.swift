@@ -15,6 +15,11 @@ public final class MemoClient: Sendable {
     public let connectionState: Subject<ConnectionState>
     /// Connection attempts made since the connection was last live (0 while live); replays.
     public let connectionAttempts: Subject<Int>
+    /// Why the last attempt failed or the connection was lost, as the error a request would get (its
+    /// description is one line for a status bar); nil once live again. Replays.
+    public let connectionFailure: Subject<ClientError?>
+    /// The role the server's last welcome gave our certificate; nil before the first welcome. Replays.
+    public let role: Subject<Role?>
     private let loop: EventLoop
     private let core: ClientCore
     private let nextToken = Mutex(1)
@@ -28,12 +33,22 @@ public final class MemoClient: Sendable {
                 privateKeyPath: configuration.keyPath))
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)
+        connectionFailure = Subject(nil)
+        role = Subject(nil)
         loop = try EventLoop.start(name: "memo-client")
         core = ClientCore(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let lastWelcome = self.lastWelcome
         let core = self.core
-        loop.execute { core.onWelcome = { welcome in lastWelcome.revision.withLock { $0 = welcome.revision } } }
+        let failure = connectionFailure
+        let role = self.role
+        loop.execute {
+            core.onWelcome = { welcome in
+                lastWelcome.revision.withLock { $0 = welcome.revision }
+                if role.value != welcome.role { role.send(welcome.role) }
+            }
+            core.onFailure = { end in failure.send(end.map { Self.error(for: $0, configuration: configuration) }) }
+        }
     }
 
     /// The store's revision when the server last welcomed us; nil before the first welcome.
@@ -46,6 +61,8 @@ public final class MemoClient: Sendable {
     }
 
     /// Connects and waits for the server's welcome.
+    /// A server that cannot be reached yet (connection refused, still starting) is tried again with backoff until
+    /// `connectTimeout`; TLS and certificate failures are thrown at once.
     /// - Throws: `ClientError` (`tlsRefused`, `unreachable`, `timedOut`, `server`) when the first connection
     ///   fails, or `TLSError` when the certificate files cannot be loaded. Once connected, a lost connection is
     ///   made again in the background.
@@ -53,8 +70,10 @@ public final class MemoClient: Sendable {
         let client = try MemoClient(configuration: configuration)
         let core = client.core
         let end: ConnectionEnd? = await withCheckedContinuation { continuation in
+            let deadline = ContinuousClock.now + configuration.connectTimeout
             client.loop.execute {
                 core.onFirstOutcome = { continuation.resume(returning: $0) }
+                core.firstDeadline = deadline
                 core.attempt()
             }
         }
@@ -79,8 +98,13 @@ public final class MemoClient: Sendable {
     }
 
     func error(for end: ConnectionEnd) -> ClientError {
+        Self.error(for: end, configuration: configuration)
+    }
+
+    static func error(for end: ConnectionEnd, configuration: ClientConfiguration) -> ClientError {
         switch end {
-        case .unreachable(let reason): return .unreachable(server: configuration.server, reason: reason)
+        case .unreachable(let reason), .unresolved(let reason):
+            return .unreachable(server: configuration.server, reason: reason)
         case .timedOut: return .timedOut(server: configuration.server, seconds: configuration.connectTimeout.seconds)
         case .tlsRefused(let error): return .tlsRefused(server: configuration.server, error)
         case .rejected(let code, let message): return .server(code: code, message: message)
@@ -130,10 +154,13 @@ public final class MemoClient: Sendable {
     }
 
     /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).
+    /// - Throws: `MemoError.contentTooLarge` before anything is sent when the content is over the limit.
     public func create(
         content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil
     ) async throws -> Memo {
-        try await memoRequest(.create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
+        try MemoLimits.validate(content: content)
+        return try await memoRequest(
+            .create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
     }
 
     public func get(id: UUID) async throws -> Memo {
@@ -154,6 +181,7 @@ public final class MemoClient: Sendable {
     /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
     /// holds our content, the first try did it and that is the answer.
     public func update(id: UUID, content: String, expectedRevision: UInt64? = nil) async throws -> Memo {
+        try MemoLimits.validate(content: content)
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content))
         if attempts > 1, case .failure(MemoError.conflict) = result,

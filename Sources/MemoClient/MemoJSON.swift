@@ -16,8 +16,13 @@ public enum MemoJSON {
 
     /// `{"type":"created"|"updated"|"deleted","revision":N,"memo":{…}}` on one line.
     public static func object(_ change: Change) -> String {
-        "{\"type\":\"" + change.kind.name + "\",\"revision\":" + String(change.revision) + ",\"memo\":"
-            + object(change.memo) + "}"
+        event(type: change.kind.name, revision: change.revision, memo: change.memo)
+    }
+
+    /// A watch line: `{"type":TYPE,"revision":N,"memo":{…}}`; `existing` for a memo that was there when the watch
+    /// began, so that the first list and the changes after it have one shape.
+    public static func event(type: String, revision: UInt64, memo: Memo) -> String {
+        "{\"type\":\"" + type + "\",\"revision\":" + String(revision) + ",\"memo\":" + object(memo) + "}"
     }
 
     /// Appends `value` as a JSON string: quotes, backslashes and control characters escaped, the rest as is.
@@ -98,15 +103,28 @@ public enum MemoJSON {
         return Record(id: id, content: raw.content, insertMicros: insert, updateMicros: update, revision: raw.revision)
     }
 
+    /// Why a line did not decode, in JSON's words: Foundation's own text names Swift types
+    /// ("Dictionary<String, Any>") and error domains, which mean nothing to someone fixing an export file.
     private static func reason(_ error: any Error) -> String {
         switch error {
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+        case DecodingError.typeMismatch(let type, let context):
             let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-            return path.isEmpty ? context.debugDescription : "field \"\(path)\": \(context.debugDescription)"
-        case DecodingError.dataCorrupted(let context):
-            return context.debugDescription
+            return path.isEmpty ? "expected \(jsonName(type))" : "field \"\(path)\" should be \(jsonName(type))"
+        case DecodingError.valueNotFound(let type, let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "expected \(jsonName(type))" : "field \"\(path)\" is null, not \(jsonName(type))"
+        case DecodingError.dataCorrupted:
+            return "not valid JSON"
         default:
-            return "\(error)"
+            return "not valid JSON"
         }
+    }
+
+    private static func jsonName(_ type: Any.Type) -> String {
+        if type == String.self { return "a string" }
+        if type == UInt64.self || type == Int64.self || type == Int.self { return "a whole number" }
+        if type == Bool.self { return "true or false" }
+        if type is [Any].Type { return "a JSON array" }
+        return "a JSON object"
     }
 }

@@ -210,6 +210,19 @@ public struct Mirror: Sendable {
         pending.removeAll { entry in entry.confirmedAt.map { $0 <= applied } ?? false }
     }
 
+    /// A memo as the list shows it (pending writes laid over the server's table); nil when deleted or unknown.
+    public func shown(_ id: UUID) -> Memo? {
+        var memo = table.memo(id)
+        for (_, write, _) in pending where write.id == id {
+            switch write {
+            case .create(let created): memo = memo ?? created
+            case .update(let updated): memo = memo == nil ? nil : updated
+            case .delete: memo = nil
+            }
+        }
+        return memo
+    }
+
     /// The ids with writes not yet confirmed and applied.
     public var pendingIDs: Set<UUID> { Set(pending.map(\.write.id)) }
 

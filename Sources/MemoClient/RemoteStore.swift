@@ -10,10 +10,23 @@ import Synchronization
 /// `pendingWrites` until the server confirms them and the mirror has applied them); a refused write disappears
 /// again and its error is thrown. The mirror can be saved to a cache file and loaded before the connection is
 /// up, in which case it is `stale` until the server has answered.
+///
+/// With a `queuePath`, a write made while the connection is not live does not wait for it: it is shown at once,
+/// kept in a durable queue (`WriteQueueFile`) and sent in order once the connection is back (RemoteStore+Offline).
 public final class RemoteStore: MemoStorage {
     public let client: MemoClient
     public let cachePath: String?
-    private let mirror: Mutex<Mirror>
+    /// Where writes made offline are kept until the server has them; nil: writes wait for the server.
+    public let queuePath: String?
+    let mirror: Mutex<Mirror>
+    /// The offline queue, oldest first, each with its token in the mirror's pending writes.
+    let offline: Mutex<OfflineQueue>
+    /// Writes from the queue the server refused (they are rolled back); no replay.
+    public let refusals = Subject<RefusedWrite>()
+    private let stateWatch = Mutex<Subscription?>(nil)
+    /// False until `releaseQueue()` when the store was made with `holdQueue`: nothing is sent from the queue before
+    /// its owner listens to `refusals` (a refusal sent to no one would be lost).
+    let queueReleased: Atomic<Bool>
     /// Numbers each state read from the mirror (under its lock), so that the loop never sends an older state
     /// after a newer one while still sending every state a local write made, however fast it was answered.
     private let stateVersion = Atomic<UInt64>(0)
@@ -36,23 +49,45 @@ public final class RemoteStore: MemoStorage {
 
     /// - Parameters:
     ///   - cachePath: a mirror cache to load now (if it exists) and to write with `saveCache()`.
-    /// - Throws: `MemoError.storage` for a damaged cache file.
-    public init(client: MemoClient, cachePath: String? = nil) throws {
+    ///   - queuePath: the offline write queue to load now (its writes show as pending) and to keep.
+    ///   - holdQueue: send nothing from the queue until `releaseQueue()`.
+    /// - Throws: `MemoError.storage` for a damaged cache or queue file.
+    public init(client: MemoClient, cachePath: String? = nil, queuePath: String? = nil, holdQueue: Bool = false)
+        throws
+    {
+        queueReleased = Atomic(!holdQueue)
         self.client = client
         self.cachePath = cachePath
+        self.queuePath = queuePath
         var initial = Mirror()
         if let cachePath, let cached = try MirrorCache.load(from: cachePath) {
             initial = Mirror(cachedRevision: cached.revision, memos: cached.memos)
         }
+        var queue = OfflineQueue()
+        if let queuePath {
+            for write in try WriteQueueFile.load(from: queuePath) {
+                queue.entries.append((initial.addPending(write.pendingForm), write))
+            }
+        }
         mirror = Mutex(initial)
+        offline = Mutex(queue)
         list = Subject(initial.list)
-        pendingWrites = Subject(Set<UUID>())
+        pendingWrites = Subject(initial.pendingIDs)
         stale = Subject(true)
+        guard queuePath != nil else { return }
+        let watch = client.connectionState.subscribe { [weak self] state in
+            if state == .live { self?.drainQueue() }
+        }
+        stateWatch.withLock { $0 = watch }
     }
 
     deinit {
         subscription.withLock { $0 }?.cancel()
+        stateWatch.withLock { $0 }?.cancel()
     }
+
+    /// Whether there is a list to show: a cache was loaded or the server sent a snapshot.
+    public var hasList: Bool { mirror.withLock { $0.hasBase } }
 
     /// The last revision the mirror applied.
     public var revision: UInt64 { mirror.withLock { $0.revision } }
@@ -136,7 +171,7 @@ public final class RemoteStore: MemoStorage {
 
     /// Sends the list after a local write. On the client's loop thread, like `received`, so that the list
     /// subject never gets an older list after a newer one.
-    private func publish() {
+    func publish() {
         // The state is read now, so a write refused before the loop gets to it still shows as pending first.
         let (visible, pendingIDs, version) = mirror.withLock { mirror in
             (mirror.list, mirror.pendingIDs, stateVersion.add(1, ordering: .relaxed).newValue)
@@ -159,10 +194,14 @@ public final class RemoteStore: MemoStorage {
         return list
     }
 
-    /// Runs a write with its pending form shown until the server answers.
-    private func write(_ pendingForm: PendingWrite?, _ body: () async throws -> Memo) async throws -> Memo {
+    /// Runs a write with its pending form shown until the server answers; with an offline queue, a write made while
+    /// not live (or behind queued ones) is queued instead and returns at once.
+    private func write(
+        _ pendingForm: PendingWrite?, queued: QueuedWrite?, _ body: () async throws -> Memo
+    ) async throws -> Memo {
         let mirroring = subscription.withLock { $0 != nil }
         guard mirroring, let pendingForm else { return try await body() }
+        if let queued, let shown = try enqueueIfOffline(queued) { return shown }
         let token = mirror.withLock { $0.addPending(pendingForm) }
         publish()
         do {
@@ -183,7 +222,8 @@ public final class RemoteStore: MemoStorage {
         let now = Date().unixMicros
         let insert = insertDate?.unixMicros
         let shown = Memo(id: id, content: content, insertMicros: insert ?? now, updateMicros: now, revision: 0)
-        return try await write(.create(shown)) {
+        let queued = QueuedWrite(kind: .create, memo: shown, expectedRevision: nil, afterQueued: false)
+        return try await write(.create(shown), queued: queued) {
             try await client.create(content: content, id: id, insertMicros: insert)
         }
     }
@@ -194,18 +234,25 @@ public final class RemoteStore: MemoStorage {
 
     @discardableResult
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
-        var shown = mirror.withLock { $0.table.memo(id) }
+        // The memo as on screen: a memo made offline is in the pending writes, not yet in the table.
+        var shown = mirror.withLock { $0.shown(id) }
         shown?.content = content
         shown?.updateMicros = Date().unixMicros
-        return try await write(shown.map { .update($0) }) {
+        let queued = shown.map {
+            QueuedWrite(kind: .update, memo: $0, expectedRevision: expectedRevision, afterQueued: false)
+        }
+        return try await write(shown.map { .update($0) }, queued: queued) {
             try await client.update(id: id, content: content, expectedRevision: expectedRevision)
         }
     }
 
     @discardableResult
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
-        let known = mirror.withLock { $0.table.memo(id) }
-        return try await write(known.map { .delete($0) }) {
+        let known = mirror.withLock { $0.shown(id) }
+        let queued = known.map {
+            QueuedWrite(kind: .delete, memo: $0, expectedRevision: expectedRevision, afterQueued: false)
+        }
+        return try await write(known.map { .delete($0) }, queued: queued) {
             try await client.delete(id: id, expectedRevision: expectedRevision, known: known)
         }
     }

@@ -4,11 +4,14 @@ import MemoWire
 
 /// How a connection ended.
 enum ConnectionEnd: Sendable {
-    /// No TCP connection: refused, unreachable, the name did not resolve.
+    /// No TCP connection: refused, no route, reset during the handshake.
     case unreachable(String)
+    /// The server's address is malformed or its name does not resolve.
+    case unresolved(String)
     /// The attempt (TCP, TLS and hello) took longer than the connect timeout.
     case timedOut
-    /// TLS failed before the server welcomed us (certificates refused on either side).
+    /// TLS failed: certificates refused on either side, or a record that did not verify (before or after the
+    /// welcome).
     case tlsRefused(TLSError)
     /// The server refused the conversation before welcoming us (`error` or `going-away` in place of `welcome`).
     case rejected(ErrorCode, String)
@@ -101,7 +104,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         do throws(TLSError) {
             try engine.writePlaintext(frame)
         } catch {
-            end(.lost("TLS write failed: \(error.kind.summary)"))
+            end(.tlsRefused(error))
             return
         }
         flush()
@@ -208,7 +211,9 @@ final class WireConnection: EventHandler, @unchecked Sendable {
             }
         } catch {
             flush()  // our alert, if any, should still reach the server
-            end(phase == .ready ? .lost("TLS failed: \(error.kind.summary)") : .tlsRefused(error))
+            // Before or after the welcome alike: a TLS failure is reported as one (exit 5, with its reason), not
+            // as a lost connection to be retried at once.
+            end(.tlsRefused(error))
             return
         }
         flush()

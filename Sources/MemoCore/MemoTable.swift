@@ -208,6 +208,8 @@ public struct WritePlanner {
             }
             revision += 1
             memo.revision = revision
+            // A delete's change carries when it happened, so that a watcher can say when a memo went away.
+            memo.updateMicros = max(nowMicros, memo.updateMicros)
             record(id, nil)
             return .change(Change(revision: revision, kind: .deleted, memo: memo))
         }

@@ -47,15 +47,21 @@ public final class SQLiteStore: CoreBackedStore {
         self.path = path
         self.clock = clock
         let folder = (path as NSString).deletingLastPathComponent
-        if !folder.isEmpty {
+        if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
             do {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                // Owner only: the memos are nobody else's business on a shared machine.
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
                 throw .storage("cannot create \(folder): \(error.localizedDescription)")
             }
         }
         // Before the database is opened: a refused store must not touch the file (no WAL recovery, no schema).
         lock = try StoreLock(databasePath: path)
+        // SQLite would create the file 0644; made here 0600 first, and SQLite gives its -wal and -shm files
+        // the database's mode.
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 { Glibc.close(created) }
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
         let loaded = try schema.load()

@@ -11,17 +11,19 @@ final class ServerCore: Sendable {
     let limits: ServerLimits
     let serverName: String
     let log: ServerLog
+    let trust: TrustStore
     private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
     #if DEBUG
     /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
     let connectionObjects = Atomic<Int>(0)
     #endif
 
-    init(store: any ServingStore, limits: ServerLimits, serverName: String, log: ServerLog) {
+    init(store: any ServingStore, limits: ServerLimits, serverName: String, log: ServerLog, trust: TrustStore) {
         self.store = store
         self.limits = limits
         self.serverName = serverName
         self.log = log
+        self.trust = trust
     }
 
     /// Counts a new connection. - Returns: how many are open, this one included.
@@ -71,17 +73,18 @@ public final class MemoServer: Sendable {
     public static func start(
         _ configuration: ServerConfiguration, store: any ServingStore, log: ServerLog = .standardError
     ) throws -> MemoServer {
-        let directory = configuration.certsDirectory
-        let context = try TLSContext(.server(
-            certificateChainPath: directory + "/server.crt", privateKeyPath: directory + "/server.key",
-            trustedCAPath: directory + "/ca.crt", requireClientCertificate: configuration.requireClientCertificate))
+        let settings = TLSConfiguration(
+            role: .server, requireClientCertificate: configuration.requireClientCertificate)
+        let trust = try TrustStore(directory: absolutePath(configuration.certsDirectory), settings: settings)
         let address = try SocketAddress(parsing: configuration.listen)
         let listener = try ListeningSocket.bind(address, backlog: 4096)
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")
         let core = ServerCore(
-            store: store, limits: configuration.limits, serverName: configuration.serverName, log: log)
+            store: store, limits: configuration.limits, serverName: configuration.serverName, log: log, trust: trust)
+        log("loaded certificates from \(trust.directory): \(trust.current.summary)")
+        for warning in trust.current.expiryWarnings() { log(warning) }
         do {
-            return try MemoServer(listener: listener, group: group, core: core, tls: context)
+            return try MemoServer(listener: listener, group: group, core: core)
         } catch {
             group.shutdownGracefully()
             listener.close()
@@ -89,7 +92,7 @@ public final class MemoServer: Sendable {
         }
     }
 
-    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore, tls: TLSContext) throws {
+    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore) throws {
         self.group = group
         self.core = core
         boundAddress = try listener.localAddress()
@@ -99,6 +102,7 @@ public final class MemoServer: Sendable {
         }
         broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
         for context in contexts { scheduleSweep(context) }
+        scheduleExpiryCheck(core, on: group.loops[0])
         let contexts = contexts
         let acceptLoop = group.loops[0]
         let counter = Atomic<UInt64>(0)
@@ -119,7 +123,8 @@ public final class MemoServer: Sendable {
                     }
                     let engine: TLSEngine
                     do {
-                        engine = try TLSEngine(context: tls)
+                        // The trust loaded last: a reload applies to every handshake that starts after it.
+                        engine = try TLSEngine(context: core.trust.context)
                     } catch {
                         core.log("close conn=\(number) peer=\(accepted.peer) reason=\"TLS setup failed: \(error)\"")
                         accepted.socket.close()
@@ -147,6 +152,32 @@ public final class MemoServer: Sendable {
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
     var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
     #endif
+
+    /// Loads the certificate folder again (server.crt, server.key, ca.crt, ca.crl) and logs what it loaded:
+    /// new handshakes use it, open connections stay, except those whose certificate the new list revokes,
+    /// which get going-away 206. A reload that fails (a missing or bad file) keeps what was loaded before.
+    /// - Returns: whether the new certificates were loaded.
+    @discardableResult
+    public func reloadCertificates() -> Bool {
+        let material: TrustMaterial
+        do {
+            material = try core.trust.reload()
+        } catch {
+            core.log("reload failed, keeping the certificates loaded before: \(error)")
+            return false
+        }
+        core.log("reloaded certificates from \(core.trust.directory): \(material.summary)")
+        for warning in material.expiryWarnings() { core.log(warning) }
+        guard !material.revoked.isEmpty else { return true }
+        for context in contexts {
+            context.eventLoop.execute {
+                for connection in context.value.connections.values {
+                    connection.closeIfRevoked(material.revoked)
+                }
+            }
+        }
+        return true
+    }
 
     /// Stops accepting, sends going-away to every client, answers the writes in flight, closes every connection
     /// (waiting at most `timeout` seconds) and stops the threads. The store stays open: its owner closes it.
@@ -181,6 +212,15 @@ private func scheduleSweep(_ context: LoopBound<LoopContext>) {
     _ = context.eventLoop.schedule(after: .seconds(1)) {
         context.value.sweep()
         scheduleSweep(context)
+    }
+}
+
+/// Repeats the expiry warnings every 12 hours, so that a server that runs for months says so before its
+/// certificate lapses, not only when it starts or reloads.
+private func scheduleExpiryCheck(_ core: ServerCore, on loop: EventLoop) {
+    _ = loop.schedule(after: .seconds(12 * 3600)) {
+        for warning in core.trust.current.expiryWarnings() { core.log(warning) }
+        scheduleExpiryCheck(core, on: loop)
     }
 }
 

@@ -223,6 +223,8 @@ final class ServerConnection: EventHandler {
             return
         }
         session = ServerSession(limits: server.limits, role: role, serverName: server.serverName)
+        // A handshake begun before a reload was verified against the previous list.
+        closeIfRevoked(nil)
     }
 
     // MARK: Actions
@@ -495,15 +497,26 @@ final class ServerConnection: EventHandler {
         deadline = loop.schedule(after: .seconds(2)) { bound.value.finish() }
     }
 
-    /// Sends going-away and closes gracefully (server shutdown).
-    func goAway(_ message: String) {
+    /// Sends going-away and closes gracefully (by default: server shutdown).
+    func goAway(_ message: String, code: ErrorCode = .shuttingDown, reason: String = "server shutting down") {
         guard phase == .handshaking || phase == .open else { return }
         if tls.isHandshakeComplete, session != nil {
-            enqueue(.frame(Message.goingAway(code: .shuttingDown, message: message).frame(requestID: 0)))
-            beginClosing("server shutting down")
+            enqueue(.frame(Message.goingAway(code: code, message: message).frame(requestID: 0)))
+            beginClosing(reason)
         } else {
-            abort("server shutting down")
+            abort(reason)
         }
+    }
+
+    /// Closes with going-away 206 when the client's certificate is in `revoked` (by default: the list
+    /// loaded last).
+    func closeIfRevoked(_ revoked: Set<String>?) {
+        guard let serial = tls.peerSerialNumber, revoked?.contains(serial) ?? server.trust.isRevoked(serial) else {
+            return
+        }
+        goAway(
+            "your certificate (serial \(serial)) has been revoked", code: .certificateRevoked,
+            reason: "certificate revoked (serial \(serial))")
     }
 
     private func drainWhileClosing() {

@@ -64,6 +64,13 @@ final class Certificate {
         return Certificate(owning: cert)
     }
 
+    /// Whether `issuer`'s key signed this certificate.
+    func isSigned(by issuer: Certificate) -> Bool {
+        guard let key = X509_get0_pubkey(issuer.pointer) else { return false }
+        defer { TLSError.clearQueue() }
+        return X509_verify(pointer, key) == 1
+    }
+
     /// The certificate as PEM.
     func pem() throws(TLSError) -> [UInt8] {
         let bio = try MemoryBIO()

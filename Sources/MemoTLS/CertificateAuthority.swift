@@ -22,8 +22,10 @@ public struct CertificateValidity: Sendable, Hashable {
 
     /// Ten years, the default for a CA.
     public static let certificateAuthorityDefault = days(3650)
-    /// 825 days, the default for server and client certificates.
+    /// 825 days, the default for server certificates.
     public static let leafDefault = days(825)
+    /// 365 days, the default for client certificates (`certs client --days N` chooses another).
+    public static let clientDefault = days(365)
     /// Expired yesterday (for tests).
     public static let expired = CertificateValidity(notBeforeOffset: -2 * 86_400, notAfterOffset: -86_400)
     /// Valid only from tomorrow (for tests).
@@ -62,12 +64,15 @@ public struct CertInitResult: Sendable, Hashable {
     public let serverKeyPath: String
     public let clientCertificatePath: String
     public let clientKeyPath: String
+    /// The index of issued certificates (`CertificateIndex`).
+    public let indexPath: String
     /// The server certificate's subjectAltName entries, e.g. "DNS:localhost", "IP:127.0.0.1".
     public let serverNames: [String]
 
-    /// Every file written, certificates and keys.
+    /// Every file written: certificates, keys and the index.
     public var files: [String] {
-        [caCertificatePath, caKeyPath, serverCertificatePath, serverKeyPath, clientCertificatePath, clientKeyPath]
+        [caCertificatePath, caKeyPath, serverCertificatePath, serverKeyPath, clientCertificatePath, clientKeyPath,
+         indexPath]
     }
 }
 
@@ -81,7 +86,8 @@ public struct IssuedCertificate: Sendable, Hashable {
 
 /// Makes the memo CA and the certificates it signs: ECDSA P-256 keys, SHA-256 signatures, X.509 v3.
 public enum CertificateAuthority {
-    /// Creates `ca.crt`/`ca.key`, `server.crt`/`server.key` and a first read-write `client.crt`/`client.key`.
+    /// Creates `ca.crt`/`ca.key`, `server.crt`/`server.key`, a first read-write `client.crt`/`client.key` and
+    /// the index `ca.index`; a revocation list of an earlier CA (`ca.crl`) is removed with `force`.
     ///
     /// - Parameters:
     ///   - directory: where to write; created with mode 0700 if missing.
@@ -93,20 +99,17 @@ public enum CertificateAuthority {
         directory: String, hosts: [String] = [], force: Bool = false,
         caValidity: CertificateValidity = .certificateAuthorityDefault,
         serverValidity: CertificateValidity = .leafDefault,
-        clientValidity: CertificateValidity = .leafDefault
+        clientValidity: CertificateValidity = .clientDefault
     ) throws(TLSError) -> CertInitResult {
-        var serverNames = ["DNS:localhost", "IP:127.0.0.1", "IP:::1"]
-        for host in hosts {
-            let entry = try subjectAltName(for: host)
-            if !serverNames.contains(entry) { serverNames.append(entry) }
-        }
+        let serverNames = try serverNames(hosts)
         let path = { (name: String) in CertificateFiles.join(directory, name) }
         let result = CertInitResult(
             directory: directory, caCertificatePath: path("ca.crt"), caKeyPath: path("ca.key"),
             serverCertificatePath: path("server.crt"), serverKeyPath: path("server.key"),
-            clientCertificatePath: path("client.crt"), clientKeyPath: path("client.key"), serverNames: serverNames)
+            clientCertificatePath: path("client.crt"), clientKeyPath: path("client.key"),
+            indexPath: path(CertificateIndex.fileName), serverNames: serverNames)
         // Check every file before writing any, so a refusal leaves the directory as it was.
-        try CertificateFiles.refuseOverwrite(result.files, force: force)
+        try CertificateFiles.refuseOverwrite(result.files + [path(RevocationList.fileName)], force: force)
         try CertificateFiles.ensureDirectory(directory)
 
         let caKey = try PrivateKey.generateP256()
@@ -115,10 +118,8 @@ public enum CertificateAuthority {
         let caCert = try Certificate.issue(caProfile, key: caKey, issuer: nil)
 
         let serverKey = try PrivateKey.generateP256()
-        let serverProfile = Certificate.Profile(
-            commonName: "memo server", isCertificateAuthority: false, extendedKeyUsage: "serverAuth",
-            subjectAltNames: serverNames, validity: serverValidity)
-        let serverCert = try Certificate.issue(serverProfile, key: serverKey, issuer: (caCert, caKey))
+        let serverCert = try Certificate.issue(
+            serverProfile(names: serverNames, validity: serverValidity), key: serverKey, issuer: (caCert, caKey))
 
         let clientKey = try PrivateKey.generateP256()
         let clientCert = try Certificate.issue(
@@ -132,6 +133,11 @@ public enum CertificateAuthority {
         try write(
             clientCert, clientKey, certificatePath: result.clientCertificatePath, keyPath: result.clientKeyPath,
             force: force)
+        // The old CA's list would not verify under the new CA, and its serials mean nothing any more.
+        try CertificateFiles.remove(path(RevocationList.fileName))
+        let index = CertificateIndex(
+            entries: [.init(CertificateInfo(serverCert)), .init(CertificateInfo(clientCert))], source: .index)
+        try index.save(directory: directory)
         return result
     }
 
@@ -144,7 +150,7 @@ public enum CertificateAuthority {
     ///   - force: replace an existing NAME.crt/NAME.key.
     public static func issueClient(
         name: String, directory: String, readOnly: Bool = false, force: Bool = false,
-        validity: CertificateValidity = .leafDefault, caDirectory: String? = nil
+        validity: CertificateValidity = .clientDefault, caDirectory: String? = nil
     ) throws(TLSError) -> IssuedCertificate {
         try validateClientName(name)
         let role: CertificateRole = readOnly ? .readOnly : .readWrite
@@ -154,23 +160,46 @@ public enum CertificateAuthority {
         try CertificateFiles.refuseOverwrite([issued.certificatePath, issued.keyPath], force: force)
 
         let caFolder = caDirectory ?? directory
-        let caCert = try Certificate.load(path: CertificateFiles.join(caFolder, "ca.crt"))
-        let caKey = try PrivateKey.load(path: CertificateFiles.join(caFolder, "ca.key"))
-        TLSError.clearQueue()
-        guard X509_check_private_key(caCert.pointer, caKey.pointer) == 1 else {
-            throw TLSError.openSSL(
-                "loading the CA from \(caFolder)", kind: .invalidArgument, detail: "ca.key does not match ca.crt")
-        }
+        let (caCert, caKey) = try loadAuthority(caFolder)
 
         try CertificateFiles.ensureDirectory(directory)
         let key = try PrivateKey.generateP256()
         let cert = try Certificate.issue(
             clientProfile(name: name, role: role, validity: validity), key: key, issuer: (caCert, caKey))
         try write(cert, key, certificatePath: issued.certificatePath, keyPath: issued.keyPath, force: force)
+        try CertificateIndex.record(cert, directory: caFolder)
         return issued
     }
 
     // MARK: - Helpers
+
+    /// The CA certificate and key in `directory`, checked to belong together.
+    static func loadAuthority(_ directory: String) throws(TLSError) -> (Certificate, PrivateKey) {
+        let caCert = try Certificate.load(path: CertificateFiles.join(directory, "ca.crt"))
+        let caKey = try PrivateKey.load(path: CertificateFiles.join(directory, "ca.key"))
+        TLSError.clearQueue()
+        guard X509_check_private_key(caCert.pointer, caKey.pointer) == 1 else {
+            throw TLSError.openSSL(
+                "loading the CA from \(directory)", kind: .invalidArgument, detail: "ca.key does not match ca.crt")
+        }
+        return (caCert, caKey)
+    }
+
+    /// localhost, 127.0.0.1 and ::1, then each of `hosts` as a subjectAltName entry.
+    static func serverNames(_ hosts: [String]) throws(TLSError) -> [String] {
+        var names = ["DNS:localhost", "IP:127.0.0.1", "IP:::1"]
+        for host in hosts {
+            let entry = try subjectAltName(for: host)
+            if !names.contains(entry) { names.append(entry) }
+        }
+        return names
+    }
+
+    static func serverProfile(names: [String], validity: CertificateValidity) -> Certificate.Profile {
+        Certificate.Profile(
+            commonName: "memo server", isCertificateAuthority: false, extendedKeyUsage: "serverAuth",
+            subjectAltNames: names, validity: validity)
+    }
 
     private static func clientProfile(
         name: String, role: CertificateRole, validity: CertificateValidity
@@ -181,7 +210,7 @@ public enum CertificateAuthority {
     }
 
     /// Writes the key first (mode 0600) so a certificate never exists without its key.
-    private static func write(
+    static func write(
         _ certificate: Certificate, _ key: PrivateKey, certificatePath: String, keyPath: String, force: Bool
     ) throws(TLSError) {
         try CertificateFiles.write(key.pem(), to: keyPath, mode: CertificateFiles.keyMode, force: force)

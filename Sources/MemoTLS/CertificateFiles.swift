@@ -73,6 +73,55 @@ enum CertificateFiles {
         if fsync(fd) != 0 { throw systemError("writing \(path)") }
     }
 
+    /// Replaces the file at `path` with `bytes` in one rename: a reader (a server reloading) sees the old file
+    /// or the new one, never a half-written one.
+    static func replace(_ bytes: [UInt8], at path: String, mode: mode_t) throws(TLSError) {
+        let temporary = path + ".new"
+        try write(bytes, to: temporary, mode: mode, force: true)
+        if rename(temporary, path) != 0 {
+            let error = systemError("replacing \(path)")
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// The whole file at `path`.
+    static func read(_ path: String) throws(TLSError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 { throw systemError("reading \(path)") }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw systemError("reading \(path)")
+            }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[..<count])
+        }
+    }
+
+    /// The names of the entries of `directory`, sorted; empty when it cannot be read.
+    static func names(in directory: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// Removes `path` if it exists.
+    static func remove(_ path: String) throws(TLSError) {
+        if unlink(path) != 0, errno != ENOENT { throw systemError("removing \(path)") }
+    }
+
     /// `directory/name`, without doubling a trailing slash.
     static func join(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name

@@ -50,6 +50,9 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// TLS 1.3 cipher suites in OpenSSL's syntax, in order of preference; nil keeps the default (a server
     /// prefers AES-128-GCM, then AES-256-GCM, then ChaCha20-Poly1305).
     public var cipherSuites: String?
+    /// Server only: a PEM CRL signed by the trusted CA; client certificates it lists are refused with the
+    /// certificate_revoked alert. nil checks no list.
+    public var revocationListPath: String?
 
     public init(
         role: Role, certificateChainPath: String? = nil, privateKeyPath: String? = nil, trustedCAPath: String? = nil,
@@ -181,6 +184,10 @@ public final class TLSContext: @unchecked Sendable {
                     throw TLSError.openSSL("loading trusted CA \(ca)")
                 }
                 SSL_CTX_set_client_CA_list(ctx, names)
+            }
+            if let list = configuration.revocationListPath {
+                try Self.requireFile(list, operation)
+                try RevocationList.install(list, into: ctx)
             }
         } else if !isServer || configuration.requireClientCertificate {
             throw TLSError(

@@ -6,21 +6,24 @@ struct EstablishedSession {
     let commonNames: [String]
     /// Every OU of the peer's verified certificate, in certificate order.
     let organizationalUnits: [String]
+    /// The serial number of the peer's certificate (see `CertificateSerial`), nil without one.
+    let serialNumber: String?
     let protocolName: String?
     let cipherName: String?
 
     init(ssl: OpaquePointer) {
-        commonNames = Self.peerSubject(ssl, nid: NID_commonName)
-        organizationalUnits = Self.peerSubject(ssl, nid: NID_organizationalUnitName)
+        let certificate = SSL_get0_peer_certificate(ssl)
+        let name = certificate.flatMap { X509_get_subject_name($0) }
+        commonNames = Self.subject(name, nid: NID_commonName)
+        organizationalUnits = Self.subject(name, nid: NID_organizationalUnitName)
+        serialNumber = certificate.flatMap { CertificateSerial.hex(X509_get0_serialNumber($0)) }
         protocolName = SSL_get_version(ssl).map { String(cString: $0) }
         cipherName = SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) }
     }
 
-    /// Every value of one subject field of the peer certificate, as UTF-8, in certificate order.
-    private static func peerSubject(_ ssl: OpaquePointer, nid: Int32) -> [String] {
-        guard let certificate = SSL_get0_peer_certificate(ssl), let name = X509_get_subject_name(certificate) else {
-            return []
-        }
+    /// Every value of one field of a certificate's subject `name`, as UTF-8, in certificate order.
+    static func subject(_ name: OpaquePointer?, nid: Int32) -> [String] {
+        guard let name else { return [] }
         var values: [String] = []
         var index: Int32 = -1
         while true {
@@ -54,6 +57,10 @@ extension TLSEngine {
         if roles.contains(.readWrite) { return .readWrite }
         return .unknown
     }
+
+    /// The serial number of the peer's verified certificate (upper-case hex, see `CertificateSerial`); nil
+    /// before the handshake or without a certificate.
+    public var peerSerialNumber: String? { established?.serialNumber }
 
     /// The protocol agreed in the handshake, e.g. "TLSv1.3"; nil before it completes.
     public var negotiatedProtocol: String? { established?.protocolName }

@@ -12,6 +12,8 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
         case unknownCA
         /// A certificate in the chain is past its notAfter date.
         case certificateExpired
+        /// The CA revoked the certificate (it is on the CA's revocation list).
+        case certificateRevoked
         /// A certificate in the chain is before its notBefore date.
         case certificateNotYetValid
         /// The server certificate does not name the host or IP address we connected to.
@@ -39,6 +41,7 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
             case .noClientCertificate: return "client sent no certificate"
             case .unknownCA: return "certificate signed by an unknown CA"
             case .certificateExpired: return "certificate expired"
+            case .certificateRevoked: return "certificate revoked"
             case .certificateNotYetValid: return "certificate not yet valid"
             case .hostnameMismatch: return "certificate does not match the server name"
             case .certificateRejected: return "certificate rejected"
@@ -157,6 +160,8 @@ extension TLSError {
             return .certificateExpired
         case X509_V_ERR_CERT_NOT_YET_VALID:
             return .certificateNotYetValid
+        case X509_V_ERR_CERT_REVOKED:
+            return .certificateRevoked
         case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE, X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN,
             X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT, X509_V_ERR_CERT_SIGNATURE_FAILURE:
@@ -175,7 +180,8 @@ extension TLSError {
         case 116: return .noClientCertificate  // certificate_required
         case 48: return .unknownCA
         case 45: return .certificateExpired
-        case 42, 43, 44, 46, 49: return .certificateRejected  // bad, unsupported, revoked, unknown; access denied
+        case 44: return .certificateRevoked
+        case 42, 43, 46, 49: return .certificateRejected  // bad, unsupported, unknown; access denied
         case 70: return .protocolVersion
         default: return .tlsFailure
         }
@@ -194,9 +200,10 @@ extension TLSError {
             return .unknownCA
         case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
             return .certificateExpired
+        case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+            return .certificateRevoked
         case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE, SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN,
-            SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE, SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED,
-            SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+            SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE, SSL_R_TLSV1_ALERT_ACCESS_DENIED:
             return .certificateRejected
         case SSL_R_UNSUPPORTED_PROTOCOL, SSL_R_VERSION_TOO_LOW, SSL_R_VERSION_TOO_HIGH,
             SSL_R_TLSV1_ALERT_PROTOCOL_VERSION, SSL_R_NO_PROTOCOLS_AVAILABLE, SSL_R_UNSUPPORTED_SSL_VERSION,

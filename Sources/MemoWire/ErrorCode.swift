@@ -20,6 +20,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let invalidRequest = ErrorCode(rawValue: 203)
     public static let permissionDenied = ErrorCode(rawValue: 204)
     public static let unknownSubscription = ErrorCode(rawValue: 205)
+    /// The client's certificate was revoked while it was connected (sent as going-away).
+    public static let certificateRevoked = ErrorCode(rawValue: 206)
 
     public static let tooManyInFlight = ErrorCode(rawValue: 300)
     public static let slowConsumer = ErrorCode(rawValue: 301)
@@ -40,7 +42,7 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         (.duplicateRequestID, "duplicate-request-id"),
         (.notFound, "not-found"), (.conflict, "conflict"), (.contentTooLarge, "content-too-large"),
         (.invalidRequest, "invalid-request"), (.permissionDenied, "permission-denied"),
-        (.unknownSubscription, "unknown-subscription"),
+        (.unknownSubscription, "unknown-subscription"), (.certificateRevoked, "certificate-revoked"),
         (.tooManyInFlight, "too-many-in-flight"), (.slowConsumer, "slow-consumer"),
         (.tooManyConnections, "too-many-connections"), (.handshakeTimeout, "handshake-timeout"),
         (.frameTimeout, "frame-timeout"),

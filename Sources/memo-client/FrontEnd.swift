@@ -19,15 +19,23 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
     }
     defer { client.close() }
     let cachePath = MirrorCache.defaultPath(server: configuration.server)
+    let queuePath = WriteQueueFile.path(besideCache: cachePath)
     let store: RemoteStore
     do {
-        store = try RemoteStore(client: client, cachePath: cachePath)
+        store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath, holdQueue: true)
     } catch {
-        // The cache is only a copy of the server's list: a damaged one is dropped, not a reason to stop.
+        // The cache is only a copy of the server's list: a damaged one is dropped, not a reason to stop. A damaged
+        // queue holds the user's writes, so it is moved aside (and said where) rather than deleted.
         FileHandle.standardError.write(Data("memo-client: ignoring the mirror cache: \(error)\n".utf8))
         try? FileManager.default.removeItem(atPath: cachePath)
+        if (try? WriteQueueFile.load(from: queuePath)) == nil {
+            let aside = queuePath + ".damaged"
+            try? FileManager.default.removeItem(atPath: aside)
+            try? FileManager.default.moveItem(atPath: queuePath, toPath: aside)
+            FileHandle.standardError.write(Data("memo-client: the offline write queue was moved to \(aside)\n".utf8))
+        }
         do {
-            store = try RemoteStore(client: client, cachePath: cachePath)
+            store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath, holdQueue: true)
         } catch {
             report(error)
             return ExitCode(error).rawValue
@@ -37,8 +45,10 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
     let status = RemoteStatus(store: store)
 
     var options = TerminalOptions.fromEnvironment()
-    if let locale { options.dateFormat.locale = Locale(identifier: locale) }
+    if let locale { options.setLocale(Locale(identifier: locale)) }
     options.onSignalExit = { try? store.saveCache() }
+    // The queue is sent once the screen listens for refusals, so that none is reported to no one.
+    options.onReady = { store.releaseQueue() }
     do {
         try await TerminalApp.run(storage: store, status: status, options: options)
     } catch {

@@ -1,14 +1,146 @@
 import MemoClient
 
+/// `memo-client --help` and `memo-client COMMAND --help`.
+enum HelpTopics {
+    /// Options that take a value: their value is not the command when looking for the command in `argv`.
+    static let valueOptions: Set<String> = [
+        "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--filter", "--limit",
+        "--locale", "--if-revision",
+    ]
+
+    /// The other names a command answers to.
+    static let aliases = ["ls": "list", "get": "show", "new": "add", "delete": "rm"]
+
+    /// The command named on a line that asked for help (`memo-client --server X edit --help`), if any.
+    static func command(in argv: [String]) -> String? {
+        var index = 0
+        while index < argv.count, argv[index] != "--" {
+            let item = argv[index]
+            if valueOptions.contains(item) {
+                index += 2
+                continue
+            }
+            if !item.hasPrefix("-") { return item }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The help for `command` (the whole help when nil); nil for a word that is not a command.
+    static func text(for command: String?) -> String? {
+        guard let command else { return helpText }
+        let name = aliases[command] ?? command
+        guard let body = commands[name] else { return nil }
+        return body + "\n" + connectionHelp
+    }
+
+    static let connectionHelp = """
+        Connection options (every command):
+          --server HOST[:PORT]  the server; the port defaults to 7420; IPv6 as [::1] or [::1]:7420
+                                (env MEMO_SERVER, default 127.0.0.1:7420)
+          --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS; default ./certs
+                                if it exists, else $XDG_CONFIG_HOME/memo/certs, i.e. ~/.config/memo/certs)
+          --ca FILE, --cacert FILE  the CA that signed the server's certificate (env MEMO_CA)
+          --cert FILE           our client certificate (env MEMO_CERT)
+          --key FILE            its private key (env MEMO_KEY)
+          --timeout SECONDS     how long a request may take, connecting and retrying a refused connection
+                                included (env MEMO_TIMEOUT, default 10)
+          --json                JSON lines instead of tab-separated text
+
+        """
+
+    static let commands: [String: String] = [
+        "list": """
+            usage: memo-client list [--filter TEXT] [--limit N] [--json]   (also: ls)
+
+            Memos, newest first: id<TAB>revision<TAB>insertDate<TAB>first line (a table on a terminal).
+              --filter TEXT   only memos whose content contains TEXT (case-insensitive)
+              --limit N       at most N memos
+
+            """,
+        "show": """
+            usage: memo-client show ID [--json]   (also: get)
+
+            One memo, all of its content as stored. ID may be any unique prefix of the id.
+
+            """,
+        "add": """
+            usage: memo-client add [--allow-empty] TEXT...   |   memo-client add [--allow-empty] -   (also: new)
+
+            A new memo: the words joined by spaces, or all of stdin (less one final newline) with -.
+            Prints id<TAB>revision<TAB>insertDate<TAB>first line. Content is at most 65536 bytes (UTF-8); more is
+            refused before anything is sent (exit 1). Empty content is refused (exit 1) unless --allow-empty.
+            Use -- before text that starts with a dash: memo-client add -- -5 degrees.
+
+            """,
+        "edit": """
+            usage: memo-client edit ID TEXT... | edit ID -  [--if-revision N] [--allow-empty]
+
+            Replaces a memo's content (the words joined by spaces, or stdin with -).
+              --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
+              --allow-empty    allow empty content (refused by default, exit 1)
+
+            """,
+        "rm": """
+            usage: memo-client rm ID [--if-revision N]   (also: delete)
+
+            Deletes a memo and prints it as it was.
+              --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
+
+            """,
+        "watch": """
+            usage: memo-client watch [--json]
+
+            Prints every memo as an `existing` line, then one line per change as it happens, all in one shape:
+              existing|created|updated|deleted<TAB>id<TAB>revision<TAB>date<TAB>first line
+            where date is the memo's updateDate (for deleted, the time of the delete). With --json:
+              {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
+            Resumes across server restarts without missing or repeating a change; Ctrl-C stops.
+
+            """,
+        "export": """
+            usage: memo-client export
+
+            Every memo as one JSON object per line (id, content, insertDate, updateDate, revision).
+
+            """,
+        "import": """
+            usage: memo-client import FILE | import -
+
+            Memos from export output, read line by line from FILE (any readable path: a file, a pipe,
+            /dev/stdin, <(command)) or stdin with -. Importing the same lines twice changes nothing.
+            Prints created N<TAB>unchanged N<TAB>conflicts N<TAB>invalid N<TAB>failed N.
+            A read-only certificate stops the import at once (exit 5).
+
+            """,
+        "completion": """
+            usage: memo-client completion bash|zsh
+
+            Prints a completion script for commands, options and memo ids (from the mirror cache the terminal
+            front end keeps). For bash: source <(memo-client completion bash); for zsh: source <(memo-client
+            completion zsh).
+
+            """,
+        "help": """
+            usage: memo-client help [COMMAND]   |   memo-client COMMAND --help
+
+            The help of one command, or the whole help.
+
+            """,
+    ]
+}
+
 /// `memo-client --help`.
 let helpText: String = {
     var text = """
         usage: memo-client [options] COMMAND [arguments]
                memo-client [options] [--locale ID]       (on a terminal: the interactive front end)
+               memo-client COMMAND --help | memo-client --version
 
         Reads and writes the memos of a memo server over mutual TLS. With no command, on a terminal, it opens
         the terminal front end: the list, live as other clients change it, a detail and an editor (? shows the
-        keys). It starts from the cached list when the server is away and says so in the status bar.
+        keys). It starts from the cached list when the server is away and says so in the status bar; writes
+        made meanwhile show at once as pending and are sent when the server is back.
 
         Commands:
           list [--filter TEXT] [--limit N]  memos, newest first (--filter: case-insensitive text in the content)
@@ -20,28 +152,40 @@ let helpText: String = {
                                             across server restarts without missing or repeating a change
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
+          completion bash|zsh               a shell completion script (commands, options, cached memo ids)
+          help [COMMAND]                    this help, or one command's (also: COMMAND --help)
 
         An ID may be abbreviated to any unique prefix of it. Text read from stdin loses one final newline.
+        Empty content is refused unless --allow-empty. -- ends the options: what follows is text even when it
+        starts with a dash (memo-client add -- -5 degrees).
 
         Options:
-          --server HOST:PORT    the server (env MEMO_SERVER, default 127.0.0.1:7420)
-          --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS, default certs)
-          --ca FILE             the CA that signed the server's certificate (instead of DIR/ca.crt)
-          --cert FILE           our client certificate (instead of DIR/client.crt)
-          --key FILE            its private key (instead of DIR/client.key)
-          --timeout SECONDS     how long a request may take, connecting included (default 10)
+          --server HOST[:PORT]  the server; the port defaults to 7420; IPv6 as [::1] or [::1]:7420
+                                (env MEMO_SERVER, default 127.0.0.1:7420)
+          --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS; default ./certs
+                                if it exists, else $XDG_CONFIG_HOME/memo/certs, i.e. ~/.config/memo/certs)
+          --ca FILE             the CA that signed the server's certificate (instead of DIR/ca.crt; env MEMO_CA;
+                                --cacert is the same option)
+          --cert FILE           our client certificate (instead of DIR/client.crt; env MEMO_CERT)
+          --key FILE            its private key (instead of DIR/client.key; env MEMO_KEY)
+          --timeout SECONDS     how long a request may take, connecting included; a refused connection is
+                                retried with backoff until then (env MEMO_TIMEOUT, default 10)
           --if-revision N       edit, rm: only if the memo is still at revision N
-          --locale ID           front end: the locale of the detail's dates, e.g. ko_KR
-                                (default: the user's locale from LC_ALL, LC_TIME or LANG)
+          --allow-empty         add, edit: allow empty content
+          --locale ID           front end: the locale of its words and dates, e.g. ko_KR (Korean)
+                                (default: LC_ALL, LC_MESSAGES or LANG for words; LC_ALL, LC_TIME
+                                or LANG for dates)
           --json                one JSON object per memo per line: id, content, insertDate, updateDate
                                 (ISO 8601, UTC, microseconds), revision; watch --json prints
-                                {"type":"created"|"updated"|"deleted","revision":N,"memo":{...}} per change
-          -h, --help            this help
+                                {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
+          --version             the version, the protocol version, and the OpenSSL and SQLite versions
+          -h, --help            this help (after a command: that command's help)
 
         Output is a table for people when stdout is a terminal (short id, local date, first line; colors
         unless NO_COLOR is set) and tab-separated when it is not:
           list, add, edit, rm:  id<TAB>revision<TAB>insertDate<TAB>first line
-          watch changes:        created|updated|deleted<TAB>id<TAB>revision<TAB>updateDate<TAB>first line
+          watch:                existing|created|updated|deleted<TAB>id<TAB>revision<TAB>updateDate<TAB>first line
+                                (existing: the memos there when watch started; deleted: the delete's time)
           show:                 the content as it is
         Errors go to stderr, one line each.
 

@@ -1,12 +1,17 @@
+import Foundation
 import MemoClient
 import MemoCore
+import MemoTLS
 import MemoTUI
+import MemoWire
 import Synchronization
 
-/// The status bar's view of a `RemoteStore`: the client's connection state and attempt count, the mirror's
-/// stale flag and the number of unconfirmed writes, folded into MemoTUI's `ConnectionStatus`.
+/// The status bar's view of a `RemoteStore`: the client's connection state, attempt count, last failure and role,
+/// the mirror's stale flag and the unconfirmed writes, folded into MemoTUI's `ConnectionStatus`; and the queued
+/// writes the server refused, as MemoTUI's `WriteRefusal`.
 final class RemoteStatus: StatusSource {
     let status: Subject<ConnectionStatus>
+    let refusals = Subject<WriteRefusal>()
     private let store: RemoteStore
     private let server: String
     private let subscriptions = Mutex<[Subscription]>([])
@@ -19,11 +24,15 @@ final class RemoteStatus: StatusSource {
         server = store.client.configuration.server
         status = Subject(Self.current(of: store, server: server))
         let update: @Sendable (Any) -> Void = { [weak self] _ in self?.update() }
+        let refusals = refusals
         let all = [
             store.connectionState.subscribe { update($0) },
             store.client.connectionAttempts.subscribe { update($0) },
+            store.client.connectionFailure.subscribe { update($0 as Any) },
+            store.client.role.subscribe { update($0 as Any) },
             store.stale.subscribe { update($0) },
             store.pendingWrites.subscribe { update($0) },
+            store.refusals.subscribe { refusals.send(Self.refusal($0)) },
         ]
         subscriptions.withLock { $0 = all }
     }
@@ -41,17 +50,21 @@ final class RemoteStatus: StatusSource {
 
     /// What the bar says now, from the store's and the client's subjects.
     private static func current(of store: RemoteStore, server: String) -> ConnectionStatus {
-        combine(
+        var status = combine(
             server: server, state: store.connectionState.value ?? .connecting,
             attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
-            pending: store.pendingWrites.value?.count ?? 0)
+            pending: store.pendingWrites.value ?? [])
+        status.readOnly = (store.client.role.value ?? nil) == .readOnly
+        status.problem = (store.client.connectionFailure.value ?? nil).flatMap(problem(of:))
+        status.hasList = store.hasList
+        return status
     }
 
     /// What the bar says for a client state: live once the mirror has caught up (until then the list may be the
     /// cache's, so "connecting"); a lost connection says which attempt is under way; "offline" is shown while
     /// waiting to try again, with the cached or last list on screen.
     static func combine(
-        server: String, state: ClientConnectionState, attempts: Int, stale: Bool, pending: Int
+        server: String, state: ClientConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>
     ) -> ConnectionStatus {
         let shown: MemoTUI.ConnectionState
         switch state {
@@ -60,6 +73,40 @@ final class RemoteStatus: StatusSource {
         case .reconnecting: shown = .reconnecting(attempt: max(1, attempts))
         case .offline: shown = .offline
         }
-        return ConnectionStatus(server: server, state: shown, pendingWrites: pending)
+        return ConnectionStatus(server: server, state: shown, pendingIDs: pending)
+    }
+
+    /// A failure that retrying will not fix, in the bar's words: TLS and certificates. Nil for the rest (a server
+    /// that is down is "offline", and retrying will find it when it is back).
+    static func problem(of failure: ClientError) -> ConnectionProblem? {
+        guard case .tlsRefused(_, let error) = failure else { return nil }
+        let certificateKinds: Set<TLSError.Kind> = [
+            .unknownCA, .certificateExpired, .certificateRevoked, .certificateNotYetValid, .certificateRejected,
+            .noClientCertificate,
+        ]
+        let kind: ConnectionProblem.Kind
+        if error.verifyResult != nil {
+            // We checked the server's certificate and it failed.
+            kind = error.kind == .unknownCA ? .serverNotTrusted : .tls("the server's " + error.kind.summary)
+        } else if certificateKinds.contains(error.kind) {
+            // The server's alert: it checked ours and refused it.
+            kind = .certificateRefused
+        } else {
+            kind = .tls(error.kind.summary)
+        }
+        return ConnectionProblem(kind: kind, detail: failure.description)
+    }
+
+    /// A refused queued write in the front end's terms.
+    static func refusal(_ refused: RefusedWrite) -> WriteRefusal {
+        let kind: WriteRefusal.Kind
+        switch refused.write.kind {
+        case .create: kind = .create
+        case .update: kind = .update
+        case .delete: kind = .delete
+        }
+        return WriteRefusal(
+            kind: kind, memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
+            isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason)
     }
 }

@@ -1,6 +1,10 @@
 import Foundation
 import MemoCLI
 import MemoClient
+import MemoNet
+import MemoSQLite
+import MemoTLS
+import MemoWire
 
 // memo-client: parses the command line, then hands the command to MemoClient's CommandRunner.
 
@@ -9,20 +13,69 @@ func fail(usage error: UsageError) -> Never {
     exit(ExitCode.usage.rawValue)
 }
 
+/// What the command line asks for.
+enum Invocation {
+    case help(command: String?)
+    case version
+    case completion(shell: String)
+    case completionIDs(server: String)
+    case run(ClientConfiguration, ClientCommand?, json: Bool, locale: String?)
+}
+
+/// A value from the environment, nil when unset or empty.
+func setting(_ name: String, _ environment: [String: String]) -> String? {
+    environment[name].flatMap { $0.isEmpty ? nil : $0 }
+}
+
+/// Where and how to connect: flags first, then the environment, then the defaults.
+func connectionOptions(
+    _ arguments: inout Arguments, environment: [String: String]
+) throws(UsageError) -> ClientConfiguration {
+    let serverText = try arguments.option("--server") ?? setting("MEMO_SERVER", environment) ?? "127.0.0.1"
+    let server: HostPort
+    do {
+        server = try HostPort(parsing: serverText, defaultPort: ClientConfiguration.defaultPort)
+    } catch {
+        throw UsageError("--server: \(error)")
+    }
+    let folder = ClientConfiguration.certificatesDirectory(
+        option: try arguments.option("--certs"), environment: environment,
+        isDirectory: { path in
+            var directory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+        })
+    let caOptions = try arguments.options("--ca") + arguments.options("--cacert")
+    guard caOptions.count <= 1 else { throw UsageError("--ca (or --cacert) is given \(caOptions.count) times") }
+    let ca = caOptions.first ?? setting("MEMO_CA", environment)
+    let cert = try arguments.option("--cert") ?? setting("MEMO_CERT", environment)
+    let key = try arguments.option("--key") ?? setting("MEMO_KEY", environment)
+    var timeout = try arguments.seconds("--timeout")
+    if timeout == nil, let text = setting("MEMO_TIMEOUT", environment) {
+        guard let value = Double(text), value > 0, value.isFinite else {
+            throw UsageError("MEMO_TIMEOUT takes a number of seconds above zero, not '\(text)'")
+        }
+        timeout = value
+    }
+
+    var configuration = ClientConfiguration(server: server.description, certificatesDirectory: folder.path)
+    configuration.certificatesOrigin = folder.origin
+    if let ca { configuration.caPath = ca }
+    if let cert { configuration.certificatePath = cert }
+    if let key { configuration.keyPath = key }
+    if ca != nil, cert != nil, key != nil { configuration.certificatesOrigin = nil }
+    configuration.requestTimeout = .milliseconds(Int64(((timeout ?? 10) * 1000).rounded(.up)))
+    configuration.connectTimeout = configuration.requestTimeout
+    return configuration
+}
+
 /// Everything the command line says, read in one go (options first: the reader takes positionals last).
-func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -> (
-    ClientConfiguration, ClientCommand?, json: Bool, locale: String?
-) {
+func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -> Invocation {
     var arguments = Arguments(argv)
+    if arguments.flag("--help", "-h") { return .help(command: HelpTopics.command(in: argv)) }
+    if arguments.flag("--version") { return .version }
     let json = arguments.flag("--json")
-    let server = try arguments.option("--server") ?? environment["MEMO_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
-        ?? "127.0.0.1:7420"
-    let certs = try arguments.option("--certs") ?? environment["MEMO_CERTS"].flatMap { $0.isEmpty ? nil : $0 }
-        ?? "certs"
-    let ca = try arguments.option("--ca")
-    let cert = try arguments.option("--cert")
-    let key = try arguments.option("--key")
-    let timeout = try arguments.seconds("--timeout") ?? 10
+    let allowEmpty = arguments.flag("--allow-empty")
+    let configuration = try connectionOptions(&arguments, environment: environment)
     let filter = try arguments.option("--filter")
     let limit = try arguments.integer("--limit", in: 0...Int.max)
     let locale = try arguments.option("--locale")
@@ -36,17 +89,12 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
         }
         ifRevision = value
     }
-
-    var configuration = ClientConfiguration(server: server, certificatesDirectory: certs)
-    if let ca { configuration.caPath = ca }
-    if let cert { configuration.certificatePath = cert }
-    if let key { configuration.keyPath = key }
-    configuration.requestTimeout = .milliseconds(Int64((timeout * 1000).rounded(.up)))
-    configuration.connectTimeout = configuration.requestTimeout
+    // Every option this program knows is taken by now: what is left that looks like one is not ours, and
+    // must not be mistaken for the command (`-o json list` is not the command "json").
+    try arguments.rejectUnknownOptions()
 
     guard let name = arguments.positional() else {
-        try arguments.finish()
-        return (configuration, nil, json, locale)
+        return .run(configuration, nil, json: json, locale: locale)
     }
     func rest(_ what: String) throws(UsageError) -> TextSource {
         var words: [String] = []
@@ -65,10 +113,10 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
     case "show", "get":
         command = .show(id: try arguments.required("an ID"))
     case "add", "new":
-        command = .add(try rest("the memo's text"))
+        command = .add(try rest("the memo's text"), allowEmpty: allowEmpty)
     case "edit":
         let id = try arguments.required("an ID")
-        command = .edit(id: id, text: try rest("the new text"), ifRevision: ifRevision)
+        command = .edit(id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty)
     case "rm", "delete":
         command = .remove(id: try arguments.required("an ID"), ifRevision: ifRevision)
     case "watch":
@@ -77,6 +125,21 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
         command = .export
     case "import":
         command = .importMemos(path: try arguments.required("a FILE (or - for stdin)"))
+    case "completion":
+        let shell = try arguments.required("a shell: bash or zsh")
+        if shell == "ids" {
+            try arguments.finish()
+            return .completionIDs(server: configuration.server)
+        }
+        guard shell == "bash" || shell == "zsh" else {
+            throw UsageError("completion takes bash or zsh, not '\(shell)'")
+        }
+        try arguments.finish()
+        return .completion(shell: shell)
+    case "help":
+        let topic = arguments.positional()
+        try arguments.finish()
+        return .help(command: topic)
     default:
         throw UsageError("unknown command '\(name)'")
     }
@@ -88,36 +151,53 @@ func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -
     case .edit, .remove: break
     default: try only("--if-revision", ifRevision != nil, for: "edit and rm")
     }
+    switch command {
+    case .add, .edit: break
+    default: try only("--allow-empty", allowEmpty, for: "add and edit")
+    }
     try only("--locale", locale != nil, for: "the terminal front end (no command)")
     try arguments.finish()
-    return (configuration, command, json, locale)
+    return .run(configuration, command, json: json, locale: locale)
 }
 
 /// Runs the command line and returns the exit code. (A function rather than top-level code: the release
 /// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
 func runMain() async -> Int32 {
     let argv = Array(CommandLine.arguments.dropFirst())
-    if argv.contains("--help") || argv.contains("-h") || argv.first == "help" {
-        print(helpText, terminator: "")
-        return 0
-    }
-    let configuration: ClientConfiguration
-    let command: ClientCommand?
-    let json: Bool
-    let locale: String?
+    let invocation: Invocation
     do {
-        (configuration, command, json, locale) = try parse(argv, environment: ProcessInfo.processInfo.environment)
+        invocation = try parse(argv, environment: ProcessInfo.processInfo.environment)
     } catch {
         fail(usage: error)
     }
-    guard let command else {
-        if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
-            return await runFrontEnd(configuration: configuration, locale: locale)
+    switch invocation {
+    case .help(let command):
+        guard let text = HelpTopics.text(for: command) else {
+            fail(usage: UsageError("no help for '\(command ?? "")': it is not a command"))
         }
-        fail(usage: UsageError("no command given (and not on a terminal)"))
+        print(text, terminator: "")
+        return 0
+    case .version:
+        print(MemoRelease.versionText(
+            program: "memo-client",
+            libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]), terminator: "")
+        return 0
+    case .completion(let shell):
+        print(Completion.script(shell: shell), terminator: "")
+        return 0
+    case .completionIDs(let server):
+        for id in Completion.cachedIDs(server: server) { print(id) }
+        return 0
+    case .run(let configuration, let command, let json, let locale):
+        guard let command else {
+            if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
+                return await runFrontEnd(configuration: configuration, locale: locale)
+            }
+            fail(usage: UsageError("no command given (and not on a terminal)"))
+        }
+        let runner = CommandRunner(configuration: configuration, style: OutputStyle.detect(json: json))
+        return await runner.run(command).rawValue
     }
-    let runner = CommandRunner(configuration: configuration, style: OutputStyle.detect(json: json))
-    return await runner.run(command).rawValue
 }
 
 exit(await runMain())

@@ -15,7 +15,13 @@ struct Serve {
     var historyCapacity = MemoLimits.defaultHistoryCapacity
 
     init(_ arguments: inout Arguments) throws(UsageError) {
-        configuration.listen = try arguments.option("--listen") ?? configuration.listen
+        if let listen = try arguments.option("--listen") {
+            do {
+                configuration.listen = try HostPort(parsing: listen, defaultPort: 7420).description
+            } catch {
+                throw UsageError("--listen: \(error)")
+            }
+        }
         store = try arguments.option("--store") ?? store
         configuration.certsDirectory = try arguments.option("--certs") ?? configuration.certsDirectory
         configuration.threads = try arguments.integer("--threads", in: 1...256) ?? configuration.threads
@@ -37,17 +43,21 @@ struct Serve {
 
     func run() throws {
         // Before any thread starts, so that every thread inherits the mask and signals reach the watcher.
-        try SignalWatcher.block([SIGTERM, SIGINT])
+        // SIGHUP too: its default action would end the server silently (exit 129) when its terminal closes.
+        try SignalWatcher.block([SIGTERM, SIGINT, SIGHUP])
         raiseDescriptorLimit()
 
         // The store first: a server refused because another one holds the file must leave nothing behind, not
         // even a CA made for it.
         let memoStore: any ServingStore
+        let storeName: String
         if store == "memory" {
             memoStore = MemoryStore(historyCapacity: historyCapacity)
+            storeName = store
         } else {
-            let path = String(store.dropFirst("sqlite:".count))
+            let path = absolutePath(String(store.dropFirst("sqlite:".count)))
             memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
+            storeName = "sqlite:" + path
         }
         ensureCertificates()
         let server: MemoServer
@@ -57,8 +67,7 @@ struct Serve {
             memoStore.close()
             throw error
         }
-        ServerLog.standardError("serving \(store) at revision \(memoStore.revision) with certificates from "
-            + "\(configuration.certsDirectory)")
+        ServerLog.standardError("serving \(storeName) at revision \(memoStore.revision)")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -67,7 +76,12 @@ struct Serve {
         let stop = DispatchSemaphore(value: 0)
         let received = Atomic<Int32>(0)
         let watcher = try signals.runAndWait { () throws(NetError) -> SignalWatcher in
-            try SignalWatcher(signals: [SIGTERM, SIGINT], eventLoop: signals) { signal in
+            try SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP], eventLoop: signals) { signal in
+                if signal == SIGHUP {
+                    ServerLog.standardError("SIGHUP: reloading certificates")
+                    server.reloadCertificates()
+                    return
+                }
                 if received.exchange(signal, ordering: .relaxed) == 0 { stop.signal() }
             }
         }
@@ -87,7 +101,7 @@ struct Serve {
 
     /// Makes a CA and certificates as `certs init` would when the folder holds no CA.
     private func ensureCertificates() {
-        let directory = configuration.certsDirectory
+        let directory = absolutePath(configuration.certsDirectory)
         guard !FileManager.default.fileExists(atPath: directory + "/ca.crt") else { return }
         do {
             let result = try CertificateAuthority.initialize(directory: directory)

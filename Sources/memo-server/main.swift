@@ -1,8 +1,17 @@
 import Foundation
 import MemoCLI
+import MemoSQLite
+import MemoTLS
+import MemoWire
 
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
 let wantsHelp = arguments.flag("--help", "-h")
+if arguments.flag("--version") {
+    print(MemoRelease.versionText(
+        program: "memo-server", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]),
+        terminator: "")
+    exit(0)
+}
 let command = arguments.command()
 
 func fail(_ message: String, code: Int32) -> Never {
@@ -24,9 +33,20 @@ do {
         case "client":
             if wantsHelp { print(Help.certsClient); exit(0) }
             try Certs.client(&arguments)
+        case "server":
+            if wantsHelp { print(Help.certsServer); exit(0) }
+            try Certs.server(&arguments)
+        case "revoke":
+            if wantsHelp { print(Help.certsRevoke); exit(0) }
+            try Certs.revoke(&arguments)
+        case "list":
+            if wantsHelp { print(Help.certsList); exit(0) }
+            try Certs.list(&arguments)
         default:
-            if wantsHelp { print(Help.certsInit + "\n\n" + Help.certsClient); exit(0) }
-            throw UsageError(sub.map { "unknown certs command '\($0)'" } ?? "certs needs a command: init or client")
+            if wantsHelp { print(Help.certs); exit(0) }
+            throw UsageError(
+                sub.map { "unknown certs command '\($0)'" }
+                    ?? "certs needs a command: init, client, server, revoke or list")
         }
     case "help":
         print(Help.main)

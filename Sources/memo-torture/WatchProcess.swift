@@ -55,8 +55,9 @@ final class WatchProcess {
     }
 }
 
-/// One line of `watch --json` read back: a change, or a memo of the first list.
+/// One line of `watch --json` read back: a change, or a memo of the first list (type `existing`).
 struct WatchLine {
+    /// The change's type; nil for a memo of the list (`existing`).
     var type: String?
     var revision: UInt64
     var id: String
@@ -70,7 +71,7 @@ struct WatchLine {
             guard let memo = object["memo"] as? [String: Any],
                 let revision = (object["revision"] as? NSNumber)?.uint64Value
             else { return nil }
-            self.type = type
+            self.type = type == "existing" ? nil : type
             self.revision = revision
             id = memo["id"] as? String ?? ""
             content = memo["content"] as? String ?? ""

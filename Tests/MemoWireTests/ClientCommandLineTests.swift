@@ -155,11 +155,12 @@ struct ClientCommandLineTests {
         #expect(missing.status == 5)
         #expect(missing.err.contains("no such file"))
 
-        // Nobody listening: refused at once.
+        // Nobody listening: refused, retried until the timeout, then exit 6.
         let closed = try ListeningSocket.bind(SocketAddress(parsing: "127.0.0.1:0"))
         let closedPort = try closed.localAddress().port
         closed.close()
-        let refused = try runClient(["list"], server: "127.0.0.1:\(closedPort)", certs: server.certificates.path)
+        let refused = try runClient(
+            ["list", "--timeout", "0.5"], server: "127.0.0.1:\(closedPort)", certs: server.certificates.path)
         #expect(refused.status == 6)
         #expect(refused.err == "memo-client: cannot reach 127.0.0.1:\(closedPort): connection refused\n")
         // Someone listening who never answers: the deadline.

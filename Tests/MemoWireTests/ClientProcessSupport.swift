@@ -90,15 +90,13 @@ final class CuttingProxy: Sendable {
         var armed = false
         var clientBytesSinceArmed = 0
         var cuts = 0
-        var connections = 0
-        var descriptors: [Int32] = []
-        var stopped = false
     }
 
     let port: UInt16
     private let listener: Int32
     private let target: SocketAddress
     private let state = Mutex(State())
+    private let book = ProxyBook()
 
     init(to target: SocketAddress) throws {
         self.target = target
@@ -126,7 +124,7 @@ final class CuttingProxy: Sendable {
 
     var address: String { "127.0.0.1:\(port)" }
     var cuts: Int { state.withLock { $0.cuts } }
-    var connections: Int { state.withLock { $0.connections } }
+    var connections: Int { book.connections }
 
     /// Loses the next answer.
     func arm() {
@@ -137,43 +135,14 @@ final class CuttingProxy: Sendable {
     }
 
     func stop() {
-        let descriptors = state.withLock { state in
-            state.stopped = true
-            return state.descriptors
-        }
-        shutdown(listener, Int32(SHUT_RDWR))
+        book.stop(listener: listener)
         close(listener)
-        for fd in descriptors { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            let (server, _) = (try? TCPSocket.connect(to: target, timeout: .seconds(5))).map { ($0, 0) } ?? (nil, 0)
-            guard let server else {
-                close(client)
-                continue
-            }
-            try? server.setBlocking(true)
-            let serverFD = dup(server.fileDescriptor)
-            server.close()
-            let keep = state.withLock { state -> Bool in
-                guard !state.stopped else { return false }
-                state.connections += 1
-                state.descriptors += [client, serverFD]
-                return true
-            }
-            guard keep else {
-                close(client)
-                close(serverFD)
-                return
-            }
-            Thread.detachNewThread { [self] in pump(from: client, to: serverFD, towardServer: true) }
-            Thread.detachNewThread { [self] in pump(from: serverFD, to: client, towardServer: false) }
+        book.acceptLoop(listener, dialing: target) { client, server in
+            Thread.detachNewThread { [self] in pump(from: client, to: server, towardServer: true) }
+            Thread.detachNewThread { [self] in pump(from: server, to: client, towardServer: false) }
         }
     }
 
@@ -207,5 +176,60 @@ final class CuttingProxy: Sendable {
         // Either side ending ends both: the answer in `buffer` is dropped with the connection.
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))
+    }
+}
+
+/// The connections a test proxy holds: counted, and cut all at once by `stop`.
+final class ProxyBook: Sendable {
+    private struct State {
+        var connections = 0
+        var descriptors: [Int32] = []
+        var stopped = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Connections accepted and passed on so far.
+    var connections: Int { state.withLock { $0.connections } }
+
+    /// Shuts `listener` and every connection down.
+    func stop(listener: Int32) {
+        let descriptors = state.withLock { state in
+            state.stopped = true
+            return state.descriptors
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in descriptors { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    /// Accepts clients on the blocking `listener` until it is shut down, connects to `target` for each, and
+    /// hands both descriptors to `serve` (which starts the pumps).
+    func acceptLoop(_ listener: Int32, dialing target: SocketAddress, serve: (Int32, Int32) -> Void) {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            guard let server = try? TCPSocket.connect(to: target, timeout: .seconds(5)) else {
+                close(client)
+                continue
+            }
+            try? server.setBlocking(true)
+            let serverFD = dup(server.fileDescriptor)
+            server.close()
+            let keep = state.withLock { state -> Bool in
+                guard !state.stopped else { return false }
+                state.connections += 1
+                state.descriptors += [client, serverFD]
+                return true
+            }
+            guard keep else {
+                close(client)
+                close(serverFD)
+                return
+            }
+            serve(client, serverFD)
+        }
     }
 }

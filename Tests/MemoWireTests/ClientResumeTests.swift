@@ -49,9 +49,9 @@ struct ClientResumeTests {
         let watch = try ClientProcess(
             ["watch", "--json", "--server", address, "--certs", certificates.path], directory: data)
         defer { watch.stop() }
-        // The list first (one memo object), which also says the watch is subscribed.
+        // The list first (one `existing` line), which also says the watch is subscribed.
         let listed = try watch.waitForLines(1)
-        #expect(listed[0] == MemoJSON.object(seed))
+        #expect(listed[0] == MemoJSON.event(type: "existing", revision: seed.revision, memo: seed))
 
         var expected: [(String, UUID, String)] = []
         func write(_ round: String) async throws {

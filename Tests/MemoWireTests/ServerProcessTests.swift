@@ -134,22 +134,7 @@ struct ServerProcessTests {
 
 /// Runs a built executable to completion. - Returns: exit status, stdout, stderr.
 func runTool(_ name: String, _ arguments: [String], stdin: String? = nil) throws -> (Int32, String, String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: builtExecutable(name))
-    process.arguments = arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    let input = Pipe()
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    let err = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    try runTool(name, arguments, environment: nil, stdin: stdin)
 }
 
 @Suite("memo-server command line: certificates, help and usage errors")

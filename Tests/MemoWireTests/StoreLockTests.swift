@@ -84,7 +84,20 @@ struct StoreLockTests {
             return message.contains("pid \(getpid())") && message.contains(path + ".lock")
         }
         first.close()
-        let reopened = try SQLiteStore(path: path)
+        // Other tests in this process spawn children; one forked between `open` and its `exec` holds a copy of the
+        // lock's file description (and so the flock) until it execs. Wait for that, bounded, rather than flake.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var opened: SQLiteStore?
+        while opened == nil {
+            do {
+                opened = try SQLiteStore(path: path)
+            } catch {
+                guard case .storage(let message) = error, message.contains("in use"), ContinuousClock.now < deadline
+                else { throw error }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let reopened = try #require(opened)
         #expect(reopened.revision == 1)
         reopened.close()
     }

@@ -129,12 +129,21 @@ final class FrontEndFixture {
     init() throws {
         certificates = try TestCertificates()
         data = try TemporaryDirectory()
-        let server = try ServerProcess(
-            arguments: [
-                "--store", "sqlite:\(data.path)/memos.sqlite", "--certs", certificates.path, "--listen", "127.0.0.1:0",
-            ], directory: data)
+        let server = try ServerProcess(arguments: Self.arguments(data, certificates, "127.0.0.1:0"), directory: data)
         self.server = server
         address = server.address
+    }
+
+    private static func arguments(_ data: TemporaryDirectory, _ certificates: TestCertificates, _ listen: String)
+        -> [String]
+    {
+        ["--store", "sqlite:\(data.path)/memos.sqlite", "--certs", certificates.path, "--listen", listen]
+    }
+
+    /// Starts the server again after `stopServer()`, on the same address and file.
+    func startServer() throws {
+        guard server == nil else { return }
+        server = try ServerProcess(arguments: Self.arguments(data, certificates, address), directory: data)
     }
 
     func stopServer() {
@@ -162,9 +171,9 @@ final class FrontEndFixture {
 
     /// The shell command of the tmux pane: the front end with the test's server, certificates, a UTF-8 locale, an
     /// xterm and a private cache directory, then a line saying how it exited, then a pause so the pane stays.
-    func frontEndCommand(_ arguments: [String] = []) -> String {
+    func frontEndCommand(_ arguments: [String] = [], environment extra: [String: String] = [:]) -> String {
         func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        let environment = [
+        let environment = extra.sorted { $0.key < $1.key }.map { $0.key + "=" + quoted($0.value) } + [
             "MEMO_SERVER=" + quoted(address), "MEMO_CERTS=" + quoted(certificates.path), "LANG=C.UTF-8", "LC_ALL=",
             "TERM=xterm-256color", "XDG_CACHE_HOME=" + quoted(data.path + "/cache"), "NO_COLOR=",
         ]
@@ -238,7 +247,7 @@ private func isRunning(_ pid: pid_t) -> Bool {
 }
 
 /// The pid of a child of `parent`, read from /proc (the front end runs under the pane's shell).
-private func childProcess(of parent: String) -> pid_t? {
+func childProcess(of parent: String) -> pid_t? {
     let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     for entry in entries where Int32(entry) != nil {
         guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
@@ -264,11 +273,11 @@ struct TUIEndToEndTests {
         defer { tmux.kill() }
 
         // The list, newest first, live; the first line selected.
-        var screen = try tmux.waitForScreen(containing: "첫 번째 메모: 한글 내용", "live")
+        var screen = try tmux.waitForScreen(containing: "첫 번째 메모: 한글 내용", "연결됨")
         #expect(try tmux.pane("#{alternate_on}") == "1")
         #expect(screen.first?.contains("메모 목록") == true)
         #expect(screen.last?.contains(fixture.address) == true)
-        #expect(screen.last?.contains("j/k move") == true)
+        #expect(screen.last?.contains("j/k 이동") == true)
         // Hangul takes two columns: no line is wider than the pane, and the count on the title line ends in the
         // column before the last (capture-pane drops trailing blanks) only if every syllable counted as two.
         for line in screen { #expect(ColumnWidth.width(of: line) <= 100, "\(line)") }
@@ -291,7 +300,9 @@ struct TUIEndToEndTests {
         #expect(screen.contains { $0.hasPrefix("첫 번째 메모: 한글 내용") })
         #expect(date.range(of: #"^\d{4}\. \d{1,2}\. \d{1,2}\. (오전|오후) \d{1,2}:\d{2}:\d{2}$"#,
                            options: .regularExpression) != nil, "\(date)")
-        #expect(screen.last?.contains("e edit") == true)
+        #expect(screen.last?.contains("e 편집") == true)
+        // The detail shows the revision and the update date too.
+        #expect(screen.contains { $0.hasPrefix("리비전 ") && $0.contains(date) }, "\(screen)")
 
         // Edit: e, type at the end, Ctrl-S; the detail shows the new text and the server has it.
         try tmux.press("e")

@@ -93,6 +93,8 @@ struct TUINavigationTests {
         _ = try await store.delete(id: chosen.id, expectedRevision: nil)
         #expect(coordinator.currentScene == .list)
         #expect(try listModel(coordinator).current.memos.count == 2)
+        // The list, where the user lands, says why (in the locale's words: Seoul's dates, Korean).
+        #expect(try listModel(coordinator).current.message == "열어 둔 메모가 다른 곳에서 삭제되었습니다")
         coordinator.stop()
     }
 

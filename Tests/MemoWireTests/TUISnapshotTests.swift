@@ -29,7 +29,8 @@ func expectSnapshot(_ grid: Grid, named name: String, sourceLocation: SourceLoca
 @Suite("TUI screen snapshots: every scene with Hangul at 40x10 and 80x24")
 struct TUISnapshotTests {
     static let sizes = [(40, 10), (80, 24)]
-    static let remote = ConnectionStatus(server: "memo.example.org:7443", state: .reconnecting(attempt: 2), pendingWrites: 3)
+    static let remote = ConnectionStatus(server: "memo.example.org:7443", state: .reconnecting(attempt: 2),
+        pendingIDs: [TUIFixtures.id(1), TUIFixtures.id(2), TUIFixtures.id(3)])
 
     private func started() -> (MemoryStore, SceneCoordinator) {
         let store = TUIFixtures.store(TUIFixtures.korean)

@@ -92,9 +92,13 @@ struct TUIViewModelTests {
         let detail = DetailViewModel(memoID: TUIFixtures.id(1), storage: store, dateFormat: TUIFixtures.utcKorean)
         let contents = Recorder<[String]>()
         let subscription = detail.state.subscribe { contents.record($0.contents) }
-        #expect(detail.current.contents == ["처음 내용", "2026. 11. 30. 오전 3:27:13"])
+        #expect(detail.current.contents == [
+            "처음 내용", "2026. 11. 30. 오전 3:27:13", "revision 1 · updated 2026. 11. 30. 오전 3:27:13",
+        ])
         _ = try await store.update(id: TUIFixtures.id(1), content: "고친 내용", expectedRevision: nil)
         #expect(detail.current.contents.first == "고친 내용")
+        // The revision and update date follow the edit.
+        #expect(detail.current.contents.last == "revision 2 · updated 2026. 11. 30. 오전 3:28:13")
         #expect(contents.values.last?.first == "고친 내용")
         subscription.cancel()
         detail.close()

@@ -35,13 +35,16 @@ public final class SceneCoordinator: Sendable {
 
     private enum Request: Sendable {
         case transition(Transition)
-        case detailGone(UUID)
+        case detailGone(UUID, deletedHere: Bool)
+        case refused(WriteRefusal)
         case composeFinished(Memo?)
         case quit
     }
 
     private let storage: any MemoStorage
     private let dateFormat: MemoDateFormat
+    /// The words of the user's language, for every scene.
+    public let strings: Strings
     private let live = Mutex(Live())
     private let inbox = Subject<Request>()
     private let inboxSubscription: Mutex<Subscription?> = Mutex(nil)
@@ -55,9 +58,11 @@ public final class SceneCoordinator: Sendable {
     /// Transitions that could not be applied (no replay); the stack is unchanged then.
     public let navigationErrors = Subject<NavigationError>()
 
-    public init(storage: any MemoStorage, dateFormat: MemoDateFormat) {
+    /// - Parameter strings: the table of words; by default the one for the date format's locale.
+    public init(storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil) {
         self.storage = storage
         self.dateFormat = dateFormat
+        self.strings = strings ?? Strings.forLocale(dateFormat.locale)
         let subscription = inbox.subscribe { [weak self] request in self?.handle(request) }
         inboxSubscription.withLock { $0 = subscription }
     }
@@ -71,6 +76,10 @@ public final class SceneCoordinator: Sendable {
 
     /// Applies a transition (queued behind any request being handled).
     public func transition(_ transition: Transition) { inbox.send(.transition(transition)) }
+
+    /// A write made offline was refused when it was sent (the store has rolled it back): an edit that met a
+    /// conflict opens the editor on our text with the conflict choice; anything else is a line on the list.
+    public func refused(_ refusal: WriteRefusal) { inbox.send(.refused(refusal)) }
 
     /// The scene on screen.
     public var currentScene: Scene? { live.withLock { $0.stack.top } }
@@ -97,18 +106,35 @@ public final class SceneCoordinator: Sendable {
         switch request {
         case .transition(let transition):
             apply(transition)
-        case .detailGone(let id):
+        case .detailGone(let id, let deletedHere):
             let onTop = live.withLock { live -> Bool in
                 if case .detail(id) = live.stack.top { return true }
                 live.goneDetails.insert(id)
                 return false
             }
             if onTop { apply(.pop) }
+            // The detail's own line goes with it: the list, where the user lands, says what happened.
+            listModel?.show(message: deletedHere ? strings.deleted : strings.deletedElsewhere)
+        case .refused(let refusal):
+            if refusal.isConflict, refusal.kind == .update {
+                apply(.modal(.compose(.resolve(refusal))))
+            } else {
+                let name = SceneChrome.headline(of: refusal.memo.content)
+                listModel?.show(message: strings.refused(name, refusal.reason))
+            }
         case .composeFinished(let saved):
             apply(.dismiss)
             if let saved, case .list(let list) = currentModel { list.select(saved.id) }
         case .quit:
             quitRequested.send(true)
+        }
+    }
+
+    /// The list at the bottom of the stack.
+    private var listModel: ListViewModel? {
+        live.withLock { live in
+            guard case .list(let list) = live.models.first else { return nil }
+            return list
         }
     }
 
@@ -153,7 +179,7 @@ public final class SceneCoordinator: Sendable {
     private func makeModel(for scene: Scene) -> (model: SceneModel, subscriptions: [Subscription]) {
         switch scene {
         case .list:
-            let model = ListViewModel(storage: storage)
+            let model = ListViewModel(storage: storage, strings: strings)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .open(let id): self?.inbox.send(.transition(.push(.detail(id))))
@@ -163,20 +189,20 @@ public final class SceneCoordinator: Sendable {
             }
             return (.list(model), [subscription])
         case .detail(let id):
-            let model = DetailViewModel(memoID: id, storage: storage, dateFormat: dateFormat)
+            let model = DetailViewModel(memoID: id, storage: storage, dateFormat: dateFormat, strings: strings)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .back: self?.inbox.send(.transition(.pop))
                 case .edit(let memo): self?.inbox.send(.transition(.modal(.compose(.edit(memo)))))
-                case .gone: self?.inbox.send(.detailGone(id))
+                case .gone(let deletedHere): self?.inbox.send(.detailGone(id, deletedHere: deletedHere))
                 case .writeToTerminal(let text): self?.terminalOutput.send(text)
                 }
             }
             // Gone before anyone listened (opened after a delete): say so now.
-            if model.current.isGone { inbox.send(.detailGone(id)) }
+            if model.current.isGone { inbox.send(.detailGone(id, deletedHere: false)) }
             return (.detail(model), [subscription])
         case .compose(let mode):
-            let model = ComposeViewModel(mode: mode, storage: storage)
+            let model = ComposeViewModel(mode: mode, storage: storage, strings: strings)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .finished(let saved): self?.inbox.send(.composeFinished(saved))

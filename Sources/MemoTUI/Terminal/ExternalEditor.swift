@@ -1,32 +1,99 @@
 import Foundation
+import MemoCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Hands the compose text to the user's editor ($VISUAL, $EDITOR, else vi) and takes back what it saved.
+///
+/// The editor is spawned with `posix_spawn` in the front end's own process group, which is the terminal's
+/// foreground group: it may read and write the terminal (and /dev/tty) without being stopped by SIGTTIN or
+/// SIGTTOU. (Foundation's `Process` puts the child in a group of its own, which the terminal then stops.) The
+/// text goes to `memo.txt` (mode 0600) in a private folder (mode 0700) that is removed on every way out: the
+/// editor ending either way, a thrown error, or a terminating signal (`removeLeftovers`).
 enum ExternalEditor {
-    /// Writes `text` to a temporary file, gives the terminal to the editor (cooked mode, main screen) and reads the
-    /// file back once the editor exits.
+    /// The private folder of the edit under way, for the signal handler to remove.
+    private static let folder = Mutex<String?>(nil)
+    /// True while an editor has the terminal: Ctrl-C typed at a cooked terminal is the editor's, not ours.
+    private static let running = Atomic<Bool>(false)
+
+    static var isRunning: Bool { running.load(ordering: .relaxed) }
+
+    /// Writes `text` to a private temporary file, gives the terminal to the editor (cooked mode, main screen) and
+    /// reads the file back once the editor exits.
     /// - Returns: the edited text, or nil when the editor failed (non-zero exit) so the text is left alone.
     static func edit(_ text: String, command: String, terminal: Terminal, reader: InputReader) throws -> String? {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("memo-\(UUID().uuidString.lowercased()).txt")
-        try Data((text + "\n").utf8).write(to: url)
-        defer { try? FileManager.default.removeItem(at: url) }
+        let directory = try makePrivateFolder()
+        folder.withLock { $0 = directory }
+        defer {
+            removeLeftovers()
+        }
+        let path = directory + "/memo.txt"
+        try DurableFile.create(path, Array((text + "\n").utf8), mode: 0o600)
 
         reader.pause()
         terminal.leave()
+        running.store(true, ordering: .relaxed)
         defer {
+            running.store(false, ordering: .relaxed)
             try? terminal.enter()
             reader.resume()
         }
         // Through the shell, so that EDITOR may carry arguments ("code --wait").
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command + " \"$1\"", "memo-editor", url.path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        var edited = String(decoding: try Data(contentsOf: url), as: UTF8.self)
+        let status = try spawnAndWait("/bin/sh", ["sh", "-c", command + " \"$1\"", "memo-editor", path])
+        guard status == 0 else { return nil }
+        var edited = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
         // Editors end the file with a newline the memo did not have.
         if edited.hasSuffix("\n") { edited.removeLast() }
         return edited
+    }
+
+    /// Removes the folder of an edit under way, if any (also called by the signal watcher before exiting).
+    static func removeLeftovers() {
+        guard let directory = folder.withLock({ value -> String? in
+            defer { value = nil }
+            return value
+        }) else { return }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// `$TMPDIR/memo-XXXXXX`, made by mkdtemp (mode 0700, a name no one else can have taken).
+    private static func makePrivateFolder() throws -> String {
+        var base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+        if base.isEmpty { base = "/tmp" }
+        if base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/memo-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw TerminalError.system("mkdtemp", errno) }
+        return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Runs `path` in this process's group with signals as a fresh process has them (the front end ignores
+    /// SIGINT and friends, and an ignored signal stays ignored across exec), and waits for it.
+    /// - Returns: its exit status, or 128 + the signal that ended it.
+    private static func spawnAndWait(_ path: String, _ arguments: [String]) throws -> Int32 {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, path, nil, &attributes, argv, environ)
+        guard spawned == 0 else { throw TerminalError.system("posix_spawn", spawned) }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw TerminalError.system("waitpid", errno) }
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 }

@@ -27,7 +27,10 @@ final class SignalWatcher {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: Self.queue)
             source.setEventHandler {
+                // Ctrl-C at the editor's cooked terminal reaches the whole group: it is the editor's to handle.
+                if signalNumber == SIGINT, ExternalEditor.isRunning { return }
                 terminal.leave()
+                ExternalEditor.removeLeftovers()
                 beforeExit?()
                 exit(128 + signalNumber)
             }

@@ -35,7 +35,7 @@ public enum TerminalApp {
         reader.start()
         defer { reader.stop() }
 
-        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat)
+        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat, strings: options.strings)
         defer { coordinator.stop() }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         let sceneWatch = Mutex<Subscription?>(nil)
@@ -55,12 +55,14 @@ public enum TerminalApp {
             continuation.yield(.redraw)
         })
         subscriptions.append(status.status.subscribe { _ in continuation.yield(.redraw) })
+        subscriptions.append(status.refusals.subscribe { refusal in coordinator.refused(refusal) })
         subscriptions.append(coordinator.terminalOutput.subscribe { text in terminal.write(text) })
         defer {
             subscriptions.forEach { $0.cancel() }
             sceneWatch.withLock { $0?.cancel() }
         }
         coordinator.start()
+        options.onReady?()
 
         var renderer = Renderer(colorEnabled: options.colorEnabled)
         var size = terminal.size()
@@ -77,17 +79,25 @@ public enum TerminalApp {
                 return
             case .key(let key):
                 let command = await SceneView.handle(
-                    key, model: coordinator.currentModel, width: size.width, height: size.height)
+                    key, model: coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
+                    height: size.height)
                 switch command {
                 case .none: break
                 case .quit: return
                 case .externalEditor(let compose):
                     let text = compose.current.buffer.text
-                    if let edited = try ExternalEditor.edit(
-                        text, command: options.editorCommand, terminal: terminal, reader: reader)
-                    {
-                        compose.replaceText(edited)
+                    do {
+                        if let edited = try ExternalEditor.edit(
+                            text, command: options.editorCommand, terminal: terminal, reader: reader)
+                        {
+                            compose.replaceText(edited)
+                        }
+                    } catch {
+                        // The text is still in the editor here; only the hand-off failed.
+                        compose.show(message: "\(options.editorCommand): \(error)")
                     }
+                    // The editor may have left anything on the screen, at any size: draw everything again.
+                    size = terminal.size()
                     renderer.invalidate()
                 }
             case .resize:

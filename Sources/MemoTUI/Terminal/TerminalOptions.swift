@@ -6,6 +6,8 @@ public struct TerminalOptions: Sendable {
     public var colorEnabled: Bool
     /// How dates are printed (locale from LC_ALL / LC_TIME / LANG).
     public var dateFormat: MemoDateFormat
+    /// The words on screen (Korean or English), from LC_ALL / LC_MESSAGES / LANG or `--locale`.
+    public var strings: Strings
     /// How long to wait after ESC for the rest of an escape sequence before calling it the Escape key.
     public var escapeTimeoutMilliseconds: Int32
     /// The command Ctrl-E runs with the file's path: $VISUAL, $EDITOR, or vi.
@@ -13,16 +15,20 @@ public struct TerminalOptions: Sendable {
     /// Run after the terminal is restored when a signal (SIGTERM, SIGINT, SIGHUP) ends the process, which then
     /// exits without returning from `TerminalApp.run`: the place to save what a normal exit would save.
     public var onSignalExit: (@Sendable () -> Void)?
+    /// Run once the scenes are on screen and every subject is listened to (`StatusSource.refusals` included).
+    public var onReady: (@Sendable () -> Void)?
 
     public init(
         colorEnabled: Bool = true,
         dateFormat: MemoDateFormat = MemoDateFormat(locale: Locale(identifier: "en_US_POSIX")),
         escapeTimeoutMilliseconds: Int32 = 50,
         editorCommand: String = "vi",
-        onSignalExit: (@Sendable () -> Void)? = nil
+        onSignalExit: (@Sendable () -> Void)? = nil,
+        strings: Strings = .english
     ) {
         self.colorEnabled = colorEnabled
         self.dateFormat = dateFormat
+        self.strings = strings
         self.escapeTimeoutMilliseconds = escapeTimeoutMilliseconds
         self.editorCommand = editorCommand
         self.onSignalExit = onSignalExit
@@ -35,6 +41,16 @@ public struct TerminalOptions: Sendable {
         return TerminalOptions(
             colorEnabled: (environment["NO_COLOR"] ?? "").isEmpty,
             dateFormat: MemoDateFormat.fromEnvironment(environment),
-            editorCommand: editor ?? "vi")
+            editorCommand: editor ?? "vi",
+            strings: Strings.forLocale(MemoDateFormat.locale(fromEnvironment: environment, names: messageVariables)))
+    }
+
+    /// Where the language of messages comes from, strongest first (as gettext reads them).
+    static let messageVariables = ["LC_ALL", "LC_MESSAGES", "LANG"]
+
+    /// Sets the locale of dates and words at once (`--locale ko_KR`).
+    public mutating func setLocale(_ locale: Locale) {
+        dateFormat.locale = locale
+        strings = Strings.forLocale(locale)
     }
 }

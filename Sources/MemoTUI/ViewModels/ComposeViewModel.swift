@@ -6,6 +6,21 @@ public enum ComposeMode: Sendable, Hashable {
     case create
     /// Edits this memo; the save expects the memo still to be at its revision.
     case edit(Memo)
+    /// An edit made offline that the server refused as a conflict when it was sent: the editor opens on our text
+    /// with the same choice an online conflict offers.
+    case resolve(WriteRefusal)
+
+    /// The memo being edited, at the revision the edit started from; nil for a new memo.
+    public var editedMemo: Memo? {
+        switch self {
+        case .create: return nil
+        case .edit(let memo): return memo
+        case .resolve(let refusal):
+            var memo = refusal.memo
+            memo.revision = refusal.baseRevision ?? 0
+            return memo
+        }
+    }
 }
 
 /// Someone else changed (or deleted) the memo while it was being edited.
@@ -49,13 +64,23 @@ public final class ComposeViewModel: Sendable {
     public let events = Subject<ComposeEvent>()
     /// Creates or updates; the input is the content and the revision it must replace (nil: any).
     public let saveAction: Action<(content: String, expectedRevision: UInt64?, id: UUID?), Memo>
+    public let strings: Strings
 
-    public init(mode: ComposeMode, storage: any MemoStorage) {
+    public init(mode: ComposeMode, storage: any MemoStorage, strings: Strings = .english) {
         self.mode = mode
         self.storage = storage
-        let text: String
-        if case .edit(let memo) = mode { text = memo.content } else { text = "" }
-        store = StateStore(ComposeState(buffer: TextBuffer(text), originalText: text))
+        self.strings = strings
+        var initial: ComposeState
+        switch mode {
+        case .create: initial = ComposeState(buffer: TextBuffer(), originalText: "")
+        case .edit(let memo): initial = ComposeState(buffer: TextBuffer(memo.content), originalText: memo.content)
+        case .resolve(let refusal):
+            // Our text is nowhere else any more: it counts as unsaved, so Esc asks before dropping it.
+            initial = ComposeState(buffer: TextBuffer(refusal.memo.content), originalText: "")
+            initial.conflict = ComposeConflict(theirs: refusal.theirs)
+            initial.message = refusal.theirs == nil ? strings.deletedMeanwhile : strings.changedMeanwhile
+        }
+        store = StateStore(initial)
         let draftID = draftID
         saveAction = Action { input in
             if let id = input.id {
@@ -80,6 +105,9 @@ public final class ComposeViewModel: Sendable {
         store.update { state in state.buffer = TextBuffer(text) }
     }
 
+    /// Puts a one-line message under the text (the external editor could not run).
+    public func show(message: String) { store.update { $0.message = message } }
+
     // MARK: Saving
 
     /// Ctrl-S: creates the memo, or updates it if it is still at the revision the edit started from.
@@ -88,11 +116,12 @@ public final class ComposeViewModel: Sendable {
         switch mode {
         case .create:
             if content.allSatisfy(\.isWhitespace) {
-                store.update { $0.message = "the memo is empty; nothing to save" }
+                store.update { $0.message = strings.emptyMemo }
                 return
             }
             await finishSaving(saveAction.execute((content, nil, nil)), memoID: nil)
-        case .edit(let memo):
+        case .edit, .resolve:
+            guard let memo = mode.editedMemo else { return }
             if !current.isDirty {
                 events.send(.finished(saved: nil))
                 return
@@ -103,7 +132,7 @@ public final class ComposeViewModel: Sendable {
 
     /// "Overwrite": saves over their version (or, when they deleted it, as a new memo).
     public func overwrite() async {
-        guard let conflict = current.conflict, case .edit(let memo) = mode else { return }
+        guard let conflict = current.conflict, let memo = mode.editedMemo else { return }
         let content = current.buffer.text
         if let theirs = conflict.theirs {
             await finishSaving(saveAction.execute((content, theirs.revision, theirs.id)), memoID: memo.id)
@@ -125,7 +154,7 @@ public final class ComposeViewModel: Sendable {
             store.update { state in
                 state.conflict = nil
                 state.originalText = state.buffer.text
-                state.message = "saved"
+                state.message = strings.saved
             }
             events.send(.finished(saved: memo))
         case .failure(let error):
@@ -135,8 +164,7 @@ public final class ComposeViewModel: Sendable {
                     let theirs = try? await storage.get(id: memoID)
                     store.update { state in
                         state.conflict = ComposeConflict(theirs: theirs)
-                        state.message = theirs == nil
-                            ? "deleted by someone else meanwhile" : "changed by someone else meanwhile"
+                        state.message = theirs == nil ? strings.deletedMeanwhile : strings.changedMeanwhile
                     }
                     return
                 default:
@@ -144,7 +172,7 @@ public final class ComposeViewModel: Sendable {
                 }
             }
             if case ActionError.notEnabled = error { return }
-            store.update { $0.message = "not saved: \(error)" }
+            store.update { $0.message = strings.notSaved("\(error)") }
         }
     }
 

@@ -5,7 +5,7 @@ import MemoCore
 public struct DetailState: Sendable, Hashable {
     /// The memo as the store last sent it; nil before it was seen.
     public var memo: Memo?
-    /// The seeds' `contents`: the memo's text, then its insert date.
+    /// The seeds' `contents`: the memo's text, then its insert date, then its revision and update date.
     public var contents: [String] = []
     /// True once the memo is no longer in the store.
     public var isGone = false
@@ -39,9 +39,11 @@ public final class DetailViewModel: Sendable {
     /// Requests for the coordinator and the terminal (no replay).
     public let events = Subject<DetailEvent>()
     public let deleteAction: Action<Memo, Memo>
+    public let strings: Strings
 
-    public init(memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat) {
+    public init(memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english) {
         self.memoID = memoID
+        self.strings = strings
         self.storage = storage
         self.dateFormat = dateFormat
         let store = StateStore(DetailState())
@@ -52,13 +54,13 @@ public final class DetailViewModel: Sendable {
             let gone = store.update { state -> Bool in
                 if let memo = memos.first(where: { $0.id == memoID }) {
                     state.memo = memo
-                    state.contents = [memo.content, dateFormat.string(from: memo.insertDate)]
+                    state.contents = Self.contents(of: memo, dateFormat: dateFormat, strings: strings)
                     return false
                 }
                 if state.isGone { return false }
                 state.isGone = true
                 state.confirmingDelete = false
-                state.message = "this memo was deleted"
+                state.message = strings.deletedElsewhere
                 return true
             }
             if gone { events.send(.gone(deletedHere: false)) }
@@ -67,9 +69,20 @@ public final class DetailViewModel: Sendable {
 
     public func close() { subscription?.cancel() }
 
+    /// The text, the insert date, and the revision with the update date (a memo written here and not yet
+    /// confirmed has no revision yet: revision 0).
+    static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
+        let updated = dateFormat.string(from: memo.updateDate)
+        let revision = memo.revision == 0 ? strings.notYetConfirmed : strings.revisionUpdated(memo.revision, updated)
+        return [memo.content, dateFormat.string(from: memo.insertDate), revision]
+    }
+
     public var current: DetailState { store.value }
 
     public func back() { events.send(.back) }
+
+    /// Puts a one-line message on the detail (a read-only key).
+    public func show(message: String) { store.update { $0.message = message } }
 
     /// Scrolls a long memo; the view keeps the offset within the text.
     public func scroll(by lines: Int, limit: Int) {
@@ -98,13 +111,13 @@ public final class DetailViewModel: Sendable {
         let result = await deleteAction.execute(memo)
         switch result {
         case .success:
-            store.update { $0.message = "deleted" }
+            store.update { $0.message = strings.deleted }
             events.send(.gone(deletedHere: true))
         case .failure(let error):
             let stillThere = storage.memoList().value?.contains { $0.id == memo.id } ?? false
             store.update { state in
                 state.isGone = !stillThere
-                state.message = ListViewModel.describe(error)
+                state.message = ListViewModel.describe(error, strings)
             }
             if !stillThere { events.send(.gone(deletedHere: false)) }
         }
@@ -116,7 +129,7 @@ public final class DetailViewModel: Sendable {
     public func share() {
         guard let memo = current.memo else { return }
         events.send(.writeToTerminal(Self.clipboardSequence(for: memo.content)))
-        store.update { $0.message = "copied to the clipboard" }
+        store.update { $0.message = strings.copied }
     }
 
     /// ESC ] 52 ; c ; base64 BEL: terminals that allow it put the text on the system clipboard, even over ssh.
@@ -127,9 +140,11 @@ public final class DetailViewModel: Sendable {
     /// The file `S` offers: ./memo-<first 8 characters of the id>.txt
     public var defaultFilePath: String { "./memo-\(memoID.uuidString.lowercased().prefix(8)).txt" }
 
-    /// Shows the "save to" prompt with the default path.
+    /// Shows the "save to" prompt with the default path selected, so that typing a name replaces it.
     public func beginSave() {
-        store.update { state in state.savePrompt = state.memo == nil ? nil : LineInput(defaultFilePath) }
+        store.update { state in
+            state.savePrompt = state.memo == nil ? nil : LineInput(defaultFilePath, selected: true)
+        }
     }
 
     public func editSavePath(_ edit: (inout LineInput) -> Void) {
@@ -154,10 +169,10 @@ public final class DetailViewModel: Sendable {
         let url = URL(fileURLWithPath: expanded).standardizedFileURL
         do {
             try Data(memo.content.utf8).write(to: url, options: .atomic)
-            store.update { $0.message = "saved to \(url.path)" }
+            store.update { $0.message = strings.savedTo(url.path) }
             return url.path
         } catch {
-            store.update { $0.message = "could not save to \(url.path): \(error.localizedDescription)" }
+            store.update { $0.message = strings.couldNotSave(url.path, error.localizedDescription) }
             return nil
         }
     }

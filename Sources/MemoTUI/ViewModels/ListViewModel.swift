@@ -18,6 +18,8 @@ public struct ListState: Sendable, Hashable {
     public var helpVisible = false
     /// A one-line message for the user ("deleted", an error).
     public var message: String?
+    /// A memo to select as soon as the store lists it (one just saved, whose list may come a moment later).
+    public var wantedSelection: UUID?
 
     public var selectedIndex: Int? {
         guard let selectedID else { return nil }
@@ -45,9 +47,12 @@ public final class ListViewModel: Sendable {
     public let events = Subject<ListEvent>()
     /// Deletes a memo if it is still at the revision the user saw.
     public let deleteAction: Action<Memo, Memo>
+    /// The words of the user's language.
+    public let strings: Strings
 
-    public init(storage: any MemoStorage) {
+    public init(storage: any MemoStorage, strings: Strings = .english) {
         self.storage = storage
+        self.strings = strings
         let store = StateStore(ListState())
         self.store = store
         deleteAction = Action { memo in
@@ -58,6 +63,10 @@ public final class ListViewModel: Sendable {
                 let before = state.visible
                 state.memos = memos
                 Self.reconcile(&state, previousVisible: before)
+                if let wanted = state.wantedSelection, state.visible.contains(where: { $0.id == wanted }) {
+                    state.selectedID = wanted
+                    state.wantedSelection = nil
+                }
                 if let pending = state.pendingDelete, !memos.contains(where: { $0.id == pending.id }) {
                     state.pendingDelete = nil
                 }
@@ -81,7 +90,12 @@ public final class ListViewModel: Sendable {
 
     public func select(_ id: UUID) {
         store.update { state in
-            if state.visible.contains(where: { $0.id == id }) { state.selectedID = id }
+            if state.visible.contains(where: { $0.id == id }) {
+                state.selectedID = id
+                state.wantedSelection = nil
+            } else {
+                state.wantedSelection = id
+            }
         }
     }
 
@@ -90,6 +104,7 @@ public final class ListViewModel: Sendable {
             guard !state.visible.isEmpty else { return }
             let index = state.selectedIndex ?? 0
             state.selectedID = state.visible[target(index, state.visible.count)].id
+            state.wantedSelection = nil
             state.message = nil
         }
     }
@@ -105,6 +120,9 @@ public final class ListViewModel: Sendable {
     public func quit() { events.send(.quit) }
 
     public func toggleHelp() { store.update { $0.helpVisible.toggle() } }
+
+    /// Puts a one-line message on the list (a memo deleted elsewhere, a refused write, a read-only key).
+    public func show(message: String) { store.update { $0.message = message } }
 
     // MARK: Filter
 
@@ -148,15 +166,15 @@ public final class ListViewModel: Sendable {
         let result = await deleteAction.execute(memo)
         store.update { state in
             switch result {
-            case .success: state.message = "deleted"
-            case .failure(let error): state.message = Self.describe(error)
+            case .success: state.message = strings.deleted
+            case .failure(let error): state.message = Self.describe(error, strings)
             }
         }
     }
 
-    static func describe(_ error: any Error) -> String {
-        if case MemoError.conflict = error { return "changed by someone else meanwhile; not deleted" }
-        if case MemoError.notFound = error { return "already deleted" }
+    static func describe(_ error: any Error, _ strings: Strings) -> String {
+        if case MemoError.conflict = error { return strings.notDeletedConflict }
+        if case MemoError.notFound = error { return strings.alreadyDeleted }
         return "\(error)"
     }
 

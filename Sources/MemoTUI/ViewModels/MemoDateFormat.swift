@@ -18,8 +18,10 @@ public struct MemoDateFormat: Sendable, Hashable {
     }
 
     /// `ko_KR.UTF-8` gives `ko_KR`; unset, `C` and `POSIX` give `en_US_POSIX`.
-    public static func locale(fromEnvironment environment: [String: String]) -> Locale {
-        let names = ["LC_ALL", "LC_TIME", "LANG"]
+    /// - Parameter names: the variables to read, strongest first (LC_MESSAGES in place of LC_TIME for words).
+    public static func locale(
+        fromEnvironment environment: [String: String], names: [String] = ["LC_ALL", "LC_TIME", "LANG"]
+    ) -> Locale {
         guard let value = names.lazy.compactMap({ environment[$0] }).first(where: { !$0.isEmpty }) else {
             return Locale(identifier: "en_US_POSIX")
         }

@@ -1,3 +1,4 @@
+import Foundation
 import MemoCore
 
 /// The state of the connection behind the store.
@@ -12,12 +13,42 @@ public enum ConnectionState: Sendable, Hashable {
     case offline
 
     /// A short word for the status bar.
-    public var label: String {
+    public func label(_ strings: Strings) -> String {
         switch self {
-        case .live: return "live"
-        case .connecting: return "connecting"
-        case .reconnecting(let attempt): return "reconnecting (\(attempt))"
-        case .offline: return "offline, cached"
+        case .live: return strings.live
+        case .connecting: return strings.connecting
+        case .reconnecting(let attempt): return strings.reconnecting(attempt)
+        case .offline: return strings.offline
+        }
+    }
+}
+
+/// Why the connection cannot be made, when retrying alone will not fix it (a certificate, TLS).
+public struct ConnectionProblem: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// Our CA did not sign the server's certificate.
+        case serverNotTrusted
+        /// The server refused our certificate.
+        case certificateRefused
+        /// Another TLS failure, with its short summary.
+        case tls(String)
+    }
+
+    public var kind: Kind
+    /// The whole message, as the command line would print it (`?` shows it).
+    public var detail: String
+
+    public init(kind: Kind, detail: String) {
+        self.kind = kind
+        self.detail = detail
+    }
+
+    /// The short form for the status bar.
+    public func summary(_ strings: Strings) -> String {
+        switch kind {
+        case .serverNotTrusted: return strings.serverNotTrusted
+        case .certificateRefused: return strings.certificateRefused
+        case .tls(let summary): return strings.tlsFailed(summary)
         }
     }
 }
@@ -27,28 +58,76 @@ public struct ConnectionStatus: Sendable, Hashable {
     /// The server's name (host and port), or "local" for a store in this process.
     public var server: String
     public var state: ConnectionState
-    /// Writes sent but not yet acknowledged.
-    public var pendingWrites: Int
+    /// Writes not yet confirmed by the server (made offline, or sent and not yet answered).
+    public var pendingWrites: Int { pendingIDs.count }
+    /// The memos with writes not yet confirmed, for a mark on their rows.
+    public var pendingIDs: Set<UUID>
+    /// The server said (in its welcome) that our certificate may only read.
+    public var readOnly: Bool
+    /// Why the connection fails, when it is a reason retrying will not fix.
+    public var problem: ConnectionProblem?
+    /// Whether the store has a list to show: false with no cache and no answer from the server yet.
+    public var hasList: Bool
 
-    public init(server: String, state: ConnectionState, pendingWrites: Int = 0) {
+    public init(
+        server: String, state: ConnectionState, pendingIDs: Set<UUID> = [], readOnly: Bool = false,
+        problem: ConnectionProblem? = nil, hasList: Bool = true
+    ) {
         self.server = server
         self.state = state
-        self.pendingWrites = pendingWrites
+        self.pendingIDs = pendingIDs
+        self.readOnly = readOnly
+        self.problem = problem
+        self.hasList = hasList
     }
 
     /// A store in this process: always live, nothing pending.
     public static let local = ConnectionStatus(server: "local", state: .live)
 }
 
+/// A write the server refused after the screen had shown it (it was made offline and sent on reconnect): the
+/// store has rolled it back; the front end says why, and offers the conflict choice for an edit.
+public struct WriteRefusal: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        case create, update, delete
+    }
+
+    public var kind: Kind
+    /// The memo as the write made it (our content).
+    public var memo: Memo
+    /// The revision the write started from.
+    public var baseRevision: UInt64?
+    /// True for a conflict (someone else changed or deleted it first).
+    public var isConflict: Bool
+    /// Their version after a conflict; nil when they deleted it.
+    public var theirs: Memo?
+    /// The server's reason, as one line.
+    public var reason: String
+
+    public init(
+        kind: Kind, memo: Memo, baseRevision: UInt64?, isConflict: Bool, theirs: Memo?, reason: String
+    ) {
+        self.kind = kind
+        self.memo = memo
+        self.baseRevision = baseRevision
+        self.isConflict = isConflict
+        self.theirs = theirs
+        self.reason = reason
+    }
+}
+
 /// Where the connection status comes from: the remote store's connection manager, or a constant.
 public protocol StatusSource: Sendable {
     /// The current status, replayed to each subscriber, then every change.
     var status: Subject<ConnectionStatus> { get }
+    /// Writes refused after they were shown (no replay).
+    var refusals: Subject<WriteRefusal> { get }
 }
 
 /// A status that never changes, for in-memory stores and tests.
 public struct ConstantStatus: StatusSource {
     public let status: Subject<ConnectionStatus>
+    public let refusals = Subject<WriteRefusal>()
 
     public init(_ status: ConnectionStatus = .local) {
         self.status = Subject(status)

@@ -1,14 +1,15 @@
 import MemoCore
+import MemoText
 
 /// The compose scene: the editor, soft-wrapped, with the cursor where the width table puts it.
 public enum ComposeView {
-    public static let hints = "Ctrl-S save  Esc cancel  Ctrl-E $EDITOR"
-
-    public static func draw(_ state: ComposeState, mode: ComposeMode, status: ConnectionStatus, into grid: inout Grid) {
+    public static func draw(
+        _ state: ComposeState, mode: ComposeMode, status: ConnectionStatus, strings: Strings = .english,
+        into grid: inout Grid
+    ) {
         guard grid.height > 0, grid.width > 0 else { return }
-        let title: String
-        if case .edit = mode { title = "메모 편집" } else { title = "새 메모" }
-        SceneChrome.title(title, right: state.isDirty ? "modified" : "", into: &grid)
+        let title = mode.editedMemo == nil ? strings.newTitle : strings.editTitle
+        SceneChrome.title(title, right: state.isDirty ? strings.modifiedTag : "", into: &grid)
         grid.cursor = nil
         let rows = max(0, grid.height - 3)
         let layout = state.buffer.layout(width: grid.width)
@@ -21,15 +22,28 @@ public enum ComposeView {
                 row: 1 + layout.cursorLine - offset, column: min(grid.width - 1, layout.cursorColumn))
         }
         if let conflict = state.conflict {
-            let what = conflict.theirs == nil ? "deleted elsewhere: o save as new" : "changed elsewhere: o overwrite"
-            _ = SceneChrome.promptLine("\(what) · k keep theirs · Esc keep editing", into: &grid)
+            // Two lines: what they did (their revision and first line) above the choices.
+            let what: String
+            let choices: String
+            if let theirs = conflict.theirs {
+                what = strings.conflictChanged(SceneChrome.headline(of: theirs.content), theirs.revision)
+                choices = strings.conflictChoices
+            } else {
+                what = strings.conflictDeleted
+                choices = strings.conflictDeletedChoices
+            }
+            if grid.height >= 4 {
+                grid.fill(row: grid.height - 3)
+                grid.put(TextLayout.truncate(what, to: grid.width), row: grid.height - 3, column: 0, style: .bold)
+            }
+            _ = SceneChrome.promptLine(choices, into: &grid)
         } else if state.confirmingCancel {
-            _ = SceneChrome.promptLine("discard your changes? y/N", into: &grid)
+            _ = SceneChrome.promptLine(strings.discardChanges, into: &grid)
         } else if let message = state.message {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
         }
         if grid.height >= 2 {
-            StatusBarView.draw(status, hints: hints, into: &grid, row: grid.height - 1)
+            StatusBarView.draw(status, hints: strings.composeHints, strings: strings, into: &grid, row: grid.height - 1)
         }
     }
 

@@ -1,51 +1,59 @@
 import MemoCore
 import MemoText
 
-/// The detail scene: the memo wrapped to the width, then its insert date (the seeds' two cells).
+/// The detail scene: the memo wrapped to the width, then its insert date (the seeds' two cells), its revision and
+/// update date.
 public enum DetailView {
-    public static let hints = "e edit  d delete  s copy  S save to file  Esc back"
-
-    /// The lines the memo takes at `width`: its text, a blank line, the date.
-    static func lines(_ state: DetailState, width: Int) -> [(text: String, style: CellStyle)] {
-        guard state.contents.count == 2 else { return [] }
-        var lines = TextLayout.wrap(state.contents[0], to: width).map { ($0, CellStyle.plain) }
+    /// The lines the memo takes at `width`: its text, a blank line, the date, the revision and update date (or,
+    /// while a write of it waits for the server, `pendingNote` in place of a revision that is about to change).
+    static func lines(
+        _ state: DetailState, width: Int, pendingNote: String? = nil
+    ) -> [(text: String, style: CellStyle)] {
+        guard let text = state.contents.first else { return [] }
+        var lines = TextLayout.wrap(text, to: width).map { ($0, CellStyle.plain) }
         lines.append(("", .plain))
-        lines.append((TextLayout.truncate(state.contents[1], to: width), CellStyle.dim))
+        for (index, line) in state.contents.dropFirst().enumerated() {
+            let shown = index == 1 ? pendingNote ?? line : line
+            lines.append((TextLayout.truncate(shown, to: width), CellStyle.dim))
+        }
         return lines
     }
 
     /// Rows available for the memo at a grid height: all but the title, the prompt line and the status bar.
     static func bodyRows(height: Int) -> Int { max(0, height - 3) }
 
-    public static func draw(_ state: DetailState, status: ConnectionStatus, into grid: inout Grid) {
+    public static func draw(
+        _ state: DetailState, status: ConnectionStatus, strings: Strings = .english, into grid: inout Grid
+    ) {
         guard grid.height > 0, grid.width > 0 else { return }
-        SceneChrome.title("메모 보기", right: state.isGone ? "deleted" : "", into: &grid)
+        SceneChrome.title(strings.detailTitle, right: state.isGone ? strings.deletedTag : "", into: &grid)
         grid.cursor = nil
         let rows = bodyRows(height: grid.height)
-        let all = lines(state, width: grid.width)
+        let pending = state.memo.map { status.pendingIDs.contains($0.id) } ?? false
+        let all = lines(state, width: grid.width, pendingNote: pending ? strings.notYetConfirmed : nil)
         let offset = max(0, min(state.scroll, all.count - rows))
         for (index, line) in all.dropFirst(offset).prefix(rows).enumerated() {
             grid.put(line.text, row: 1 + index, column: 0, style: line.style)
         }
         if state.confirmingDelete {
-            _ = SceneChrome.promptLine("delete this memo? y/N", into: &grid)
+            _ = SceneChrome.promptLine(strings.deleteThis, into: &grid)
         } else if let prompt = state.savePrompt {
-            let label = "save to: "
-            if let row = SceneChrome.promptLine(label + prompt.text, style: .plain, into: &grid) {
-                grid.cursor = CursorPosition(row: row, column: min(grid.width - 1, (label + prompt.text).columns))
-            }
+            SceneChrome.fieldLine(strings.saveTo, prompt, into: &grid)
         } else if let message = state.message {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
         } else if all.count > rows, rows > 0 {
-            _ = SceneChrome.promptLine("line \(offset + 1)/\(all.count)  j/k scroll", style: .dim, into: &grid)
+            _ = SceneChrome.promptLine(strings.lineOf(offset + 1, all.count), style: .dim, into: &grid)
         }
         if grid.height >= 2 {
-            StatusBarView.draw(status, hints: hints, into: &grid, row: grid.height - 1)
+            let hints = status.readOnly ? strings.detailHintsReadOnly : strings.detailHints
+            StatusBarView.draw(status, hints: hints, strings: strings, into: &grid, row: grid.height - 1)
         }
     }
 
     /// The detail's key bindings; `size` is the screen, for scrolling.
-    public static func handle(_ key: Key, model: DetailViewModel, width: Int, height: Int) async -> ScreenCommand {
+    public static func handle(
+        _ key: Key, model: DetailViewModel, status: ConnectionStatus = .local, width: Int, height: Int
+    ) async -> ScreenCommand {
         let state = model.current
         if state.confirmingDelete {
             await model.answerDelete(key == .character("y") || key == .character("Y"))
@@ -55,10 +63,7 @@ public enum DetailView {
             switch key {
             case .escape: model.cancelSave()
             case .enter: await model.confirmSave()
-            case .backspace: model.editSavePath { $0.backspace() }
-            case .character(let character): model.editSavePath { $0.insert(character) }
-            case .paste(let text): model.editSavePath { $0.insert(text) }
-            default: break
+            default: model.editSavePath { _ = $0.apply(key) }
             }
             return .none
         }
@@ -66,8 +71,17 @@ public enum DetailView {
         let limit = max(0, lines(state, width: width).count - rows)
         switch key {
         case .escape, .left, .character("q"), .backspace: model.back()
-        case .character("e"), .enter: model.edit()
-        case .character("d"), .delete: model.requestDelete()
+        case .character("e"), .enter, .character("d"), .delete:
+            if status.readOnly {
+                model.show(message: model.strings.readOnlyRefusal)
+            } else if key == .character("d") || key == .delete {
+                model.requestDelete()
+            } else {
+                model.edit()
+            }
+        case .character("?"):
+            // The whole reason the connection fails, which the status bar can only abbreviate.
+            if let problem = status.problem, status.state != .live { model.show(message: "✗ " + problem.detail) }
         case .character("s"): model.share()
         case .character("S"): model.beginSave()
         case .character("j"), .down: model.scroll(by: 1, limit: limit)

@@ -9,14 +9,17 @@ public enum ScreenCommand: Sendable {
     case externalEditor(ComposeViewModel)
 }
 
-/// The list scene: one memo per line, newest first, the selected one in reverse.
+/// The list scene: one memo per line, newest first, the selected one in reverse, unconfirmed writes marked.
 public enum ListView {
-    public static let hints = "j/k move  Enter open  n new  d delete  / filter  ? help  q quit"
+    /// Rows of memos at a grid height: all but the title, the prompt line and the status bar.
+    static func bodyRows(height: Int) -> Int { max(1, height - 3) }
 
-    public static func draw(_ state: ListState, status: ConnectionStatus, into grid: inout Grid) {
+    public static func draw(
+        _ state: ListState, status: ConnectionStatus, strings: Strings = .english, into grid: inout Grid
+    ) {
         guard grid.height > 0, grid.width > 0 else { return }
         let count = state.filter.text.isEmpty ? "\(state.memos.count)" : "\(state.visible.count)/\(state.memos.count)"
-        SceneChrome.title("메모 목록", right: count, into: &grid)
+        SceneChrome.title(strings.listTitle, right: count, into: &grid)
         grid.cursor = nil
         let firstRow = 1
         let lastRow = grid.height - 3
@@ -25,47 +28,60 @@ public enum ListView {
             let selected = state.selectedIndex ?? 0
             let offset = max(0, min(selected - rows + 1, state.visible.count - rows))
             if state.visible.isEmpty {
-                let empty = state.memos.isEmpty ? "no memos yet: n writes one" : "nothing matches the filter"
+                let empty: String
+                if !state.memos.isEmpty {
+                    empty = strings.nothingMatches
+                } else if !status.hasList {
+                    // No cache and no answer: the list is unknown, not empty.
+                    empty = strings.notConnected
+                } else {
+                    empty = strings.noMemosYet
+                }
                 grid.put(TextLayout.truncate("  " + empty, to: grid.width), row: firstRow, column: 0, style: .dim)
             }
+            let tag = " " + strings.pendingTag + " "
             for (line, memo) in state.visible.dropFirst(offset).prefix(rows).enumerated() {
                 let row = firstRow + line
                 let isSelected = memo.id == state.selectedID
                 let style = isSelected ? CellStyle.reverse : .plain
                 grid.fill(row: row, style: style)
+                let isPending = status.pendingIDs.contains(memo.id) && tag.columns + 8 < grid.width
+                let room = grid.width - (isPending ? tag.columns : 0)
                 let text = (isSelected ? "> " : "  ") + SceneChrome.headline(of: memo.content)
-                grid.put(TextLayout.truncate(text, to: grid.width), row: row, column: 0, style: style)
+                grid.put(TextLayout.truncate(text, to: room), row: row, column: 0, style: style)
+                if isPending {
+                    grid.put(tag, row: row, column: room, style: CellStyle(reverse: !isSelected, dim: true))
+                }
             }
         }
-        drawPrompt(state, into: &grid)
+        drawPrompt(state, strings: strings, into: &grid)
         if grid.height >= 2 {
-            StatusBarView.draw(status, hints: hints, into: &grid, row: grid.height - 1)
+            let hints = status.readOnly ? strings.listHintsReadOnly : strings.listHints
+            StatusBarView.draw(status, hints: hints, strings: strings, into: &grid, row: grid.height - 1)
         }
-        if state.helpVisible { drawHelp(into: &grid) }
+        if state.helpVisible {
+            var lines = status.readOnly ? strings.helpLinesReadOnly : strings.helpLines
+            if let problem = status.problem, status.state != .live {
+                lines = TextLayout.wrap("✗ " + problem.detail, to: max(10, grid.width - 8)) + [""] + lines
+            }
+            drawHelp(lines, into: &grid)
+        }
     }
 
-    private static func drawPrompt(_ state: ListState, into grid: inout Grid) {
+    private static func drawPrompt(_ state: ListState, strings: Strings, into grid: inout Grid) {
         if let memo = state.pendingDelete {
             let name = TextLayout.truncate(SceneChrome.headline(of: memo.content), to: max(1, grid.width / 2))
-            _ = SceneChrome.promptLine("delete “\(name)”? y/N", into: &grid)
+            _ = SceneChrome.promptLine(strings.deleteNamed(name), into: &grid)
         } else if state.isEditingFilter {
-            if let row = SceneChrome.promptLine("/" + state.filter.text, style: .plain, into: &grid) {
-                let column = min(grid.width - 1, 1 + state.filter.text.columns)
-                grid.cursor = CursorPosition(row: row, column: column)
-            }
+            SceneChrome.fieldLine("/", state.filter, into: &grid)
         } else if let message = state.message {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
         } else if !state.filter.text.isEmpty {
-            _ = SceneChrome.promptLine("filter: " + state.filter.text + "  (Esc clears)", style: .dim, into: &grid)
+            _ = SceneChrome.promptLine(strings.filterShown(state.filter.text), style: .dim, into: &grid)
         }
     }
 
-    static let helpLines = [
-        "j/k ↑/↓   move", "g/G       first/last", "Enter     open", "n         new memo", "d         delete",
-        "/         filter (Esc clears)", "?         this help", "q Ctrl-C  quit",
-    ]
-
-    private static func drawHelp(into grid: inout Grid) {
+    private static func drawHelp(_ helpLines: [String], into grid: inout Grid) {
         let inner = min(grid.width - 4, (helpLines.map(\.columns).max() ?? 0) + 2)
         guard inner > 2, grid.height >= 4 else { return }
         let lines = Array(helpLines.prefix(grid.height - 4))
@@ -75,14 +91,18 @@ public enum ListView {
         grid.put("┌" + String(repeating: "─", count: inner) + "┐", row: top, column: left, style: border)
         for (index, line) in lines.enumerated() {
             grid.put("│", row: top + 1 + index, column: left, style: border)
-            grid.put(TextLayout.pad(" " + line, to: inner), row: top + 1 + index, column: left + 1)
+            grid.put(TextLayout.pad(TextLayout.truncate(" " + line, to: inner), to: inner), row: top + 1 + index,
+                     column: left + 1)
             grid.put("│", row: top + 1 + index, column: left + inner + 1, style: border)
         }
         grid.put("└" + String(repeating: "─", count: inner) + "┘", row: top + lines.count + 1, column: left, style: border)
     }
 
-    /// The list's key bindings.
-    public static func handle(_ key: Key, model: ListViewModel) async -> ScreenCommand {
+    /// The list's key bindings; `height` is the screen's, for PgUp/PgDn, and `status` says whether writes are
+    /// allowed.
+    public static func handle(
+        _ key: Key, model: ListViewModel, status: ConnectionStatus = .local, height: Int = 24
+    ) async -> ScreenCommand {
         let state = model.current
         if state.pendingDelete != nil {
             await model.answerDelete(key == .character("y") || key == .character("Y"))
@@ -92,12 +112,9 @@ public enum ListView {
             switch key {
             case .escape: model.clearFilter()
             case .enter: model.commitFilter()
-            case .backspace: model.editFilter { $0.backspace() }
-            case .character(let character): model.editFilter { $0.insert(character) }
-            case .paste(let text): model.editFilter { $0.insert(text) }
             case .up: model.moveUp()
             case .down: model.moveDown()
-            default: break
+            default: model.editFilter { _ = $0.apply(key) }
             }
             return .none
         }
@@ -105,16 +122,23 @@ public enum ListView {
             model.toggleHelp()
             return key == .character("q") ? .quit : .none
         }
+        let page = bodyRows(height: height)
         switch key {
         case .character("j"), .down: model.moveDown()
         case .character("k"), .up: model.moveUp()
-        case .pageDown: model.moveDown(by: 10)
-        case .pageUp: model.moveUp(by: 10)
+        case .pageDown: model.moveDown(by: page)
+        case .pageUp: model.moveUp(by: page)
         case .character("g"), .home: model.moveToFirst()
         case .character("G"), .end: model.moveToLast()
         case .enter, .right: model.openSelected()
-        case .character("n"): model.compose()
-        case .character("d"), .delete: model.requestDelete()
+        case .character("n"), .character("d"), .delete:
+            if status.readOnly {
+                model.show(message: model.strings.readOnlyRefusal)
+            } else if key == .character("n") {
+                model.compose()
+            } else {
+                model.requestDelete()
+            }
         case .character("/"): model.beginFilter()
         case .escape: model.clearFilter()
         case .character("?"): model.toggleHelp()

@@ -7,20 +7,25 @@ public enum SceneView {
     public static func render(_ model: SceneModel?, status: ConnectionStatus, width: Int, height: Int) -> Grid {
         var grid = Grid(width: width, height: height)
         switch model {
-        case .list(let list): ListView.draw(list.current, status: status, into: &grid)
-        case .detail(let detail): DetailView.draw(detail.current, status: status, into: &grid)
+        case .list(let list): ListView.draw(list.current, status: status, strings: list.strings, into: &grid)
+        case .detail(let detail):
+            DetailView.draw(detail.current, status: status, strings: detail.strings, into: &grid)
         case .compose(let compose):
-            ComposeView.draw(compose.current, mode: compose.mode, status: status, into: &grid)
+            ComposeView.draw(
+                compose.current, mode: compose.mode, status: status, strings: compose.strings, into: &grid)
         case nil: break
         }
         return grid
     }
 
-    /// Sends a key to the scene on screen.
-    public static func handle(_ key: Key, model: SceneModel?, width: Int, height: Int) async -> ScreenCommand {
+    /// Sends a key to the scene on screen; `status` says whether writes are allowed (read-only).
+    public static func handle(
+        _ key: Key, model: SceneModel?, status: ConnectionStatus = .local, width: Int, height: Int
+    ) async -> ScreenCommand {
         switch model {
-        case .list(let list): return await ListView.handle(key, model: list)
-        case .detail(let detail): return await DetailView.handle(key, model: detail, width: width, height: height)
+        case .list(let list): return await ListView.handle(key, model: list, status: status, height: height)
+        case .detail(let detail):
+            return await DetailView.handle(key, model: detail, status: status, width: width, height: height)
         case .compose(let compose): return await ComposeView.handle(key, model: compose)
         case nil: return .quit
         }

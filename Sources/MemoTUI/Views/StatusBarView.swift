@@ -4,16 +4,25 @@ import MemoText
 /// The bottom line of every scene: server, connection state, pending writes, then key hints.
 public enum StatusBarView {
     /// Draws the bar on `row`; the connection part wins over the hints when the line is short.
-    public static func draw(_ status: ConnectionStatus, hints: String, into grid: inout Grid, row: Int) {
+    public static func draw(
+        _ status: ConnectionStatus, hints: String, strings: Strings = .english, into grid: inout Grid, row: Int
+    ) {
         grid.fill(row: row, style: .reverse)
-        let marker: String
-        switch status.state {
-        case .live: marker = "●"
-        case .connecting, .reconnecting: marker = "◌"
-        case .offline: marker = "○"
+        var left: String
+        if let problem = status.problem, status.state != .live {
+            // Retrying will not fix this one: say why instead of "offline", and how to read the whole message.
+            left = " ✗ \(status.server) · \(problem.summary(strings)) (\(strings.moreKey))"
+        } else {
+            let marker: String
+            switch status.state {
+            case .live: marker = "●"
+            case .connecting, .reconnecting: marker = "◌"
+            case .offline: marker = "○"
+            }
+            left = " \(marker) \(status.server) · \(status.state.label(strings))"
         }
-        var left = " \(marker) \(status.server) · \(status.state.label)"
-        if status.pendingWrites > 0 { left += " · \(status.pendingWrites) pending" }
+        if status.readOnly { left += " · \(strings.readOnly)" }
+        if status.pendingWrites > 0 { left += " · \(strings.pending(status.pendingWrites))" }
         left += " "
         let shownLeft = TextLayout.truncate(left, to: grid.width)
         let used = grid.put(shownLeft, row: row, column: 0, style: .reverse)
@@ -46,6 +55,16 @@ enum SceneChrome {
         grid.fill(row: row)
         grid.put(TextLayout.truncate(text, to: grid.width), row: row, column: 0, style: style)
         return row
+    }
+
+    /// A one-line field above the status bar: its label, its text (in reverse while selected, so that typing
+    /// visibly replaces it) and the cursor at its end.
+    static func fieldLine(_ label: String, _ input: LineInput, into grid: inout Grid) {
+        guard let row = promptLine(label, style: .plain, into: &grid) else { return }
+        let start = min(grid.width, label.columns)
+        let text = TextLayout.truncate(input.text, to: max(0, grid.width - start))
+        let used = grid.put(text, row: row, column: start, style: input.isSelected ? .reverse : .plain)
+        grid.cursor = CursorPosition(row: row, column: min(grid.width - 1, start + used))
     }
 
     /// The first line of a memo, for one-line listings.

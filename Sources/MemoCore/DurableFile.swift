@@ -1,0 +1,56 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Small files written so that they survive a crash or a power cut whole or not at all: the offline write queue,
+/// and files that must be created private (mode 0600) from their first byte.
+public enum DurableFile {
+    /// Creates `path`, which must not exist, with `mode`, writes `bytes` and flushes them to disk.
+    /// - Throws: `MemoError.storage` saying which call failed.
+    public static func create(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw failure("creating", path) }
+        defer { close(fd) }
+        try writeAll(fd, bytes, path)
+        guard fsync(fd) == 0 else { throw failure("flushing", path) }
+    }
+
+    /// Replaces `path` with `bytes`: written to a temporary file beside it, flushed, renamed over it, and the folder
+    /// flushed, so that a reader finds the old file or the new one, never half of one.
+    public static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        unlink(temporary)
+        do {
+            try create(temporary, bytes, mode: mode)
+            guard rename(temporary, path) == 0 else { throw failure("renaming to", path) }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        let directory = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            // The rename is durable once its folder is; a folder that cannot be opened still has the new file.
+            _ = fsync(directory)
+            close(directory)
+        }
+    }
+
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw failure("writing", path)
+            }
+            offset += written
+        }
+    }
+
+    private static func failure(_ what: String, _ path: String) -> MemoError {
+        .storage("\(what) \(path): \(String(cString: strerror(errno)))")
+    }
+}
