@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Data flow, one target per concern:
-// bytes -> frames -> messages (MemoWire) -> store (MemoCore, MemoSQLite) -> subject (MemoCore)
+// bytes -> frames -> messages (MemoWire) -> store (MemoCore, MemoSQLite, MemoPostgres) -> subject (MemoCore)
 // TLS (MemoTLS) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
 let package = Package(
     name: "memo",
@@ -24,8 +24,14 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(name: "MemoCore"),
         .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"]),
+        .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"]),
         .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
         .systemLibrary(name: "CMemoLinux"),
@@ -38,7 +44,7 @@ let package = Package(
         .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText"]),
         .executableTarget(
             name: "memo-server",
-            dependencies: ["MemoServer", "MemoSQLite", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire"]),
+            dependencies: ["MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire"]),
         .executableTarget(
             name: "memo-client",
             dependencies: ["MemoClient", "MemoTUI", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
@@ -52,7 +58,7 @@ let package = Package(
         .testTarget(
             name: "MemoWireTests",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
+                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
                 "MemoTUI", "MemoText", "MemoProbe",
             ]
         ),

@@ -51,6 +51,12 @@ typedef struct {
     unsigned char server[EVP_MAX_MD_SIZE];
     size_t clientLength;
     size_t serverLength;
+    // Set by the message callback: our Finished has been written, and then whether any message of ours came
+    // after it. In TLS 1.3 everything after our Finished is sealed under our application key, so a record there
+    // means OpenSSL has used sequence numbers of that key (a NewSessionTicket, say) and the session must stay
+    // with OpenSSL: a record layer starting again at 0 would repeat AEAD nonces.
+    int finishedWritten;
+    int sealedAfterFinished;
 } CMemoSSL_TrafficSecrets;
 
 static inline int CMemoSSL_hex_value(char c) {
@@ -89,8 +95,24 @@ static inline void CMemoSSL_keylog(const SSL *ssl, const char *line) {
     }
 }
 
+static inline void CMemoSSL_message(
+    int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
+    (void)version;
+    (void)arg;
+    CMemoSSL_TrafficSecrets *secrets = SSL_get_ex_data(ssl, 0);
+    // Record headers and inner content types are reported besides the messages they carry: count messages.
+    if (secrets == NULL || !write_p || content_type == SSL3_RT_HEADER || content_type == SSL3_RT_INNER_CONTENT_TYPE)
+        return;
+    if (secrets->finishedWritten) {
+        secrets->sealedAfterFinished = 1;
+    } else if (content_type == SSL3_RT_HANDSHAKE && len > 0 && ((const unsigned char *)buf)[0] == SSL3_MT_FINISHED) {
+        secrets->finishedWritten = 1;
+    }
+}
+
 static inline void CMemoSSL_CTX_capture_traffic_secrets(SSL_CTX *ctx) {
     SSL_CTX_set_keylog_callback(ctx, CMemoSSL_keylog);
+    SSL_CTX_set_msg_callback(ctx, CMemoSSL_message);
 }
 static inline int CMemoSSL_set_traffic_secrets(SSL *ssl, CMemoSSL_TrafficSecrets *secrets) {
     return SSL_set_ex_data(ssl, 0, secrets);
@@ -103,6 +125,43 @@ static inline int CMemoSSL_CRL_revoked_count(X509_CRL *crl) {
 static inline const X509_REVOKED *CMemoSSL_CRL_revoked_at(X509_CRL *crl, int index) {
     return sk_X509_REVOKED_value(X509_CRL_get_REVOKED(crl), index);
 }
+#include <malloc.h>
+#include <stdlib.h>
+
+// OpenSSL's allocations through functions that wipe a block before it is freed, so that the secrets in an SSL
+// (traffic secrets, the exporter secret, IVs) do not stay in freed heap after a hand-off: OpenSSL 3.0's
+// SSL_free does not cleanse them. The whole usable size is wiped, not only what was asked for.
+static inline void *CMemoSSL_wiping_malloc(size_t size, const char *file, int line) {
+    (void)file;
+    (void)line;
+    return malloc(size);
+}
+static inline void CMemoSSL_wiping_free(void *block, const char *file, int line) {
+    (void)file;
+    (void)line;
+    if (block == NULL) return;
+    OPENSSL_cleanse(block, malloc_usable_size(block));
+    free(block);
+}
+static inline void *CMemoSSL_wiping_realloc(void *block, size_t size, const char *file, int line) {
+    if (block == NULL) return CMemoSSL_wiping_malloc(size, file, line);
+    if (size == 0) {
+        CMemoSSL_wiping_free(block, file, line);
+        return NULL;
+    }
+    // Always a new block: realloc may move the data and free the old block without wiping it.
+    size_t old = malloc_usable_size(block);
+    void *moved = malloc(size);
+    if (moved == NULL) return NULL;
+    memcpy(moved, block, old < size ? old : size);
+    CMemoSSL_wiping_free(block, file, line);
+    return moved;
+}
+/// Returns 1 when installed; 0 when OpenSSL has already allocated (it must be the process's first OpenSSL call).
+static inline int CMemoSSL_install_wiping_allocator(void) {
+    return CRYPTO_set_mem_functions(CMemoSSL_wiping_malloc, CMemoSSL_wiping_realloc, CMemoSSL_wiping_free);
+}
+
 static inline int CMemoSSL_CTRL_AEAD_GET_TAG(void) { return EVP_CTRL_AEAD_GET_TAG; }
 static inline int CMemoSSL_CTRL_AEAD_SET_TAG(void) { return EVP_CTRL_AEAD_SET_TAG; }
 #endif

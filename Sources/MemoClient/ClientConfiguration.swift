@@ -4,7 +4,8 @@ import MemoTLS
 
 /// Where and how a client connects.
 public struct ClientConfiguration: Sendable {
-    /// `HOST:PORT` (`[V6]:PORT` for IPv6).
+    /// `HOST:PORT` (`[V6]:PORT` for IPv6), or several separated by commas: servers over one database, tried in
+    /// turn (revisions are global, so a subscription resumes on any of them).
     public var server: String
     /// PEM file of the CA that signed the server's certificate.
     public var caPath: String
@@ -18,6 +19,8 @@ public struct ClientConfiguration: Sendable {
     /// Sent in `hello`, for the server's logs.
     public var clientName: String
     public var reconnect: ReconnectPolicy
+    /// Who protects TLS 1.3 records after the handshake (`MEMO_TLS_RECORDS=own|openssl` for memo-client).
+    public var tlsRecords = TLSRecordLayerChoice.handOff
     /// Where the certificate files were looked for and why there (for an error about missing files), such as
     /// "certificate folder ./certs (found in the current directory)"; nil when the caller gave the files.
     public var certificatesOrigin: String?
@@ -47,9 +50,22 @@ public struct ClientConfiguration: Sendable {
             server: server, caPath: join("ca.crt"), certificatePath: join("client.crt"), keyPath: join("client.key"))
     }
 
-    /// The host part of `server`, used to check the server's certificate.
-    var serverHost: String {
-        (try? HostPort(parsing: server, defaultPort: Self.defaultPort))?.host ?? server
+    /// Chooses the record layer by its operator name, `own` or `openssl`. - Returns: false for another name.
+    public mutating func useTLSRecords(named name: String) -> Bool {
+        guard let choice = TLSRecordLayerChoice(name: name) else { return false }
+        tlsRecords = choice
+        return true
+    }
+
+    /// The addresses in `server`, in the order they are tried.
+    var servers: [String] {
+        let list = server.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return list.isEmpty ? [server] : list
+    }
+
+    /// The host part of one address of `server`, used to check the server's certificate.
+    static func host(of server: String) -> String {
+        (try? HostPort(parsing: server, defaultPort: defaultPort))?.host ?? server
     }
 
     /// Which certificate folder a client uses: `option` (`--certs`), else `$MEMO_CERTS`, else `./certs` when it

@@ -74,6 +74,8 @@ final class ClientCore: @unchecked Sendable {
     private var subscriptions: [Int: Subscription] = [:]
     private var subscriptionByRequest: [UInt32: Int] = [:]
     private var failures = 0
+    /// Which of `configuration.servers` the next attempt uses.
+    private var serverIndex = 0
     private var everLive = false
     /// When the current connection was welcomed: only one that stays up `healthyAfter` resets the backoff, so
     /// that a server (or a path) that welcomes and then fails at once is retried with growing delays.
@@ -110,6 +112,12 @@ final class ClientCore: @unchecked Sendable {
 
     // MARK: - Connecting
 
+    /// The address `attempt` connects to: one of `configuration.servers`, in turn.
+    private var currentServer: String {
+        let servers = configuration.servers
+        return servers[serverIndex % servers.count]
+    }
+
     func attempt() {
         guard !closed, connection == nil else { return }
         reconnectTimer = nil
@@ -120,7 +128,7 @@ final class ClientCore: @unchecked Sendable {
         do {
             do {
                 let hostPort = try HostPort(
-                    parsing: configuration.server, defaultPort: ClientConfiguration.defaultPort)
+                    parsing: currentServer, defaultPort: ClientConfiguration.defaultPort)
                 address = try SocketAddress(parsing: hostPort.description)
             } catch let error as HostPort.SyntaxError {
                 connectionEnded(nil, .unresolved(error.description))
@@ -129,7 +137,7 @@ final class ClientCore: @unchecked Sendable {
                 connectionEnded(nil, .unresolved(error.message.lowercasedFirst))
                 return
             }
-            engine = try TLSEngine(context: tls, serverName: configuration.serverHost)
+            engine = try TLSEngine(context: tls, serverName: ClientConfiguration.host(of: currentServer))
         } catch let error as TLSError {
             connectionEnded(nil, .tlsRefused(error))
             return
@@ -186,6 +194,16 @@ final class ClientCore: @unchecked Sendable {
         onFailure?(end)
         failures = healthy ? 0 : failures + 1
         var delay = configuration.reconnect.delay(afterFailures: failures)
+        // Given several servers, a lost or failed connection moves on to the next one (with the backoff above:
+        // at once after a healthy connection), and a first connection fails only once each was tried.
+        let servers = configuration.servers.count
+        if servers > 1 {
+            serverIndex += 1
+            if onFirstOutcome != nil, serverIndex < servers {
+                loop.execute { [self] in self.attempt() }
+                return
+            }
+        }
         if let first = onFirstOutcome {
             // A caller that waits for the first connection wants its failure, not endless retries: only a server
             // not (yet) reachable is tried again, and only until the deadline.

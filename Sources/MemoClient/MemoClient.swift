@@ -27,10 +27,11 @@ public final class MemoClient: Sendable {
 
     private init(configuration: ClientConfiguration) throws {
         self.configuration = configuration
-        let tls = try TLSContext(
-            .client(
-                trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
-                privateKeyPath: configuration.keyPath))
+        var tlsConfiguration = TLSConfiguration.client(
+            trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
+            privateKeyPath: configuration.keyPath)
+        tlsConfiguration.recordLayer = configuration.tlsRecords
+        let tls = try TLSContext(tlsConfiguration)
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)
         connectionFailure = Subject(nil)

@@ -212,7 +212,11 @@ final class WireConnection: EventHandler, @unchecked Sendable {
             let result = try engine.readPlaintext(into: &plaintext)
             if !plaintext.isEmpty { decoder.append(plaintext) }
             decodeFrames()
-            if case .closed = result, phase != .closed {
+            // close_notify may come in the same read as the last frames (the result then counts the bytes).
+            if result == .closed || engine.peerClosed, phase != .closed {
+                // Answer the server's close_notify with ours (RFC 8446 §6.1) before the socket closes.
+                engine.shutdown()
+                flush()
                 end(phase == .ready ? .lost("the server closed the connection") : .rejected(.shuttingDown, "closed"))
             }
         } catch {

@@ -94,4 +94,11 @@ extension ServingStore {
     public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
         submit([op]) { results in completion(results[0]) }
     }
+
+    /// Submits one write and waits for it: the async form the durable stores' `create`, `update` and `delete` use.
+    public func perform(_ op: WriteOp) async throws -> Memo {
+        try await withCheckedThrowingContinuation { continuation in
+            submit(op) { result in continuation.resume(with: result.map(\.memo).mapError { $0 as Error }) }
+        }
+    }
 }

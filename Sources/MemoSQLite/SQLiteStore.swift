@@ -11,24 +11,12 @@ import Synchronization
 /// is committed; then it is applied to the in-memory table and published to watchers. The change history lives
 /// in the file too, so that watchers can resume across a restart.
 public final class SQLiteStore: CoreBackedStore {
-    private struct Request {
-        let op: WriteOp
-        let completion: @Sendable (Result<WriteOutcome, MemoError>) -> Void
-    }
-
-    private struct Queue {
-        var requests: [Request] = []
-        var closing = false
-        var closed = false
-    }
-
     /// The largest number of writes committed in one transaction.
     public static let maxBatch = 1024
 
     public let path: String
     public let core: StoreCore
-    private let queue = Mutex(Queue())
-    private let wake = DispatchSemaphore(value: 0)
+    private let queue = WriteQueue()
     private let finished = DispatchSemaphore(value: 0)
     private let clock: @Sendable () -> Int64
     private let transactions = Atomic<Int>(0)
@@ -79,20 +67,10 @@ public final class SQLiteStore: CoreBackedStore {
     // MARK: Writer
 
     private func run(_ writer: SQLiteWriter) {
-        var more = false
         while true {
-            // A submit signals only when it finds the queue empty, since each turn takes everything waiting (up
-            // to a full batch); what is left after a full batch is committed next without waiting for a signal.
-            if !more { wake.wait() }
-            let (batch, closing, left) = queue.withLock { queue in
-                let count = min(queue.requests.count, Self.maxBatch)
-                let batch = Array(queue.requests.prefix(count))
-                queue.requests.removeFirst(count)
-                return (batch, queue.closing && queue.requests.isEmpty, !queue.requests.isEmpty)
-            }
-            more = left
+            let (batch, finished) = queue.take(limit: Self.maxBatch)
             if !batch.isEmpty { commit(batch, with: writer) }
-            if closing { break }
+            if finished { break }
         }
         writer.close()
         lock.release()
@@ -100,7 +78,7 @@ public final class SQLiteStore: CoreBackedStore {
         finished.signal()
     }
 
-    private func commit(_ batch: [Request], with writer: SQLiteWriter) {
+    private func commit(_ batch: [WriteQueue.Request], with writer: SQLiteWriter) {
         var results = core.plan(batch.map(\.op), nowMicros: clock())
         let changes = results.compactMap { result -> Change? in
             if case .success(.change(let change)) = result { return change }
@@ -125,81 +103,25 @@ public final class SQLiteStore: CoreBackedStore {
     // MARK: ServingStore
 
     public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
-        guard !ops.isEmpty else { return completion([]) }
-        let (accepted, wasEmpty) = queue.withLock { queue in
-            guard !queue.closing else { return (false, false) }
-            let wasEmpty = queue.requests.isEmpty
-            if ops.count == 1 {
-                queue.requests.append(Request(op: ops[0], completion: { completion([$0]) }))
-            } else {
-                let results = BatchResults(count: ops.count, completion: completion)
-                for (index, op) in ops.enumerated() {
-                    queue.requests.append(Request(op: op, completion: { results.set(index, $0) }))
-                }
-            }
-            return (true, wasEmpty)
-        }
-        if !accepted {
-            completion(ops.map { _ in .failure(.closed) })
-        } else if wasEmpty {
-            wake.signal()
-        }
-    }
-
-    private func write(_ op: WriteOp) async throws -> Memo {
-        try await withCheckedThrowingContinuation { continuation in
-            submit(op) { result in continuation.resume(with: result.map(\.memo).mapError { $0 as Error }) }
-        }
+        queue.submit(ops, completion: completion)
     }
 
     public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
-        try await write(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
+        try await perform(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
     }
 
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
-        try await write(.update(id: id, content: content, expectedRevision: expectedRevision))
+        try await perform(.update(id: id, content: content, expectedRevision: expectedRevision))
     }
 
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
-        try await write(.delete(id: id, expectedRevision: expectedRevision))
+        try await perform(.delete(id: id, expectedRevision: expectedRevision))
     }
 
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
     public func close() {
-        let first = queue.withLock { queue in
-            defer { queue.closing = true }
-            return !queue.closing
-        }
-        guard first else { return }
-        wake.signal()
+        guard queue.close() else { return }
         finished.wait()
         finished.signal()  // a second `close` racing this one also returns
-    }
-}
-
-/// Collects the results of a batch whose writes complete one by one (perhaps in different transactions), and
-/// hands them over once, in order, when the last arrives.
-private final class BatchResults: Sendable {
-    private struct State {
-        var results: [Result<WriteOutcome, MemoError>?]
-        var remaining: Int
-    }
-
-    private let state: Mutex<State>
-    private let completion: @Sendable ([Result<WriteOutcome, MemoError>]) -> Void
-
-    init(count: Int, completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
-        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count))
-        self.completion = completion
-    }
-
-    /// Records the result of write `index`; the last one calls the completion (outside the lock).
-    func set(_ index: Int, _ result: Result<WriteOutcome, MemoError>) {
-        let finished = state.withLock { state -> [Result<WriteOutcome, MemoError>]? in
-            state.results[index] = result
-            state.remaining -= 1
-            return state.remaining == 0 ? state.results.map { $0! } : nil
-        }
-        if let finished { completion(finished) }
     }
 }

@@ -53,6 +53,10 @@ struct ChunkStream {
 }
 
 /// What a connection still has to send, in order.
+///
+/// Small frames (pongs, acknowledgements, errors) are copied into one contiguous tail instead of each keeping its
+/// own array: a peer that pipelines thousands of pings would otherwise hold one allocation per pong, several
+/// times its size, which the byte count did not see (a ping flood reached about 100 MB before an 8 MiB limit).
 struct OutboundQueue {
     enum Item {
         case frame([UInt8])
@@ -61,22 +65,60 @@ struct OutboundQueue {
     }
 
     private var items = FIFO<Item>()
-    /// Bytes of whole frames waiting (streams count only once a chunk is made).
+    /// Small frames appended after every item, in order; `tailOffset` bytes of it are already sent.
+    private var tail: [UInt8] = []
+    private var tailOffset = 0
+    /// Bytes of whole frames waiting (streams count only once a chunk is made), each with what holding it costs.
     private(set) var queuedBytes = 0
 
-    var isEmpty: Bool { items.isEmpty }
+    /// Frames up to this size go into the tail.
+    static let smallFrame = 4096
+    /// What an item costs besides its bytes: its slot in the queue's array (which grows by doubling) and, for a
+    /// frame of its own, the array's header and the allocator's overhead.
+    static let itemOverhead = 2 * MemoryLayout<Item>.stride
+    static let arrayOverhead = 32 + 16
+
+    var isEmpty: Bool { items.isEmpty && tailOffset == tail.count }
+
+    /// Every byte this queue holds for the peer: queued frames with their overhead and, while it holds any, the
+    /// tail's whole allocation (an empty tail keeps at most 64 KiB for reuse, as the loop's buffers do).
+    var heldBytes: Int {
+        let unsent = tail.count - tailOffset
+        return unsent > 0 ? queuedBytes - unsent + tail.capacity : queuedBytes
+    }
 
     mutating func append(_ item: Item) {
         switch item {
-        case .frame(let bytes): queuedBytes += bytes.count
-        case .change(let frame, _): queuedBytes += frame.bytes.count
-        case .stream: break
+        case .frame(let bytes) where bytes.count <= Self.smallFrame:
+            if tailOffset == tail.count {
+                tail.removeAll(keepingCapacity: tail.capacity <= 64 * 1024)
+                tailOffset = 0
+            }
+            tail.append(contentsOf: bytes)
+            queuedBytes += bytes.count
+            return
+        case .frame(let bytes): queuedBytes += bytes.count + Self.arrayOverhead + Self.itemOverhead
+        case .change(let frame, _): queuedBytes += frame.bytes.count + Self.itemOverhead
+        case .stream: queuedBytes += Self.itemOverhead
         }
+        moveTailToItems()
         items.append(item)
+    }
+
+    /// Puts the unsent tail behind the items, so that what comes next goes after it.
+    private mutating func moveTailToItems() {
+        guard tailOffset < tail.count else { return }
+        let pending = tailOffset == 0 ? tail : Array(tail[tailOffset...])
+        queuedBytes += Self.arrayOverhead + Self.itemOverhead
+        items.append(.frame(pending))
+        tail = []
+        tailOffset = 0
     }
 
     mutating func removeAll() {
         items = FIFO()
+        tail = []
+        tailOffset = 0
         queuedBytes = 0
     }
 
@@ -89,22 +131,34 @@ struct OutboundQueue {
             switch item {
             case .frame(let bytes):
                 writer.bytes.append(contentsOf: bytes)
-                queuedBytes -= bytes.count
+                queuedBytes -= bytes.count + Self.arrayOverhead + Self.itemOverhead
                 items.removeFirst()
             case .change(let frame, let requestID):
                 let start = writer.bytes.count
                 writer.bytes.append(contentsOf: frame.bytes)
                 writer.patchU32(requestID, at: start + 5)
-                queuedBytes -= frame.bytes.count
+                queuedBytes -= frame.bytes.count + Self.itemOverhead
                 items.removeFirst()
             case .stream(var stream):
                 stream.produce(into: &writer)
                 if stream.finished {
                     if !stream.snapshot { listsFinished += 1 }
+                    queuedBytes -= Self.itemOverhead
                     items.removeFirst()
                 } else {
                     items.replaceFirst(.stream(stream))
                 }
+            }
+        }
+        if items.isEmpty, tailOffset < tail.count, writer.bytes.count < limit {
+            // The tail is whole frames back to back: any cut is fine, TLS carries a byte stream.
+            let end = min(tail.count, tailOffset + limit - writer.bytes.count)
+            writer.bytes.append(contentsOf: tail[tailOffset..<end])
+            queuedBytes -= end - tailOffset
+            tailOffset = end
+            if tailOffset == tail.count {
+                tail.removeAll(keepingCapacity: tail.capacity <= 64 * 1024)
+                tailOffset = 0
             }
         }
         return listsFinished

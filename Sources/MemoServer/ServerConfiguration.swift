@@ -1,4 +1,5 @@
 import MemoNet
+import MemoTLS
 
 /// How to run a server.
 public struct ServerConfiguration: Sendable {
@@ -14,6 +15,9 @@ public struct ServerConfiguration: Sendable {
     public var limits = ServerLimits()
     /// The name sent in `welcome`.
     public var serverName = "memo-server"
+    /// Who protects TLS 1.3 records after the handshake: our record layer (`--tls-records own`, the default) or
+    /// OpenSSL's (`--tls-records openssl`), the fallback if a problem is ever found in ours.
+    public var tlsRecords = TLSRecordLayerChoice.handOff
 
     public init(listen: String = "127.0.0.1:7420", certsDirectory: String = "certs") {
         self.listen = listen

@@ -47,6 +47,11 @@ final class ServerConnection: EventHandler {
     /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
+    /// Not reading from the peer, nor answering the frames it already sent, until what is queued for it drains
+    /// (backpressure, as TCP gives a blocking server): a peer that sends requests and never reads the answers
+    /// then holds at most about `highWater` bytes of them, however many it sends.
+    private var readingPaused = false
+    private var closeNotifySent = false
 
     init(
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
@@ -97,8 +102,14 @@ final class ServerConnection: EventHandler {
             drainWhileClosing()
             return
         }
+        guard !readingPaused else {
+            setInterest(.writable)
+            return
+        }
         var peerClosed = false
-        var budget = 256 * 1024
+        // At most an eighth of the outbound limit per wake-up (and 256 KiB): what is read is held until answered,
+        // so it counts in what one connection can make the server hold.
+        var budget = min(256 * 1024, max(16 * 1024, server.limits.maxOutboundBytes / 8))
         let ctx = context.value
         readLoop: while budget > 0 {
             let result: TCPSocket.ReadResult
@@ -158,29 +169,62 @@ final class ServerConnection: EventHandler {
             result = try tls.readPlaintext(into: &ctx.plaintext)
         } catch {
             flush()
-            abort("TLS error: \(error.kind.summary)")
+            // The whole description: the alert sent or received and why, not only "TLS failure".
+            abort("TLS error: \(error)")
             return
         }
-        if !ctx.plaintext.isEmpty, let framesBefore = session?.framesReceived {
-            // Mutated in place: a copy sharing storage with `self.session` would copy the session's frame buffer
-            // and request sets on every read.
-            let actions = ctx.plaintext.withUnsafeBytes { session?.receive($0, store: server.store) } ?? []
-            let progressed = session?.framesReceived != framesBefore
-            perform(actions)
-            updateFrameDeadline(progressed: progressed)
+        if !ctx.plaintext.isEmpty {
+            ctx.plaintext.withUnsafeBytes { answer($0) }
         }
         if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
-        if result == .closed, phase != .closed {
+        // close_notify may come in the same read as the last frames (the result then counts the bytes).
+        if result == .closed || tls.peerClosed, phase != .closed {
             beginClosing("peer sent close_notify")
         }
+        checkOutboundLimit()
         flush()
+    }
+
+    /// Gives plaintext to the session and performs what it asks, taking frames only while the answers fit under
+    /// the high-water mark; the rest stay buffered, and reading pauses until the peer takes what is queued.
+    private func answer(_ plaintext: UnsafeRawBufferPointer, progress: Bool = false) {
+        guard let framesBefore = session?.framesReceived else { return }
+        // With `progress` (everything queued was taken) at least one frame is answered, whatever the count says.
+        let budget = max(progress ? 1 : 0, highWater - outboundBytes)
+        // Mutated in place: a copy sharing storage with `self.session` would copy the session's frame buffer and
+        // request sets on every read.
+        let actions = session?.receive(plaintext, store: server.store, outputBudget: budget) ?? []
+        let progressed = session?.framesReceived != framesBefore
+        perform(actions)
+        if phase == .open || phase == .handshaking, session?.hasWholeFrame == true || outboundBytes > highWater {
+            readingPaused = true
+        }
+        updateFrameDeadline(progressed: progressed)
+    }
+
+    /// Answers the frames left buffered by `answer` once the peer has taken everything queued before them.
+    private func answerBufferedFrames() {
+        guard phase == .open || phase == .handshaking, !readingPaused else { return }
+        answer(UnsafeRawBufferPointer(start: nil, count: 0), progress: true)
+        flush()
+    }
+
+    /// Above this many bytes held for the peer, reading pauses; well under the slow-consumer limit, so that a peer
+    /// that only sends requests is slowed down rather than dropped.
+    private var highWater: Int { server.limits.maxOutboundBytes / 4 }
+
+    /// Every byte held for the peer: queued frames with their overhead, records TLS has sealed, and ciphertext the
+    /// socket has not taken, each counted by the memory it holds.
+    var outboundBytes: Int {
+        outbound.heldBytes + tls.outboundRetainedBytes + (pendingCipher.isEmpty ? 0 : pendingCipher.capacity)
     }
 
     /// A peer that begins a frame must finish it within the frame timeout: without this, one that stops
     /// mid-frame holds its connection (and the partial frame) forever. The clock restarts with each whole frame,
     /// so a steady stream of pipelined frames that often ends mid-frame is never cut.
     private func updateFrameDeadline(progressed: Bool) {
-        guard phase == .open || phase == .handshaking, let session, session.bufferedBytes > 0 else {
+        // While reading is paused the buffered bytes are whole frames we have not taken, not a slow peer.
+        guard phase == .open || phase == .handshaking, !readingPaused, let session, session.bufferedBytes > 0 else {
             frameDeadline?.cancel()
             frameDeadline = nil
             return
@@ -338,7 +382,12 @@ final class ServerConnection: EventHandler {
         // Once lingering, our sending side is shut: answers to what is still being processed have nowhere to go.
         guard phase != .closed, phase != .lingering else { return }
         outbound.append(item)
-        if outbound.queuedBytes > server.limits.maxOutboundBytes, phase != .closing {
+        checkOutboundLimit()
+    }
+
+    /// Drops a peer that holds more than `--max-outbound` bytes (TLS records and overhead included).
+    private func checkOutboundLimit() {
+        if outboundBytes > server.limits.maxOutboundBytes, phase == .open || phase == .handshaking {
             // Drop what is queued (the client resumes from its revision) and say why, after the records already
             // encrypted; if the peer does not read even that, the closing deadline ends it.
             server.log("slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
@@ -394,7 +443,7 @@ final class ServerConnection: EventHandler {
                     }
                     continue
                 case .wouldBlock:
-                    setInterest(.all)
+                    setInterest(readingPaused ? .writable : .all)
                     return
                 }
             }
@@ -417,7 +466,7 @@ final class ServerConnection: EventHandler {
                 }
                 if written < taken {
                     pendingCipher.append(contentsOf: ctx.cipherBuffer[written..<taken])
-                    setInterest(.all)
+                    setInterest(readingPaused ? .writable : .all)
                     return
                 }
                 continue
@@ -441,8 +490,29 @@ final class ServerConnection: EventHandler {
         }
         // Everything is written.
         if phase == .closing, session?.hasPendingWrites != true {
+            if !closeNotifySent, tls.isHandshakeComplete {
+                // close_notify before the lingering close (RFC 8446 §6.1), so that the peer knows the stream ended
+                // whole rather than was cut; then the loop writes it.
+                closeNotifySent = true
+                tls.shutdown()
+                if tls.hasOutbound {
+                    flush()
+                    return
+                }
+            }
             linger()
             return
+        }
+        if readingPaused, phase != .closing {
+            // The peer took everything: answer the frames it sent meanwhile (on the next turn of the loop, not
+            // inside this flush), then read again.
+            readingPaused = false
+            if session?.hasWholeFrame == true {
+                setInterest(.none)
+                let bound = LoopBound(self, eventLoop: loop)
+                loop.execute { bound.value.answerBufferedFrames() }
+                return
+            }
         }
         setInterest(phase == .closing ? .none : .readable)
     }

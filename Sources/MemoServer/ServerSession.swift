@@ -65,11 +65,19 @@ struct ServerSession {
     var bufferedBytes: Int { decoder.bufferedByteCount }
 
     /// Takes plaintext from the peer and returns what to do, in order. Stops at the first action that closes.
-    mutating func receive(_ bytes: UnsafeRawBufferPointer, store: some ServingStore) -> [SessionAction] {
+    ///
+    /// - Parameter outputBudget: stop taking frames once the answers made add up to this many bytes; the frames
+    ///   after stay buffered (`hasWholeFrame`) until the next call. This is how a connection whose peer does not
+    ///   read stops answering: one small request can ask for a large answer, so counting requests is not enough.
+    mutating func receive(
+        _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max
+    ) -> [SessionAction] {
         guard phase != .closed else { return [] }
         decoder.append(bytes)
         var actions: [SessionAction] = []
-        while phase != .closed {
+        var produced = 0
+        while phase != .closed, produced < outputBudget {
+            let before = actions.count
             let frame: Frame
             do throws(WireError) {
                 guard let next = try decoder.next() else { break }
@@ -80,9 +88,22 @@ struct ServerSession {
                 break
             }
             handle(frame, store: store, into: &actions)
+            for action in actions[before...] {
+                switch action {
+                // Counted with what holding them costs until the connection queues them (the array's header,
+                // the allocator's overhead, the action): a flood of pings is many small answers.
+                case .send(let bytes): produced += bytes.count + 64
+                case .sendList(_, _, let memos):
+                    produced += memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
+                default: break
+                }
+            }
         }
         return actions
     }
+
+    /// Whether a whole frame is buffered, not yet taken because the output budget ran out.
+    var hasWholeFrame: Bool { phase != .closed && decoder.hasWholeFrame }
 
     private mutating func handle(_ frame: Frame, store: some ServingStore, into actions: inout [SessionAction]) {
         let id = frame.requestID

@@ -138,6 +138,16 @@ public final class TLSContext: @unchecked Sendable {
             _ = SSL_CTX_set_num_tickets(ctx, 0)
             _ = SSL_CTX_set_session_id_context(ctx, "memo", 4)
         }
+        if configuration.minimumVersion == .tls1_2 || configuration.minimumVersion == .tls1_3 {
+            // TLS 1.2 offers only forward-secret AEAD suites, as TLS 1.3 does: ECDHE with AES-GCM or
+            // ChaCha20-Poly1305, no CBC (OpenSSL's default list keeps CBC suites with their padding-oracle history).
+            // Contexts that allow older versions (test clients of TLS 1.0/1.1) keep the default list, or they
+            // would have no suite at all and fail before the server could refuse their version.
+            TLSError.clearQueue()
+            guard SSL_CTX_set_cipher_list(ctx, Self.tls12Ciphers) == 1 else {
+                throw TLSError.openSSL("setting the TLS 1.2 cipher list", detail: Self.tls12Ciphers)
+            }
+        }
         if isServer || configuration.cipherSuites != nil {
             // A server puts AES-128-GCM first: as strong as a memo service needs and cheaper per record than
             // AES-256, which counts when one change goes out as a record to every subscriber.
@@ -203,6 +213,11 @@ public final class TLSContext: @unchecked Sendable {
     deinit {
         SSL_CTX_free(pointer)
     }
+
+    /// The TLS 1.2 suites offered, in order of preference.
+    static let tls12Ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+        + "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+        + "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
     private static func requireFile(_ path: String, _ operation: String) throws(TLSError) {
         guard CertificateFiles.exists(path) else {

@@ -158,6 +158,14 @@ public final class TLSEngine: @unchecked Sendable {
         return Int(CMemoSSL_BIO_pending(outbound))
     }
 
+    /// The memory held by ciphertext waiting to be sent (its allocation, not only its bytes); 0 when none waits.
+    public var outboundRetainedBytes: Int {
+        guard outboundCount > 0 else { return 0 }
+        if let records { return records.outbound.capacity }
+        guard let outbound else { return 0 }
+        return CMemoSSL_BIO_mem_capacity(outbound)
+    }
+
     /// Appends all ciphertext waiting to be sent to `buffer`.
     public func takeOutbound(into buffer: inout [UInt8]) {
         if let records {
@@ -240,7 +248,11 @@ public final class TLSEngine: @unchecked Sendable {
         guard SSL_version(ssl) == TLS1_3_VERSION, let cipher,
             let suite = TLS13Suite(protocolID: SSL_CIPHER_get_protocol_id(cipher)),
             secrets.pointee.clientLength == suite.hashLength, secrets.pointee.serverLength == suite.hashLength,
-            SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0
+            SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0,
+            // Nothing of OpenSSL's left to send, and no record of its own under the application key (whose
+            // sequence number ours would restart at 0): only then may the records change hands.
+            SSL_want(ssl) != SSL_WRITING, secrets.pointee.finishedWritten == 1,
+            secrets.pointee.sealedAfterFinished == 0
         else {
             // OpenSSL keeps the session: everything held back goes to it now.
             pendingInput.withUnreadBytes { giveToOpenSSL($0) }

@@ -246,6 +246,7 @@ enum TLSAlert {
     static let unexpectedMessage: UInt8 = 10
     static let badRecordMAC: UInt8 = 20
     static let recordOverflow: UInt8 = 22
+    static let illegalParameter: UInt8 = 47
     static let decodeError: UInt8 = 50
     static let internalError: UInt8 = 80
     static let userCanceled: UInt8 = 90
@@ -286,6 +287,10 @@ final class TLSRecordLayer {
     /// Post-handshake handshake bytes (KeyUpdate, NewSessionTicket) not yet a whole message.
     private var handshakeBytes: [UInt8] = []
     private var alertSent = false
+    /// The peer asked for our KeyUpdate (update_requested) and we have not sent one since. One update answers
+    /// every request received before it (RFC 8446 §4.6.3), and it goes out just before our next record: a peer
+    /// that sends a million requests and never reads gets nothing queued for them.
+    private(set) var updateOwed = false
 
     /// Largest plaintext in one record (RFC 8446 §5.1).
     static let maxPlaintext = 16_384
@@ -339,7 +344,7 @@ final class TLSRecordLayer {
     var retainedBytes: Int { outbound.capacity + handshakeBytes.capacity }
 
     private func sealRecord(type: UInt8, _ content: UnsafeRawBufferPointer) throws(RecordFailure) {
-        if write.sequence >= recordsPerKey { try updateWriteKey() }
+        if updateOwed || write.sequence >= recordsPerKey { try updateWriteKey() }
         guard outbound.appendRecord(type: type, content: content, seal: write.crypt) else {
             throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a record failed")
         }
@@ -354,6 +359,7 @@ final class TLSRecordLayer {
             throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a KeyUpdate failed")
         }
         write.update()
+        updateOwed = false
     }
 
     private func sendAlert(_ description: UInt8) {
@@ -465,12 +471,15 @@ final class TLSRecordLayer {
             handshakeBytes.removeFirst(4 + length)
             switch type {
             case 24:  // KeyUpdate: the peer's next record uses its next secret (RFC 8446 §4.6.3).
-                guard body.count == 1, body[0] <= 1 else { throw fatal(TLSAlert.decodeError, "a malformed KeyUpdate") }
+                guard body.count == 1 else { throw fatal(TLSAlert.decodeError, "a KeyUpdate of \(body.count) bytes") }
+                guard body[0] <= 1 else {
+                    throw fatal(TLSAlert.illegalParameter, "a KeyUpdate with request_update \(body[0])")
+                }
                 guard handshakeBytes.isEmpty else {
                     throw fatal(TLSAlert.unexpectedMessage, "a KeyUpdate not at the end of its record")
                 }
                 read.update()
-                if body[0] == 1 { try updateWriteKey() }
+                if body[0] == 1 { updateOwed = true }
             case 4 where !isServer:
                 break  // NewSessionTicket: this client never resumes, so tickets are dropped.
             default:

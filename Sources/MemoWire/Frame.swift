@@ -67,6 +67,15 @@ public struct FrameDecoder: Sendable {
         }
     }
 
+    /// Whether `next()` would return a frame or throw, rather than ask for more bytes.
+    public var hasWholeFrame: Bool {
+        let available = buffer.count - readIndex
+        guard available >= 4 else { return false }
+        var length = 0
+        for i in 0..<4 { length = length << 8 | Int(buffer[readIndex + i]) }
+        return length < 5 || length + 4 > maxFrameSize || available >= 4 + length
+    }
+
     /// The next whole frame, or nil when more bytes are needed.
     /// - Throws: `frameTooLarge` or `frameTooShort`; the stream cannot be resynchronised after either.
     public mutating func next() throws(WireError) -> Frame? {

@@ -21,7 +21,14 @@ struct BenchTarget {
         ProbeConnection.Identity(ca: certs + "/ca.crt", certificate: certs + "/client.crt", key: certs + "/client.key")
     }
 
-    func address() throws -> SocketAddress { try SocketAddress(parsing: server) }
+    /// The first of the addresses in --server.
+    func address() throws -> SocketAddress { try addresses()[0] }
+
+    /// Every address in --server (servers over one PostgreSQL, separated by commas); connections are spread
+    /// over them in turn.
+    func addresses() throws -> [SocketAddress] {
+        try server.split(separator: ",").map { try SocketAddress(parsing: String($0)) }
+    }
 
     /// A connection that has done TLS and hello; `context` is made once and shared, as a real client would.
     func connect(_ context: TLSContext) throws -> ProbeConnection {

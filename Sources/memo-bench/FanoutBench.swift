@@ -94,12 +94,14 @@ func pollConnections(
 /// `memo-bench fanout`: S subscribers, K changes at R per second, delivery latency.
 struct FanoutBench {
     static let help = """
-        usage: memo-bench fanout [--server HOST:PORT] [--certs DIR] [--subscribers S] [--changes K] [--rate R]
-                                 [--server-pid PID] [--json]
+        usage: memo-bench fanout [--server HOST:PORT[,HOST:PORT...]] [--certs DIR] [--subscribers S]
+                                 [--changes K] [--rate R] [--server-pid PID] [--json]
 
         Opens S subscribed connections (default 1000), then creates K memos (default 1000) at R per second
         (default 100), each carrying its send time. Reports the delivery latency p50/p99 over all deliveries
         and for the last subscriber of each change, and, with --server-pid, the server's CPU time per delivery.
+        With several servers (over one PostgreSQL) the subscribers are spread over them, the writer writes
+        through the first, and the latency is also reported per server: the others' is cross-server delivery.
         """
 
     var target: BenchTarget
@@ -133,9 +135,10 @@ struct FanoutBench {
         raiseDescriptorLimit()
         let context = try ProbeConnection.context(for: target.identity)
         let address = try target.address()
+        let addresses = try target.addresses()
         var subs: [Subscriber] = []
-        for _ in 0..<subscribers {
-            let connection = try ProbeConnection(address: address, context: context)
+        for index in 0..<subscribers {
+            let connection = try ProbeConnection(address: addresses[index % addresses.count], context: context)
             guard case .welcome(_, let revision, _, _, _) = try connection.hello() else { continue }
             let id = try connection.send(.subscribe(after: revision))
             _ = try connection.receive { $0.requestID == id }
@@ -185,6 +188,13 @@ struct FanoutBench {
             changes: changes, latencies: all.map(\.latencies),
             cpuSeconds: cpuAfter.flatMap { a in cpuBefore.map { a - $0 } })
         result.report(json: json, label: "fanout", subscribers: all.count, changes: changes, rate: rate)
+        guard addresses.count > 1 else { return }
+        for (server, served) in addresses.enumerated() {
+            let group = all.indices.filter { $0 % addresses.count == server }.map { all[$0].latencies }
+            FanoutResult(changes: changes, latencies: group, cpuSeconds: nil).report(
+                json: json, label: server == 0 ? "fanout on the writer's server \(served)" : "fanout on \(served)",
+                subscribers: group.count, changes: changes, rate: rate)
+        }
     }
 }
 

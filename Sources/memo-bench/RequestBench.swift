@@ -11,6 +11,7 @@ struct RequestBench {
         usage: memo-bench [--server HOST:PORT] [--certs DIR] [--clients C] [--requests N] [--pipeline P]
                           [--size BYTES] [--op create|get|update|list] [--threads T] [--json]
 
+        --server may list several servers over one PostgreSQL (commas): the connections are spread over them.
         C connections (default 50), each sending P requests (default 1) before reading their answers, until N
         requests in all (default 100000) are answered. --size is the memo content in bytes (default 64). get and
         update work on 1,000 memos the benchmark makes first; list lists whatever the store holds. Prints
@@ -53,6 +54,7 @@ struct RequestBench {
         raiseDescriptorLimit()
         let context = try ProbeConnection.context(for: target.identity)
         let address = try target.address()
+        let addresses = try target.addresses()
         let content = String(repeating: "x", count: size)
         var pool: [UUID] = []
         if op == .get || op == .update {
@@ -70,7 +72,7 @@ struct RequestBench {
         }
         let shares = (0..<clients).map { requests / clients + ($0 < requests % clients ? 1 : 0) }
         let drivers = try shares.enumerated().map { index, share in
-            let connection = try ProbeConnection(address: address, context: context)
+            let connection = try ProbeConnection(address: addresses[index % addresses.count], context: context)
             try connection.hello()
             return UncheckedBox(Driver(
                 connection: connection, count: share, pipeline: pipeline, op: op, content: content, pool: pool,

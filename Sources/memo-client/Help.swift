@@ -161,7 +161,8 @@ let helpText: String = {
 
         Options:
           --server HOST[:PORT]  the server; the port defaults to 7420; IPv6 as [::1] or [::1]:7420
-                                (env MEMO_SERVER, default 127.0.0.1:7420)
+                                (env MEMO_SERVER, default 127.0.0.1:7420); several, separated by commas
+                                (servers over one PostgreSQL), are tried in turn when one is lost
           --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS; default ./certs
                                 if it exists, else $XDG_CONFIG_HOME/memo/certs, i.e. ~/.config/memo/certs)
           --ca FILE             the CA that signed the server's certificate (instead of DIR/ca.crt; env MEMO_CA;
@@ -180,6 +181,9 @@ let helpText: String = {
                                 {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
           --version             the version, the protocol version, and the OpenSSL and SQLite versions
           -h, --help            this help (after a command: that command's help)
+
+        Environment: MEMO_TLS_RECORDS=own|openssl chooses who protects TLS 1.3 records after the handshake:
+        the client's own record layer (default) or OpenSSL's.
 
         Output is a table for people when stdout is a terminal (short id, local date, first line; colors
         unless NO_COLOR is set) and tab-separated when it is not:

@@ -32,9 +32,12 @@ func connectionOptions(
     _ arguments: inout Arguments, environment: [String: String]
 ) throws(UsageError) -> ClientConfiguration {
     let serverText = try arguments.option("--server") ?? setting("MEMO_SERVER", environment) ?? "127.0.0.1"
-    let server: HostPort
+    // Several addresses, separated by commas, are servers over one PostgreSQL: each is checked on its own.
+    let servers: [HostPort]
     do {
-        server = try HostPort(parsing: serverText, defaultPort: ClientConfiguration.defaultPort)
+        servers = try serverText.split(separator: ",", omittingEmptySubsequences: false).map { address in
+            try HostPort(parsing: String(address), defaultPort: ClientConfiguration.defaultPort)
+        }
     } catch {
         throw UsageError("--server: \(error)")
     }
@@ -57,12 +60,18 @@ func connectionOptions(
         timeout = value
     }
 
-    var configuration = ClientConfiguration(server: server.description, certificatesDirectory: folder.path)
+    var configuration = ClientConfiguration(
+        server: servers.map(\.description).joined(separator: ","), certificatesDirectory: folder.path)
     configuration.certificatesOrigin = folder.origin
     if let ca { configuration.caPath = ca }
     if let cert { configuration.certificatePath = cert }
     if let key { configuration.keyPath = key }
     if ca != nil, cert != nil, key != nil { configuration.certificatesOrigin = nil }
+    if let records = setting("MEMO_TLS_RECORDS", environment) {
+        guard configuration.useTLSRecords(named: records) else {
+            throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
+        }
+    }
     configuration.requestTimeout = .milliseconds(Int64(((timeout ?? 10) * 1000).rounded(.up)))
     configuration.connectTimeout = configuration.requestTimeout
     return configuration

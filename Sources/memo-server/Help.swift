@@ -33,6 +33,8 @@ enum Help {
                                      port 0 picks a free port; IPv6 as [::1]:PORT)
           --store sqlite:PATH|memory where memos live (default sqlite:memo-data/memos.sqlite); a SQLite file
                                      serves one server, locked through PATH.lock while it runs
+          --store postgres://URI     a PostgreSQL database several servers share (any libpq URI, also
+                                     postgresql://; password from the URI, PGPASSWORD or ~/.pgpass)
           --certs DIR                ca.crt, server.crt, server.key and, when present, ca.crl (default
                                      certs); when DIR holds no CA the server makes one as `certs init` would
                                      and says where
@@ -49,6 +51,8 @@ enum Help {
           --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
                                      mid-frame is closed with 304 frame-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
+          --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
+                                     record layer (default; less memory per connection) or OpenSSL's
         """
 
     static let certsInit = """

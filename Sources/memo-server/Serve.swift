@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import MemoCLI
 import MemoNet
+import MemoPostgres
 import MemoServer
 import MemoSQLite
 import MemoTLS
@@ -13,6 +14,8 @@ struct Serve {
     var configuration = ServerConfiguration()
     var store = "sqlite:memo-data/memos.sqlite"
     var historyCapacity = MemoLimits.defaultHistoryCapacity
+    /// Whether OpenSSL's freed memory is wiped (installed by main before any OpenSSL call), for the startup line.
+    var freedMemoryWiped = false
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         if let listen = try arguments.option("--listen") {
@@ -35,9 +38,15 @@ struct Serve {
         limits.frameTimeout = try arguments.seconds("--frame-timeout") ?? limits.frameTimeout
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
+        if let records = try arguments.option("--tls-records") {
+            guard let choice = TLSRecordLayerChoice(name: records) else {
+                throw UsageError("--tls-records takes own or openssl, not '\(records)'")
+            }
+            configuration.tlsRecords = choice
+        }
         try arguments.finish()
-        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) else {
-            throw UsageError("--store takes sqlite:PATH or memory, not '\(store)'")
+        guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) || Self.isPostgres(store) else {
+            throw UsageError("--store takes sqlite:PATH, postgres://URI or memory, not '\(store)'")
         }
     }
 
@@ -54,6 +63,10 @@ struct Serve {
         if store == "memory" {
             memoStore = MemoryStore(historyCapacity: historyCapacity)
             storeName = store
+        } else if Self.isPostgres(store) {
+            memoStore = try PostgresStore(
+                uri: store, historyCapacity: historyCapacity, log: { ServerLog.standardError($0) })
+            storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
             memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
@@ -67,7 +80,9 @@ struct Serve {
             memoStore.close()
             throw error
         }
-        ServerLog.standardError("serving \(storeName) at revision \(memoStore.revision)")
+        ServerLog.standardError(
+            "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
+                + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -94,9 +109,26 @@ struct Serve {
         if let sqlite = memoStore as? SQLiteStore {
             summary += "; \(sqlite.transactionCount) transactions committed since start"
         }
+        if let postgres = memoStore as? PostgresStore {
+            summary += "; \(postgres.batchCount) write batches sent to PostgreSQL since start"
+        }
         ServerLog.standardError(summary)
         _ = watcher
         signals.shutdownGracefully()
+    }
+
+    /// A libpq URI: several servers share the database it names.
+    static func isPostgres(_ store: String) -> Bool {
+        store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+    }
+
+    /// The store for log lines: a password in a PostgreSQL URI is not written out.
+    static func redacted(_ store: String) -> String {
+        guard isPostgres(store), let at = store.firstIndex(of: "@"),
+            let scheme = store.range(of: "://"), scheme.upperBound < at,
+            let colon = store[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return store }
+        return String(store[..<colon]) + ":***" + String(store[at...])
     }
 
     /// Makes a CA and certificates as `certs init` would when the folder holds no CA.

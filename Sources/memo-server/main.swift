@@ -4,6 +4,11 @@ import MemoSQLite
 import MemoTLS
 import MemoWire
 
+// First, before any OpenSSL call: freed OpenSSL memory is wiped, secrets included (RELIABILITY.md has the cost).
+// MEMO_TLS_WIPE_FREED=0 turns it off, for measuring that cost.
+let freedMemoryWiped =
+    ProcessInfo.processInfo.environment["MEMO_TLS_WIPE_FREED"] != "0" && TLSMemory.wipeFreedMemory()
+
 var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
 let wantsHelp = arguments.flag("--help", "-h")
 if arguments.flag("--version") {
@@ -23,7 +28,9 @@ do {
     switch command {
     case nil, "serve":
         if wantsHelp { print(command == nil ? Help.main + "\n\n" + Help.serve : Help.serve); exit(0) }
-        try Serve(&arguments).run()
+        var serve = try Serve(&arguments)
+        serve.freedMemoryWiped = freedMemoryWiped
+        try serve.run()
     case "certs":
         let sub = arguments.command()
         switch sub {

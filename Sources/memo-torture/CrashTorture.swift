@@ -12,8 +12,8 @@ struct CrashTorture {
     static let help = """
         usage: memo-torture crash [--cycles N] [--writers N] [--watchers N] [--pipeline N]
                                   [--min-uptime SECS] [--max-uptime SECS] [--seed N]
-                                  [--server-binary PATH] [--client-binary PATH] [--store sqlite|memory]
-                                  [--keep]
+                                  [--server-binary PATH] [--client-binary PATH]
+                                  [--store sqlite|memory|postgres://URI] [--keep]
 
         Starts memo-server (sqlite store, a fixed free loopback port), N writer connections (creates with ids
         they choose, updates, deletes; --pipeline requests in flight each) and N `memo-client watch --json`
@@ -28,6 +28,9 @@ struct CrashTorture {
         --writers 4 --watchers 2 --pipeline 4; the binaries default to the ones next to memo-torture.
         --keep leaves the data, certificates and logs in place and says where. --store memory runs the same
         against a store that forgets everything at a kill: the checks must then fail (a check of the checks).
+        --store postgres://URI (an empty database) runs two servers over it: the writers are spread over both,
+        the watchers watch the second, and only the first is killed and restarted; the truth is read from the
+        second, which stayed up.
         """
 
     var cycles = 5
@@ -41,6 +44,8 @@ struct CrashTorture {
     var clientBinary = siblingExecutable("memo-client")
     var keep = false
     var memoryStore = false
+    /// A PostgreSQL URI: two servers share it, and only the first is killed.
+    var postgres: String?
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         cycles = try arguments.integer("--cycles", in: 1...10_000) ?? cycles
@@ -54,8 +59,12 @@ struct CrashTorture {
         clientBinary = try arguments.option("--client-binary") ?? clientBinary
         keep = arguments.flag("--keep")
         let store = try arguments.option("--store") ?? "sqlite"
-        guard store == "sqlite" || store == "memory" else { throw UsageError("--store takes sqlite or memory") }
+        let isPostgres = store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
+        guard store == "sqlite" || store == "memory" || isPostgres else {
+            throw UsageError("--store takes sqlite, memory or postgres://URI")
+        }
         memoryStore = store == "memory"
+        postgres = isPostgres ? store : nil
         try arguments.finish()
         guard minUptime <= maxUptime else { throw UsageError("--min-uptime is above --max-uptime") }
     }
@@ -77,21 +86,33 @@ struct CrashTorture {
             ca: certs + "/ca.crt", certificate: certs + "/client.crt", key: certs + "/client.key")
         let port = try freeLoopbackPort()
         let listen = "127.0.0.1:\(port)"
+        let storeArgument = postgres ?? (memoryStore ? "memory" : "sqlite:\(directory)/memos.sqlite")
         let server = ServerRunner(
-            binary: serverBinary,
-            arguments: [
-                "--listen", listen, "--store", memoryStore ? "memory" : "sqlite:\(directory)/memos.sqlite",
-                "--certs", certs,
-            ],
+            binary: serverBinary, arguments: ["--listen", listen, "--store", storeArgument, "--certs", certs],
             logPath: directory + "/server.log")
         _ = try server.start()
         defer { server.stop() }
         let address = try SocketAddress(parsing: listen)
+        // Over PostgreSQL a second server stays up: it is where the watchers watch and the truth is read.
+        var survivor: ServerRunner?
+        var survivorListen = listen
+        if postgres != nil {
+            survivorListen = "127.0.0.1:\(try freeLoopbackPort())"
+            let second = ServerRunner(
+                binary: serverBinary,
+                arguments: ["--listen", survivorListen, "--store", storeArgument, "--certs", certs],
+                logPath: directory + "/server-2.log")
+            _ = try second.start()
+            survivor = second
+        }
+        defer { survivor?.stop() }
+        let survivorAddress = try SocketAddress(parsing: survivorListen)
         var random = SplitMix64(seed: seed)
-        say("crash: seed \(seed), \(cycles) cycles, \(writers) writers, \(watchers) watchers, server \(listen)")
+        say("crash: seed \(seed), \(cycles) cycles, \(writers) writers, \(watchers) watchers, server \(listen)"
+            + (survivor == nil ? "" : ", surviving server \(survivorListen)"))
 
         // The seed memo: once a watcher prints it, it is subscribed, and every later change must reach it.
-        let setup = try ProbeConnection(address: address, identity: identity)
+        let setup = try ProbeConnection(address: survivorAddress, identity: identity)
         try setup.hello()
         guard case .memo(let seedMemo) = try setup.request(.create(id: UUID(), insertMicros: nil, content: "seed"))
         else { throw TortureError("the seed memo was not created") }
@@ -99,17 +120,19 @@ struct CrashTorture {
         defer { for watch in watches { watch.stop() } }
         for number in 1...max(1, watchers) where watchers > 0 {
             let watch = try WatchProcess(
-                number: number, binary: clientBinary, server: listen, certs: certs, directory: directory)
+                number: number, binary: clientBinary, server: survivorListen, certs: certs, directory: directory)
             watches.append(watch)
             guard watch.wait(seconds: 30, until: { !$0.isEmpty }) else {
                 throw TortureError("watcher \(number) printed nothing in 30 s")
             }
         }
 
-        let shared = CrashShared()
+        let shared = CrashShared(servers: survivor == nil ? 1 : 2)
         let team = (1...writers).map { number in
-            CrashWriter(number: number, address: address, identity: identity, pipeline: pipeline,
-                        seed: random.next(), shared: shared)
+            // Over PostgreSQL, every other writer writes through the server that is never killed.
+            let server = survivor != nil && number % 2 == 0 ? 1 : 0
+            return CrashWriter(number: number, address: server == 1 ? survivorAddress : address, identity: identity,
+                               pipeline: pipeline, seed: random.next(), shared: shared, server: server)
         }
         let finished = DispatchGroup()
         for writer in team {
@@ -124,7 +147,7 @@ struct CrashTorture {
         for cycle in 1...cycles {
             pause(Double.random(in: minUptime...maxUptime, using: &random))
             server.kill9()
-            let floor = shared.maxAcknowledged
+            let floor = shared.maxAcknowledged(server: 0)
             _ = try server.start()
             let check = try ProbeConnection(address: address, identity: identity)
             if case .welcome(_, let revision, _, _, _) = try check.hello(), revision < floor {
@@ -140,8 +163,15 @@ struct CrashTorture {
         }
 
         // The truth: the final list and the whole history, from the server that survived.
-        let reader = try ProbeConnection(address: address, identity: identity, timeout: .seconds(30))
+        let reader = try ProbeConnection(address: survivorAddress, identity: identity, timeout: .seconds(30))
         try reader.hello()
+        if survivor != nil {
+            // A write through the survivor is answered once it has applied its own revision, so every write
+            // acknowledged before (through either server) is then in its list and history too.
+            guard case .memo = try reader.request(.create(id: UUID(), insertMicros: nil, content: "fence")) else {
+                throw TortureError("the fence memo was not created")
+            }
+        }
         let (head, finalMemos) = try list(reader)
         let history = try changes(reader, upTo: head)
 

@@ -14,16 +14,25 @@ struct AckedWrite: Sendable {
     var revision: UInt64?
 }
 
-/// What every writer shares with the harness: when to stop, and the highest revision acknowledged so far.
+/// What every writer shares with the harness: when to stop, and the highest revision each server acknowledged.
+///
+/// Per server, because a server over a shared PostgreSQL may lag another one by the feed delay: what it must never
+/// fall behind is what it acknowledged itself.
 final class CrashShared: Sendable {
     private let stopFlag = Atomic<Bool>(false)
-    private let highest = Atomic<UInt64>(0)
+    private let highest: Mutex<[UInt64]>
+
+    init(servers: Int = 1) {
+        highest = Mutex(Array(repeating: 0, count: servers))
+    }
 
     var stopping: Bool { stopFlag.load(ordering: .acquiring) }
     func stop() { stopFlag.store(true, ordering: .releasing) }
 
-    var maxAcknowledged: UInt64 { highest.load(ordering: .acquiring) }
-    func acknowledged(_ revision: UInt64) { highest.max(revision, ordering: .acquiringAndReleasing) }
+    func maxAcknowledged(server: Int = 0) -> UInt64 { highest.withLock { $0[server] } }
+    func acknowledged(_ revision: UInt64, server: Int = 0) {
+        highest.withLock { $0[server] = max($0[server], revision) }
+    }
 }
 
 /// Small, fast, seedable randomness so that a failing run can be repeated with `--seed`.
@@ -55,6 +64,8 @@ final class CrashWriter: @unchecked Sendable {
 
     let number: Int
     private let address: SocketAddress
+    /// Which server `address` is, for the revision it must never go back behind.
+    private let server: Int
     private let identity: ProbeConnection.Identity
     private let pipeline: Int
     private let shared: CrashShared
@@ -78,9 +89,10 @@ final class CrashWriter: @unchecked Sendable {
 
     init(
         number: Int, address: SocketAddress, identity: ProbeConnection.Identity, pipeline: Int, seed: UInt64,
-        shared: CrashShared
+        shared: CrashShared, server: Int = 0
     ) {
         self.number = number
+        self.server = server
         self.address = address
         self.identity = identity
         self.pipeline = pipeline
@@ -121,7 +133,7 @@ final class CrashWriter: @unchecked Sendable {
     private func connect() -> ProbeConnection? {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            let floor = shared.maxAcknowledged
+            let floor = shared.maxAcknowledged(server: server)
             if let connection = try? ProbeConnection(address: address, identity: identity, timeout: .seconds(5)),
                 let welcome = try? connection.hello()
             {
@@ -193,7 +205,7 @@ final class CrashWriter: @unchecked Sendable {
 
     private func record(_ write: AckedWrite) {
         acknowledged.append(write)
-        if let revision = write.revision { shared.acknowledged(revision) }
+        if let revision = write.revision { shared.acknowledged(revision, server: server) }
         switch write.kind {
         case .created, .updated:
             if live.updateValue(write.content, forKey: write.id) == nil { liveIDs.append(write.id) }

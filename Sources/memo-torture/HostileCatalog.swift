@@ -245,36 +245,80 @@ enum HostileCatalog {
         },
         HostileCase(
             name: "ping-flood-without-reading",
-            expected: "pings sent without reading a reply: dropped as a slow consumer (301) and closed by the server"
+            expected: "40,000 pings without reading (680 KB of answers, over --max-outbound): the server stops "
+                + "reading until we read, RSS up less than 2 x --max-outbound; then every ping is answered"
         ) { context in
-            // The going-away is usually lost: the server closes with our pings unread, which is a reset. Its log
-            // says what it did.
-            let dropped = "reason=\"slow consumer"
-            let before = context.logCount(dropped)
-            let connection = try context.connect(timeout: .seconds(5))
+            let connection = try context.connect(timeout: .seconds(10))
             shrinkReceiveBuffer(connection.socket)
+            let flood = Flood(connection)
+            var rss = RSSWatch(context)
             var chunk: [UInt8] = []
             for i in 0..<4000 { chunk += Message.ping(nonce: UInt64(i)).frame(requestID: UInt32(i + 1)) }
-            var sent = 0
-            let drops = context.logCount("slow consumer conn=")
-            while sent < 200, context.logCount("slow consumer conn=") == drops {
-                guard (try? connection.sendRaw(chunk)) != nil else { break }
-                sent += 1
+            // Pushed out before reading anything: the server stops taking pings once it holds enough answers.
+            _ = try flood.sendUntilStalled(
+                chunks: 10, perChunk: 4000, stallAfter: .seconds(1), chunk: { _ in chunk }, sample: { rss.sample() })
+            rss.sampleWithoutReading(for: 1)
+            let (pongs, closed) = flood.drain(expecting: flood.requests, within: .seconds(60)) {
+                $0.type == Message.Kind.pong.rawValue
             }
-            let deadline = ContinuousClock.now + .seconds(8)
-            while context.logCount(dropped) == before, ContinuousClock.now < deadline { pause(0.05) }
-            let closed = context.logCount(dropped) > before
-            return CaseOutcome(closed, "\(sent * 4000) pings sent; "
-                + (closed ? "the server logged the drop and closed it" : "not closed as a slow consumer within 8 s"))
+            return rss.outcome(pongs == flood.requests && !closed,
+                               "\(pongs) of \(flood.requests) answered" + (closed ? ", closed" : ""))
+        },
+        HostileCase(
+            name: "keyupdate-flood-without-reading",
+            expected: "50,000 TLS KeyUpdate(update_requested) without reading: all answered by one KeyUpdate before "
+                + "the next record, RSS up less than 2 x --max-outbound; a ping after them is answered"
+        ) { context in
+            let connection = try context.connect(timeout: .seconds(10))
+            let flood = Flood(connection)
+            var rss = RSSWatch(context)
+            for _ in 0..<50 {
+                try flood.requestKeyUpdates(1000)
+                rss.sample()
+            }
+            try flood.send(Message.ping(nonce: 5).frame(requestID: 77), requests: 1)
+            let (pongs, closed) = flood.drain(expecting: 1, within: .seconds(30)) { $0.requestID == 77 }
+            rss.sample()
+            return rss.outcome(pongs == 1 && !closed, "50000 KeyUpdates sent; " + (pongs == 1 ? "the ping after them "
+                + "was answered" : "no pong") + (closed ? ", closed" : ""))
+        },
+        HostileCase(
+            name: "get-flood-without-reading",
+            expected: "500 pipelined gets of a 60 KB memo (30 MB of answers), no reading: the server answers only "
+                + "as fast as we read, RSS up less than 2 x --max-outbound; then every get is answered"
+        ) { context in
+            let connection = try context.connect(timeout: .seconds(10))
+            let reply = try connection.request(.create(
+                id: UUID(), insertMicros: nil, content: String(repeating: "g", count: 60_000)))
+            guard case .memo(let memo) = reply else { return CaseOutcome(false, "the create got \(brief(reply))") }
+            let flood = Flood(connection)
+            var rss = RSSWatch(context)
+            try flood.send((0..<500).flatMap { Message.get(id: memo.id).frame(requestID: UInt32($0 + 100)) },
+                           requests: 500)
+            rss.sampleWithoutReading(for: 1)
+            let (answers, closed) = flood.drain(expecting: 500, within: .seconds(60)) {
+                $0.type == Message.Kind.memo.rawValue
+            }
+            return rss.outcome(answers == 500 && !closed, "\(answers) of 500 answered" + (closed ? ", closed" : ""))
         },
         HostileCase(
             name: "list-flood-without-reading",
-            expected: "1,000 pipelined lists, no reading: error 300 too-many-in-flight, closed (each queued answer "
-                + "holds a snapshot of every memo)"
+            expected: "300 pipelined lists, no reading: answered only as fast as we read (never more than a few "
+                + "snapshots queued), RSS up less than 2 x --max-outbound; then every list is answered"
         ) { context in
             let connection = try context.connect(timeout: .seconds(10))
-            try? connection.sendRaw((0..<1000).flatMap { Message.list.frame(requestID: UInt32($0 + 1)) })
-            return context.expectClose(with: .tooManyInFlight, context.readUntilClosed(connection))
+            let flood = Flood(connection)
+            var rss = RSSWatch(context)
+            try flood.send((0..<300).flatMap { Message.list.frame(requestID: UInt32($0 + 1)) }, requests: 300)
+            rss.sampleWithoutReading(for: 1)
+            var lists = 0
+            let (_, closed) = flood.drain(expecting: 300, within: .seconds(60)) { frame in
+                // The last chunk of a list has its flag set: count whole answers.
+                guard case .memos(_, let last, _)? = try? Message(frame: frame), last else { return false }
+                lists += 1
+                return true
+            }
+            return rss.outcome(lists == 300 && !closed, "\(lists) of 300 answered" + (closed ? ", closed" : ""))
         },
         HostileCase(
             name: "subscriber-never-reads",

@@ -166,3 +166,44 @@ func shrinkReceiveBuffer(_ socket: TCPSocket, to bytes: Int32 = 16 * 1024) {
     var size = bytes
     _ = setsockopt(socket.fileDescriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
 }
+
+/// Shrinks a socket's send buffer, so that a peer that stops reading stalls our writes sooner.
+func shrinkSendBuffer(_ socket: TCPSocket, to bytes: Int32 = 16 * 1024) {
+    var size = bytes
+    _ = setsockopt(socket.fileDescriptor, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+}
+
+/// The server's RSS during a flood case, against the bound of issue 12: less than 2 x --max-outbound above what
+/// it was when the case began.
+struct RSSWatch {
+    let context: HostileContext
+    let baselineKiB: Int
+    private(set) var peakKiB: Int
+
+    init(_ context: HostileContext) {
+        self.context = context
+        baselineKiB = context.server.residentKiB ?? 0
+        peakKiB = baselineKiB
+    }
+
+    mutating func sample() {
+        if let kib = context.server.residentKiB { peakKiB = max(peakKiB, kib) }
+    }
+
+    /// Samples every 20 ms for `seconds` while the case reads nothing: what the server holds for an idle reader
+    /// is the figure that must stay bounded.
+    mutating func sampleWithoutReading(for seconds: Double) {
+        let until = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < until {
+            sample()
+            pause(0.02)
+        }
+    }
+
+    var grewKiB: Int { peakKiB - baselineKiB }
+    var boundKiB: Int { 2 * context.maxOutbound / 1024 }
+
+    func outcome(_ passed: Bool, _ got: String) -> CaseOutcome {
+        CaseOutcome(passed && grewKiB <= boundKiB, got + "; server RSS up \(grewKiB) KiB (bound \(boundKiB) KiB)")
+    }
+}

@@ -11,10 +11,11 @@ struct HostileTorture {
     static let help = """
         usage: memo-torture hostile [--server-binary PATH] [--cases NAME,...] [--list]
                                     [--latency-bound MS] [--rss-bound MIB] [--flood N] [--keep]
+                                    [--max-outbound BYTES]
 
         Starts one memo-server (sqlite store, port 0) with small limits: --handshake-timeout 2,
-        --frame-timeout 2, --max-in-flight 64, --max-outbound 262144. Runs each case of the catalog (--list
-        shows it; --cases picks some) while a good client on its own connection sends a ping and a create every
+        --frame-timeout 2, --max-in-flight 64, --max-outbound 262144 (or the --max-outbound given). Runs each
+        case of the catalog (--list shows it; --cases picks some) while a good client on its own connection sends a ping and a create every
         50 ms. A case passes when the hostile peer got the expected outcome, and every round of the good client
         during the case and the first one after it was answered within --latency-bound (default 500 ms).
         The server's VmRSS is sampled every 20 ms; the run fails if it ever goes over --rss-bound (default
@@ -30,6 +31,7 @@ struct HostileTorture {
     var rssBoundMiB = 256
     var flood = 2000
     var keep = false
+    var maxOutbound = 256 * 1024
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         serverBinary = try arguments.option("--server-binary") ?? serverBinary
@@ -39,6 +41,7 @@ struct HostileTorture {
         rssBoundMiB = try arguments.integer("--rss-bound", in: 1...1_000_000) ?? rssBoundMiB
         flood = try arguments.integer("--flood", in: 1...100_000) ?? flood
         keep = arguments.flag("--keep")
+        maxOutbound = try arguments.integer("--max-outbound", in: 64 * 1024...1 << 34) ?? maxOutbound
         try arguments.finish()
         let names = Set(HostileCatalog.cases.map(\.name))
         for name in only ?? [] where !names.contains(name) {
@@ -61,7 +64,8 @@ struct HostileTorture {
                 try? FileManager.default.removeItem(atPath: directory)
             }
         }
-        let context = try HostileContext(directory: directory, serverBinary: serverBinary, flood: flood)
+        let context = try HostileContext(
+            directory: directory, serverBinary: serverBinary, flood: flood, maxOutbound: maxOutbound)
         defer { context.server.stop() }
         let sampler = MemorySampler(server: context.server)
         sampler.start()
@@ -143,11 +147,12 @@ final class HostileContext: Sendable {
     let handshakeTimeout = 2.0
     let frameTimeout = 2.0
     let maxInFlight = 64
-    let maxOutbound = 256 * 1024
+    let maxOutbound: Int
     let flood: Int
 
-    init(directory: String, serverBinary: String, flood: Int) throws {
+    init(directory: String, serverBinary: String, flood: Int, maxOutbound: Int) throws {
         self.flood = flood
+        self.maxOutbound = maxOutbound
         certs = directory + "/certs"
         foreignCerts = directory + "/foreign"
         _ = try CertificateAuthority.initialize(

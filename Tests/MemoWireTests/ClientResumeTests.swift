@@ -8,7 +8,7 @@ import MemoWire
 import Testing
 
 /// One `watch --json` change line, read back.
-private struct WatchLine: Equatable {
+struct WatchLine: Equatable {
     var type: String
     var revision: UInt64
     var id: String

@@ -31,13 +31,15 @@ struct TestServer {
     let server: MemoServer
     var address: SocketAddress { server.boundAddress }
 
-    init(store: any ServingStore = MemoryStore(), limits: ServerLimits = ServerLimits(), log: ServerLog = .silent)
-        throws
-    {
+    init(
+        store: any ServingStore = MemoryStore(), limits: ServerLimits = ServerLimits(), log: ServerLog = .silent,
+        records: TLSRecordLayerChoice = .handOff
+    ) throws {
         certificates = try TestCertificates()
         self.store = store
         var configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
         configuration.limits = limits
+        configuration.tlsRecords = records
         server = try MemoServer.start(configuration, store: store, log: log)
     }
 

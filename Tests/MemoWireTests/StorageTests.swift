@@ -3,7 +3,7 @@ import MemoCore
 import MemoSQLite
 import Testing
 
-@Suite("Storage: the same behaviour from the memory store and the SQLite store")
+@Suite("Storage: the same behaviour from the memory, SQLite and PostgreSQL stores")
 struct StorageTests {
     @Test(arguments: StoreKind.allCases)
     func createdMemosListNewestFirstAndCanBeRead(kind: StoreKind) async throws {
@@ -185,6 +185,21 @@ struct StorageTests {
         }
         #expect(Set(memos.map(\.revision)) == Set(1...50))
         #expect(store.memoList().value?.count == 50)
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aCreateKeepsBothGivenDatesAndRefusesAnUpdateDateBeforeTheInsertDate(kind: StoreKind) async throws {
+        let handle = try kind.make()
+        defer { handle.store.close() }
+        let store = handle.store
+        let kept = try await store.perform(.create(id: UUID(), content: "imported", insertMicros: 1_000,
+                                                   updateMicros: 61_000_000))
+        #expect(kept.insertMicros == 1_000 && kept.updateMicros == 61_000_000 && kept.revision == 1)
+        await #expect(throws: MemoError.invalidArgument("the update date 5 is before the insert date 1000")) {
+            try await store.perform(.create(id: UUID(), content: "bad", insertMicros: 1_000, updateMicros: 5))
+        }
+        // The refused create consumed no revision.
+        #expect(try await store.createMemo(content: "next").revision == 2)
     }
 
     @Test(arguments: StoreKind.allCases)

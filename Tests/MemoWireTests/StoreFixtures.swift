@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoPostgres
 import MemoSQLite
 import Synchronization
 import Testing
@@ -8,6 +9,10 @@ import Testing
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case sqlite
+    case postgres
+
+    /// PostgreSQL only where it is installed (or required, see `postgresTestsEnabled`).
+    static var allCases: [StoreKind] { postgresTestsEnabled ? [.memory, .sqlite, .postgres] : [.memory, .sqlite] }
 
     var testDescription: String { rawValue }
 
@@ -19,6 +24,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let directory = try TemporaryDirectory()
             let store = try SQLiteStore(path: directory.path + "/memos.sqlite", historyCapacity: historyCapacity)
             return StoreHandle(store: store, directory: directory)
+        case .postgres:
+            let store = try PostgresStore(uri: try TestPostgres.shared().makeDatabase(), historyCapacity: historyCapacity)
+            return StoreHandle(store: store, directory: nil)
         }
     }
 }

@@ -1,0 +1,108 @@
+import Dispatch
+import MemoCore
+import Synchronization
+
+/// How one of a server's two PostgreSQL connections (the writer or the feed) is opened, lost and opened again:
+/// with backoff, and with one log line per transition rather than one per failed attempt.
+final class PostgresLink: Sendable {
+    private struct State {
+        var down = false
+        var delayMillis = PostgresLink.firstDelayMillis
+        var nextAttempt = DispatchTime.now()
+        var lastError = ""
+    }
+
+    static let firstDelayMillis = 100
+    static let maxDelayMillis = 2_000
+
+    /// Connection settings the URI may override: a dead peer is noticed within seconds (keepalives and a TCP user
+    /// timeout), not after the kernel's two hours, so that writes fail within a bounded time.
+    static let defaults: [(String, String)] = [
+        ("connect_timeout", "3"), ("keepalives", "1"), ("keepalives_idle", "5"), ("keepalives_interval", "2"),
+        ("keepalives_count", "2"), ("tcp_user_timeout", "5000"),
+    ]
+
+    let uri: String
+    /// "writer" or "feed": the connection's role, in log lines and in PostgreSQL's `application_name`.
+    let role: String
+    private let log: @Sendable (String) -> Void
+    private let state = Mutex(State())
+
+    init(uri: String, role: String, log: @escaping @Sendable (String) -> Void) {
+        self.uri = uri
+        self.role = role
+        self.log = log
+    }
+
+    /// Opens a connection for this role; the feed's LISTENs before it reads anything, so that no notification
+    /// of a commit after its first read is missed.
+    /// - Throws: `PGError` with libpq's or the server's message.
+    func open(listening: Bool) throws(PGError) -> PGConnection {
+        let connection = try PGConnection(uri: uri, defaults: Self.defaults + [("application_name", "memo-\(role)")])
+        // Never keep a transaction open by mistake, and keep commits durable: with synchronous_commit off a crash
+        // could hand one revision to two different changes. The writer never waits on the head lock for long
+        // (so that a write fails within a bounded time); the feed's reads, a first snapshot among them, may be
+        // long.
+        try connection.execute(
+            "SET synchronous_commit = on; SET idle_in_transaction_session_timeout = '10s'; "
+                + "SET client_min_messages = warning"
+                + (role == "writer" ? "; SET lock_timeout = '5s'; SET statement_timeout = '10s'" : ""))
+        if listening { try connection.execute("LISTEN \(PostgresSQL.channel)") }
+        return connection
+    }
+
+    /// Opens a connection when the backoff allows it; nil while PostgreSQL stays unreachable.
+    func connect(listening: Bool) -> PGConnection? {
+        let due = state.withLock { DispatchTime.now() >= $0.nextAttempt }
+        guard due else { return nil }
+        do throws(PGError) {
+            let connection = try open(listening: listening)
+            let wasDown = state.withLock { state in
+                defer { state = State() }
+                return state.down
+            }
+            if wasDown { log("PostgreSQL \(role) connection restored") }
+            return connection
+        } catch {
+            let first = state.withLock { state in
+                defer {
+                    state.down = true
+                    state.lastError = error.message
+                    state.nextAttempt = .now() + .milliseconds(state.delayMillis)
+                    state.delayMillis = min(state.delayMillis * 2, Self.maxDelayMillis)
+                }
+                return !state.down
+            }
+            if first { log("PostgreSQL \(role) connection unavailable, retrying with backoff: \(error.message)") }
+            return nil
+        }
+    }
+
+    /// Records that the connection broke; the next `connect` tries at once.
+    func lost(_ error: PGError) {
+        let first = state.withLock { state in
+            defer {
+                state.down = true
+                state.lastError = error.message
+                state.nextAttempt = .now()
+            }
+            return !state.down
+        }
+        if first { log("PostgreSQL \(role) connection lost: \(error.message)") }
+    }
+
+    /// The error that took the connection down, for the writes refused meanwhile.
+    var lastError: String { state.withLock { $0.lastError } }
+
+    /// How long until the next attempt is due.
+    var retryDelayMillis: Int {
+        state.withLock { state in
+            let now = DispatchTime.now().uptimeNanoseconds
+            let due = state.nextAttempt.uptimeNanoseconds
+            return due > now ? Int((due - now) / 1_000_000) + 1 : 0
+        }
+    }
+
+    /// When the next attempt is due.
+    var nextAttempt: DispatchTime { state.withLock { $0.nextAttempt } }
+}

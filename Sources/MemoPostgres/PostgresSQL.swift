@@ -1,0 +1,152 @@
+/// The tables and functions of a memo database, version 1.
+///
+/// Revisions come from the one-row `memo_head`, locked first by every write (`memo_write`), so that commit order
+/// is revision order and a failed write consumes no revision; a sequence would leave gaps on rollback and
+/// transient holes under concurrency. `memo_changes` is the history every server's feed reads, kept after
+/// `memo_floor`; contents are bytea so that identity is decided on bytes.
+enum PostgresSQL {
+    /// The schema version this binary writes; a database at a newer one is refused.
+    static let schemaVersion: Int64 = 1
+
+    /// The channel whose notifications carry the head revision after a write commits (a hint only).
+    static let channel = "memo_changes"
+
+    static let createSchema = """
+CREATE TABLE memo_schema (version integer NOT NULL);
+CREATE TABLE memo_head (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    revision bigint NOT NULL,
+    last_insert bigint NOT NULL
+);
+CREATE TABLE memo_floor (
+    one boolean PRIMARY KEY DEFAULT true CHECK (one),
+    revision bigint NOT NULL
+);
+CREATE TABLE memos (
+    id uuid PRIMARY KEY,
+    content bytea NOT NULL,
+    insert_micros bigint NOT NULL,
+    update_micros bigint NOT NULL,
+    revision bigint NOT NULL
+);
+CREATE TABLE memo_changes (
+    revision bigint PRIMARY KEY,
+    kind smallint NOT NULL,
+    id uuid NOT NULL,
+    content bytea NOT NULL,
+    insert_micros bigint NOT NULL,
+    update_micros bigint NOT NULL
+);
+INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
+INSERT INTO memo_floor (revision) VALUES (0);
+CREATE FUNCTION memo_write(
+    kinds smallint[], ids uuid[], contents bytea[], inserts bigint[], updates bigint[], expected bigint[],
+    now bigint, after bigint
+) RETURNS TABLE (
+    o_status smallint, o_kind smallint, o_id uuid, o_content bytea, o_insert bigint, o_update bigint,
+    o_revision bigint
+) LANGUAGE plpgsql AS $$
+DECLARE
+    head bigint;
+    start_head bigint;
+    last bigint;
+    m memos%ROWTYPE;
+    present boolean;
+    ins bigint;
+    upd bigint;
+BEGIN
+    SELECT h.revision, h.last_insert INTO head, last FROM memo_head h WHERE h.one FOR UPDATE;
+    start_head := head;
+    -- The other servers' changes since the caller's last one, committed before this lock was granted: the
+    -- caller applies them with its own without a read of its own (status 5, first).
+    IF head > after AND head - after <= 1000 THEN
+        RETURN QUERY SELECT 5::smallint, c.kind, c.id, c.content, c.insert_micros, c.update_micros, c.revision
+            FROM memo_changes c WHERE c.revision > after ORDER BY c.revision;
+    END IF;
+    FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP
+        SELECT * INTO m FROM memos WHERE memos.id = ids[i];
+        present := FOUND;
+        IF kinds[i] = 1 THEN
+            IF present THEN
+                IF m.content = contents[i] THEN
+                    RETURN QUERY SELECT 1::smallint, 1::smallint, m.id, m.content, m.insert_micros,
+                        m.update_micros, m.revision;
+                ELSE
+                    RETURN QUERY SELECT 3::smallint, 1::smallint, m.id, NULL::bytea, NULL::bigint, NULL::bigint,
+                        m.revision;
+                END IF;
+                CONTINUE;
+            END IF;
+            ins := coalesce(inserts[i], greatest(now, last + 1));
+            upd := coalesce(updates[i], greatest(now, ins));
+            IF upd < ins THEN
+                RETURN QUERY SELECT 4::smallint, 1::smallint, ids[i], NULL::bytea, ins, upd, NULL::bigint;
+                CONTINUE;
+            END IF;
+            last := greatest(last, ins);
+            head := head + 1;
+            INSERT INTO memos VALUES (ids[i], contents[i], ins, upd, head);
+            INSERT INTO memo_changes VALUES (head, 1, ids[i], contents[i], ins, upd);
+            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], contents[i], ins, upd, head;
+        ELSIF NOT present THEN
+            RETURN QUERY SELECT 2::smallint, kinds[i], ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
+                NULL::bigint;
+        ELSIF expected[i] IS NOT NULL AND expected[i] <> m.revision THEN
+            RETURN QUERY SELECT 3::smallint, kinds[i], m.id, NULL::bytea, NULL::bigint, NULL::bigint, m.revision;
+        ELSIF kinds[i] = 2 THEN
+            head := head + 1;
+            UPDATE memos SET content = contents[i], update_micros = greatest(now, m.update_micros),
+                revision = head WHERE memos.id = m.id;
+            INSERT INTO memo_changes VALUES (head, 2, m.id, contents[i], m.insert_micros,
+                greatest(now, m.update_micros));
+            RETURN QUERY SELECT 0::smallint, 2::smallint, m.id, contents[i], m.insert_micros,
+                greatest(now, m.update_micros), head;
+        ELSE
+            head := head + 1;
+            DELETE FROM memos WHERE memos.id = m.id;
+            INSERT INTO memo_changes VALUES (head, 3, m.id, m.content, m.insert_micros, m.update_micros);
+            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros, m.update_micros, head;
+        END IF;
+    END LOOP;
+    IF head <> start_head THEN
+        UPDATE memo_head SET revision = head, last_insert = last WHERE one;
+    END IF;
+END
+$$;
+CREATE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    target bigint;
+BEGIN
+    SELECT h.revision - keep INTO target FROM memo_head h WHERE h.one;
+    UPDATE memo_floor SET revision = target WHERE one AND revision < target;
+    IF FOUND THEN
+        DELETE FROM memo_changes WHERE revision <= target;
+    END IF;
+    RETURN (SELECT f.revision FROM memo_floor f WHERE f.one);
+END
+$$;
+INSERT INTO memo_schema VALUES (1);
+"""
+
+    /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
+    /// against the shared tables. Contents follow as one bytea parameter each, from `$8` on.
+    static func write(count: Int) -> String {
+        let contents = (0..<count).map { "$\($0 + 8)::bytea" }.joined(separator: ",")
+        return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
+            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint)"
+    }
+
+    /// The hint other servers' feeds wait for, sent after a batch commits.
+    static func notify(head: UInt64) -> String {
+        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('\(channel)', '\(head)'); COMMIT"
+    }
+
+    /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot).
+    static let changesAfter = """
+        SELECT f.revision, c.revision, c.kind, c.id, c.content, c.insert_micros, c.update_micros
+        FROM memo_floor f LEFT JOIN LATERAL (
+            SELECT * FROM memo_changes WHERE revision > $1::bigint ORDER BY revision LIMIT $2::bigint
+        ) c ON true
+        ORDER BY c.revision
+        """
+}

@@ -1,0 +1,109 @@
+import Foundation
+import MemoCore
+
+/// The parameters of one `memo_write` call and the results it gives back, one row per write in order.
+enum WriteCall {
+    private enum Status: Int64 {
+        case changed = 0
+        case existing = 1
+        case notFound = 2
+        case conflict = 3
+        /// A create whose update date is before its insert date.
+        case invalidDates = 4
+        /// Not a write's row: another server's change that came before this call's (they lead the result).
+        case earlier = 5
+    }
+
+    /// Kinds, ids, insert dates, update dates, expected revisions and the time as text arrays, then each content
+    /// in binary.
+    /// - Parameter after: the last revision the caller applied; the other servers' changes after it come back.
+    static func parameters(_ ops: [WriteOp], _ nowMicros: Int64, after: UInt64) -> [PGParameter] {
+        var kinds: [String] = []
+        var ids: [String] = []
+        var inserts: [String] = []
+        var updates: [String] = []
+        var expected: [String] = []
+        var contents: [PGParameter] = []
+        for op in ops {
+            switch op {
+            case .create(let id, let content, let insert, let update):
+                kinds.append("1")
+                ids.append(id.uuidString)
+                inserts.append(insert.map(String.init) ?? "NULL")
+                updates.append(update.map(String.init) ?? "NULL")
+                expected.append("NULL")
+                contents.append(.binary(Array(content.utf8)))
+            case .update(let id, let content, let revision):
+                kinds.append("2")
+                ids.append(id.uuidString)
+                inserts.append("NULL")
+                updates.append("NULL")
+                expected.append(revision.map(Self.bigint) ?? "NULL")
+                contents.append(.binary(Array(content.utf8)))
+            case .delete(let id, let revision):
+                kinds.append("3")
+                ids.append(id.uuidString)
+                inserts.append("NULL")
+                updates.append("NULL")
+                expected.append(revision.map(Self.bigint) ?? "NULL")
+                contents.append(.binary([]))
+            }
+        }
+        func array(_ items: [String]) -> PGParameter { .text("{" + items.joined(separator: ",") + "}") }
+        return [array(kinds), array(ids), array(inserts), array(updates), array(expected), .text(String(nowMicros)),
+                .text(String(after))] + contents
+    }
+
+    /// A revision no memo can be at stands for one beyond bigint, so that it is a conflict, not an SQL error
+    /// failing the whole batch.
+    private static func bigint(_ revision: UInt64) -> String {
+        revision > UInt64(Int64.max) ? "-1" : String(revision)
+    }
+
+    /// The other servers' changes that lead the result, in revision order; the writes' rows follow them.
+    static func earlierChanges(_ rows: PGResult) -> [Change] {
+        var changes: [Change] = []
+        for row in 0..<rows.rowCount where rows.integer(row, 0) == Status.earlier.rawValue {
+            guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else { break }
+            changes.append(Change(revision: UInt64(rows.integer(row, 6)), kind: kind, memo: memo(rows, row)))
+        }
+        return changes
+    }
+
+    private static func memo(_ rows: PGResult, _ row: Int) -> Memo {
+        Memo(id: rows.uuid(row, 2), content: rows.text(row, 3), insertMicros: rows.integer(row, 4),
+             updateMicros: rows.integer(row, 5), revision: UInt64(rows.integer(row, 6)))
+    }
+
+    /// The outcome of `op` from row `row` of the call's result.
+    static func result(of op: WriteOp, _ rows: PGResult, _ row: Int) -> Result<WriteOutcome, MemoError> {
+        guard row < rows.rowCount, let status = Status(rawValue: rows.integer(row, 0)) else {
+            return .failure(.storage("memo_write answered \(rows.rowCount) rows, not one per write"))
+        }
+        let id: UUID
+        let expected: UInt64?
+        switch op {
+        case .create(let opID, _, _, _): (id, expected) = (opID, nil)
+        case .update(let opID, _, let revision), .delete(let opID, let revision): (id, expected) = (opID, revision)
+        }
+        switch status {
+        case .notFound:
+            return .failure(.notFound(id))
+        case .conflict:
+            return .failure(.conflict(id: id, expected: expected, actual: UInt64(rows.integer(row, 6))))
+        case .invalidDates:
+            // The planner's own words, so that every store refuses alike.
+            return .failure(.invalidArgument(
+                "the update date \(rows.integer(row, 5)) is before the insert date \(rows.integer(row, 4))"))
+        case .earlier:
+            return .failure(.storage("memo_write answered another server's change in place of a write"))
+        case .changed, .existing:
+            let memo = memo(rows, row)
+            guard status == .changed else { return .success(.existing(memo)) }
+            guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else {
+                return .failure(.storage("memo_write answered an unknown change kind"))
+            }
+            return .success(.change(Change(revision: memo.revision, kind: kind, memo: memo)))
+        }
+    }
+}

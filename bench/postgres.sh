@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Several memo-servers over one PostgreSQL: durable creates against one and two servers beside pgbench calling
+# the project's own write function (the design's bound), cross-server delivery latency, and PostgreSQL
+# connections per server. One run; prints one line per figure.
+#
+#   bench/postgres.sh             full run (about 2 minutes on 2 cores)
+#   QUICK=1 bench/postgres.sh     smaller counts
+#
+# It starts a throwaway PostgreSQL (initdb into a temporary folder, as the postgres user when run as root,
+# fsync on: the durable shapes are durable) on a free loopback port and stops everything when it ends.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/opt/swift/usr/bin:$PATH"
+
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+swift build -c release >&2
+BIN=.build/release
+if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=200; CHANGES_SLOW=200; CHANGES_FAST=1000
+else N_REQ=40000; SECONDS_PG=15; SUBS=1000; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
+
+WORK=$(mktemp -d /tmp/memo-pgbench.XXXXXX)
+chmod 755 "$WORK"
+AS_PG=()
+if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PGPORT=$(free_port)
+"${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
+    -o "-p $PGPORT -k $WORK -c listen_addresses=127.0.0.1" start >/dev/null
+PSQL=("$PGBIN/psql" -X -A -t -q -h 127.0.0.1 -p "$PGPORT" -U memo)
+"$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
+CERTS="$WORK/certs"
+
+# memo-server over database $1; appends to MEMO_ADDRS, MEMO_PIDS, MEMO_LOGS.
+MEMO_ADDRS=(); MEMO_PIDS=(); MEMO_LOGS=()
+start_memo() {
+    local out="$WORK/memo-$RANDOM.out"
+    "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$1" \
+        --certs "$CERTS" >"$out" 2>"$out.log" &
+    PIDS+=("$!"); MEMO_PIDS+=("$!"); MEMO_LOGS+=("$out.log")
+    for _ in $(seq 1 200); do grep -q "listening on" "$out" 2>/dev/null && break; sleep 0.05; done
+    MEMO_ADDRS+=("$(sed -n 's/^listening on //p' "$out")")
+}
+stop_memos() {
+    for pid in "${MEMO_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    MEMO_ADDRS=(); MEMO_PIDS=()
+}
+bench_create() {  # servers (comma-separated) -> creates per second, 50 connections, one in flight each
+    "$BIN/memo-bench" --server "$1" --certs "$CERTS" --clients 50 --requests "$N_REQ" --op create --json \
+        | sed -n 's/.*"ops_per_sec":\([0-9.]*\).*/\1/p'
+}
+batches_of() {  # a stopped server's log -> write batches it sent
+    sed -n 's/.*; \([0-9]*\) write batches sent to PostgreSQL.*/\1/p' "$1"
+}
+
+# 1. Durable create c50 through one server, and the batch size it used.
+"${PSQL[@]}" -d postgres -c "CREATE DATABASE one"
+start_memo one
+ONE=$(bench_create "${MEMO_ADDRS[0]}")
+stop_memos
+BATCHES=$(batches_of "${MEMO_LOGS[0]}")
+CREATES=$("${PSQL[@]}" -d one -c "SELECT count(*) FROM memos")
+BATCH=$(( (CREATES + BATCHES / 2) / BATCHES ))
+
+# 2. The same through two servers over one database.
+"${PSQL[@]}" -d postgres -c "CREATE DATABASE two"
+start_memo two; start_memo two
+TWO=$(bench_create "${MEMO_ADDRS[0]},${MEMO_ADDRS[1]}")
+stop_memos
+
+# 3. The design's bound: pgbench calling memo_write from one connection with the batch size the server used.
+CONTENT=$(python3 -c "print(('x' * 64).encode().hex())")
+cat >"$WORK/write.sql" <<EOF
+SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$BATCH]),
+    ARRAY(SELECT gen_random_uuid() FROM generate_series(1, $BATCH)),
+    array_fill('\\x$CONTENT'::bytea, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]),
+    array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]), (extract(epoch FROM clock_timestamp()) * 1e6)::bigint);
+EOF
+TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$SECONDS_PG" -f "$WORK/write.sql" one 2>/dev/null \
+    | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+BOUND=$(python3 -c "print(f'{$TPS * $BATCH:.1f}')")
+
+# 4. Cross-server delivery, subscribers spread over two servers, the writer on the first; connections per server.
+"${PSQL[@]}" -d postgres -c "CREATE DATABASE fan"
+start_memo fan; start_memo fan
+SERVERS="${MEMO_ADDRS[0]},${MEMO_ADDRS[1]}"
+SLOW=$("$BIN/memo-bench" fanout --server "$SERVERS" --certs "$CERTS" --subscribers "$SUBS" \
+    --changes "$CHANGES_SLOW" --rate 100)
+FAST=$("$BIN/memo-bench" fanout --server "$SERVERS" --certs "$CERTS" --subscribers "$SUBS" \
+    --changes "$CHANGES_FAST" --rate 1000)
+# The same fan-out through one SQLite server at the same moment: the machine's own noise, for comparison.
+"$BIN/memo-server" serve --listen 127.0.0.1:0 --store "sqlite:$WORK/base.sqlite" --certs "$CERTS" \
+    >"$WORK/base.out" 2>/dev/null &
+BASE_PID=$!; PIDS+=("$BASE_PID")
+for _ in $(seq 1 200); do grep -q "listening on" "$WORK/base.out" 2>/dev/null && break; sleep 0.05; done
+BASE=$("$BIN/memo-bench" fanout --server "$(sed -n 's/^listening on //p' "$WORK/base.out")" --certs "$CERTS" \
+    --subscribers "$SUBS" --changes "$CHANGES_SLOW" --rate 100)
+kill "$BASE_PID"; wait "$BASE_PID" 2>/dev/null || true
+CONNECTIONS=$("${PSQL[@]}" -d postgres -c \
+    "SELECT string_agg(application_name || ' ' || n, ', ') FROM (SELECT application_name, count(*) AS n
+     FROM pg_stat_activity WHERE datname = 'fan' GROUP BY 1 ORDER BY 1) c")
+stop_memos
+
+uptime
+echo "durable create c50 P1, one server:        $ONE creates/s (batch of about $BATCH writes per memo_write call)"
+echo "durable create c50 P1, two servers:       $TWO creates/s"
+echo "pgbench memo_write x$BATCH, one connection: $BOUND writes/s ($TPS calls/s)"
+python3 -c "print(f'one server / bound: {$ONE / $BOUND:.2f}; two servers / bound: {$TWO / $BOUND:.2f}')"
+echo "fan-out at 100/s:"; echo "$SLOW" | sed 's/^/  /'
+echo "fan-out at 1000/s:"; echo "$FAST" | sed 's/^/  /'
+echo "fan-out at 100/s, one SQLite server (the same machine at the same moment):"; echo "$BASE" | sed 's/^/  /'
+echo "PostgreSQL connections for two servers with $SUBS subscribers: $CONNECTIONS"
