@@ -52,6 +52,7 @@ let package = Package(
             name: "memo-bench",
             dependencies: [
                 "MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI",
+                "MemoTUI",
             ]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),

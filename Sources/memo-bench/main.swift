@@ -10,6 +10,7 @@ let usage = """
       connections  N idle TLS connections held open; the server's memory per connection
       handshakes   full TLS handshakes per second
       fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
+      client       the front end with N memos mirrored: time per remote change and per filter keystroke
       snapshot     time until a fresh mirror of an N-memo store is ready
       large        a million-memo SQLite store: server start, server memory, a fresh mirror, a full list
       redis-fanout, redis-connections   the same shapes against Redis over TLS (bench/compare.sh)
@@ -56,6 +57,12 @@ do {
             exit(0)
         }
         if mode == "redis-fanout" { try RedisBench.fanout(&arguments) } else { try RedisBench.connections(&arguments) }
+    case "client":
+        if wantsHelp {
+            print(ClientScaleBench.help)
+            exit(0)
+        }
+        try ClientScaleBench(&arguments).run()
     case "snapshot":
         if wantsHelp {
             print(SnapshotBench.help)

@@ -9,7 +9,7 @@ public struct ListState: Sendable, Hashable {
     public var visible: [Memo] = []
     /// The selected memo; selection follows the memo, not its row.
     public var selectedID: UUID?
-    /// Case-insensitive substring filter; empty shows everything.
+    /// Case-insensitive substring filter, matched on UTF-8 bytes; empty shows everything.
     public var filter = LineInput()
     /// True while the user types the filter (after `/`).
     public var isEditingFilter = false
@@ -41,6 +41,7 @@ public final class ListViewModel: Sendable {
     private let storage: any MemoStorage
     private let store: StateStore<ListState>
     private let listSubscription: Subscription?
+    private let listFilter = ListFilter()
     /// What the view shows.
     public var state: Subject<ListState> { store.subject }
     /// Navigation requests, for the coordinator (no replay).
@@ -58,11 +59,12 @@ public final class ListViewModel: Sendable {
         deleteAction = Action { memo in
             try await storage.delete(id: memo.id, expectedRevision: memo.revision)
         }
+        let listFilter = listFilter
         listSubscription = storage.memoList().subscribe { memos in
             store.update { state in
                 let before = state.visible
                 state.memos = memos
-                Self.reconcile(&state, previousVisible: before)
+                Self.reconcile(&state, previousVisible: before, filter: listFilter)
                 if let wanted = state.wantedSelection, state.visible.contains(where: { $0.id == wanted }) {
                     state.selectedID = wanted
                     state.wantedSelection = nil
@@ -131,8 +133,11 @@ public final class ListViewModel: Sendable {
     public func editFilter(_ edit: (inout LineInput) -> Void) {
         store.update { state in
             let before = state.visible
+            let oldNeedle = ListFilter.needle(state.filter.text)
             edit(&state.filter)
-            Self.reconcile(&state, previousVisible: before)
+            // A filter that still holds the old one can only narrow the result: search the memos shown.
+            let narrows = !oldNeedle.isEmpty && ListFilter.contains(ListFilter.needle(state.filter.text), oldNeedle)
+            Self.reconcile(&state, previousVisible: before, filter: listFilter, candidates: narrows ? before : nil)
         }
     }
 
@@ -145,7 +150,7 @@ public final class ListViewModel: Sendable {
             let before = state.visible
             state.filter = LineInput()
             state.isEditingFilter = false
-            Self.reconcile(&state, previousVisible: before)
+            Self.reconcile(&state, previousVisible: before, filter: listFilter)
         }
     }
 
@@ -180,18 +185,21 @@ public final class ListViewModel: Sendable {
 
     // MARK: Reconciling
 
-    static func matches(_ memo: Memo, _ filter: String) -> Bool {
-        filter.isEmpty || memo.content.lowercased().contains(filter.lowercased())
-    }
-
     /// Recomputes the visible memos and keeps the selection on the same memo; when that memo is gone, selects the
     /// neighbour that followed it (or preceded it, at the end).
-    static func reconcile(_ state: inout ListState, previousVisible: [Memo]) {
-        let filter = state.filter.text
-        state.visible = state.memos.filter { matches($0, filter) }
+    /// - Parameter candidates: the memos to search instead of all of them, when the filter only narrowed.
+    static func reconcile(
+        _ state: inout ListState, previousVisible: [Memo], filter: ListFilter, candidates: [Memo]? = nil
+    ) {
+        state.visible = filter.filter(candidates ?? state.memos, ListFilter.needle(state.filter.text))
+        guard let id = state.selectedID else {
+            state.selectedID = state.visible.first?.id
+            return
+        }
+        // Most updates keep the selected memo: look for it alone before building a set of every visible id.
+        if state.visible.contains(where: { $0.id == id }) { return }
         let visibleIDs = Set(state.visible.map(\.id))
-        if let id = state.selectedID, visibleIDs.contains(id) { return }
-        if let id = state.selectedID, let old = previousVisible.firstIndex(where: { $0.id == id }) {
+        if let old = previousVisible.firstIndex(where: { $0.id == id }) {
             let after = previousVisible[(old + 1)...].first { visibleIDs.contains($0.id) }
             let before = previousVisible[..<old].reversed().first { visibleIDs.contains($0.id) }
             if let neighbour = after ?? before {
