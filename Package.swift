@@ -30,7 +30,7 @@ let package = Package(
             providers: [.apt(["libpq-dev"])]
         ),
         .target(name: "MemoCore"),
-        .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite"]),
+        .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"]),
         .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"]),
         .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
@@ -51,7 +51,8 @@ let package = Package(
         .executableTarget(
             name: "memo-bench",
             dependencies: [
-                "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI", "MemoTUI",
+                "MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI",
+                "MemoTUI",
             ]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),

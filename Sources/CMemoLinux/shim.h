@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <pthread.h>
 #include <malloc.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 // accept4 and pthread_setname_np are declared only under _GNU_SOURCE; declare them here with their glibc
 // signatures so that Swift sees them without changing how the rest of libc is imported.
@@ -18,5 +20,17 @@ static inline int CMemoLinux_accept4(int fd, struct sockaddr *addr, socklen_t *a
 }
 static inline int CMemoLinux_set_thread_name(pthread_t thread, const char *name) {
     return pthread_setname_np(thread, name);
+}
+
+// The number of CPUs this thread may run on (its affinity mask: taskset, cgroup cpusets), 0 when unknown. The raw
+// system call, because glibc declares sched_getaffinity and cpu_set_t only under _GNU_SOURCE; the kernel answers
+// with the bytes of the mask it filled.
+static inline int CMemoLinux_available_cpus(void) {
+    unsigned long mask[16] = {0};  // 1,024 CPUs
+    long filled = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+    if (filled <= 0) return 0;
+    int count = 0;
+    for (long word = 0; word < filled / (long)sizeof(unsigned long); word++) count += __builtin_popcountl(mask[word]);
+    return count;
 }
 #endif

@@ -9,7 +9,30 @@ public enum Timestamp {
         let hour = secondOfDay / 3600
         let minute = secondOfDay / 60 % 60
         let second = secondOfDay % 60
-        var text = year >= 0 && year <= 9999 ? pad(year, 4) : (year < 0 ? "-" : "+") + pad(abs(year), 6)
+        if year >= 0 && year <= 9999 {
+            // Digits written in place: building it from padded pieces was an eighth of `memo-client list`'s CPU.
+            return String(unsafeUninitializedCapacity: 27) { text in
+                func put(_ value: Int, _ width: Int, at end: Int) {
+                    var value = value
+                    for index in stride(from: end - 1, through: end - width, by: -1) {
+                        text[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                        value /= 10
+                    }
+                }
+                put(Int(year), 4, at: 4)
+                put(Int(month), 2, at: 7)
+                put(Int(day), 2, at: 10)
+                put(Int(hour), 2, at: 13)
+                put(Int(minute), 2, at: 16)
+                put(Int(second), 2, at: 19)
+                put(Int(fraction), 6, at: 26)
+                for (index, mark) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (26, "Z")] {
+                    text[index] = UInt8(ascii: Unicode.Scalar(mark)!)
+                }
+                return 27
+            }
+        }
+        var text = (year < 0 ? "-" : "+") + pad(abs(year), 6)
         text += "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(hour, 2) + ":" + pad(minute, 2) + ":"
         text += pad(second, 2) + "." + pad(fraction, 6) + "Z"
         return text

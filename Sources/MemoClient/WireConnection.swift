@@ -58,6 +58,9 @@ final class WireConnection: EventHandler, @unchecked Sendable {
     private var cipherOffset = 0
     private var plaintext: [UInt8] = []
     private var connectTimer: TimerHandle?
+    /// Where reads land before the TLS engine takes them: one buffer for the connection's life, since allocating
+    /// and freeing 64 KiB on every readable event was the largest allocation a request-response client made.
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// The server sent `going-away`: nothing new may be sent, but answers still come until it closes.
     private(set) var goingAway = false
 
@@ -73,6 +76,10 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         self.address = address
         self.engine = engine
         self.clientName = clientName
+    }
+
+    deinit {
+        readBuffer.deallocate()
     }
 
     var isReady: Bool { phase == .ready && !goingAway }
@@ -127,8 +134,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         var sawEnd = false
         var readError: NetError?
         var total = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-        defer { buffer.deallocate() }
+        let buffer = readBuffer
         reading: while total < 4 << 20 {
             do throws(NetError) {
                 switch try socket.read(into: buffer) {

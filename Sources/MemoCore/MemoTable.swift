@@ -27,6 +27,10 @@ public enum WriteOutcome: Sendable, Hashable {
 
 /// The memos of a store, in memory, ordered newest first by insert date. Both stores keep one; the SQLite store
 /// also writes every change to disk before it is applied here.
+///
+/// Each memo lives once, in a slot of one array; the id index and the order hold 32-bit slot numbers. A million
+/// memos cost their contents plus about 100 bytes each (the dictionary of whole memos and the order of
+/// (date, id) keys were about 170), and the list is read from the order without hashing.
 public struct MemoTable: Sendable {
     struct Key: Comparable, Hashable {
         var insert: Int64
@@ -38,13 +42,20 @@ public struct MemoTable: Sendable {
         }
     }
 
-    private var byID: [UUIDKey: Memo] = [:]
-    /// Ascending by (insert date, id); the list is this order reversed.
-    private var order: [Key] = []
+    /// Every memo, by slot; a freed slot holds `Self.vacant` until it is reused.
+    private var slots: [Memo] = []
+    private var freeSlots: [Int32] = []
+    private var byID: [UUIDKey: Int32] = [:]
+    /// Slots ascending by (insert date, id); the list is this order reversed.
+    private var order: [Int32] = []
     /// The revision of the last change applied.
     public private(set) var revision: UInt64
     /// The latest insert date handed out, so that the store's own insert dates are unique and increasing.
     public private(set) var lastInsertMicros: Int64 = 0
+
+    private static let vacant = Memo(
+        id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), content: "", insertMicros: 0,
+        updateMicros: 0, revision: 0)
 
     public init(revision: UInt64 = 0) {
         self.revision = revision
@@ -54,43 +65,59 @@ public struct MemoTable: Sendable {
     public init(memos: [Memo], revision: UInt64) {
         self.revision = revision
         byID.reserveCapacity(memos.count)
-        order.reserveCapacity(memos.count)
-        for memo in memos {
-            byID[UUIDKey(memo.id)] = memo
-            order.append(Key(insert: memo.insertMicros, id: memo.id))
+        slots = memos
+        for (slot, memo) in slots.enumerated() {
+            byID[UUIDKey(memo.id)] = Int32(slot)
             lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
         }
-        order.sort()
+        order = Array(0..<Int32(slots.count))
+        order.sort { [slots] in Self.key(slots[Int($0)]) < Self.key(slots[Int($1)]) }
     }
+
+    private static func key(_ memo: Memo) -> Key { Key(insert: memo.insertMicros, id: memo.id) }
 
     public var count: Int { byID.count }
 
-    public func memo(_ id: UUID) -> Memo? { byID[UUIDKey(id)] }
+    public func memo(_ id: UUID) -> Memo? {
+        guard let slot = byID[UUIDKey(id)] else { return nil }
+        return slots[Int(slot)]
+    }
 
     /// Every memo, newest first.
-    public var list: [Memo] { order.reversed().map { byID[UUIDKey($0.id)]! } }
+    public var list: [Memo] { order.reversed().map { slots[Int($0)] } }
 
     /// Applies a change planned against this table.
     public mutating func apply(_ change: Change) {
         precondition(change.revision == revision + 1, "changes must be applied in revision order")
         revision = change.revision
         let memo = change.memo
-        let key = Key(insert: memo.insertMicros, id: memo.id)
+        let key = Self.key(memo)
         switch change.kind {
         case .created:
-            byID[UUIDKey(memo.id)] = memo
-            lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
-            if order.isEmpty || order[order.count - 1] < key {
-                order.append(key)  // the common case: the newest memo
+            let slot: Int32
+            if let free = freeSlots.popLast() {
+                slot = free
+                slots[Int(slot)] = memo
             } else {
-                order.insert(key, at: insertionIndex(of: key))
+                slot = Int32(slots.count)
+                slots.append(memo)
+            }
+            byID[UUIDKey(memo.id)] = slot
+            lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
+            if order.isEmpty || Self.key(slots[Int(order[order.count - 1])]) < key {
+                order.append(slot)  // the common case: the newest memo
+            } else {
+                order.insert(slot, at: insertionIndex(of: key))
             }
         case .updated:
-            byID[UUIDKey(memo.id)] = memo
+            guard let slot = byID[UUIDKey(memo.id)] else { return }
+            slots[Int(slot)] = memo
         case .deleted:
-            byID[UUIDKey(memo.id)] = nil
-            let index = insertionIndex(of: key)
-            if index < order.count, order[index] == key { order.remove(at: index) }
+            guard let slot = byID.removeValue(forKey: UUIDKey(memo.id)) else { return }
+            let index = insertionIndex(of: Self.key(slots[Int(slot)]))
+            if index < order.count, order[index] == slot { order.remove(at: index) }
+            slots[Int(slot)] = Self.vacant  // frees the content now, not when the slot is reused
+            freeSlots.append(slot)
         }
     }
 
@@ -100,7 +127,7 @@ public struct MemoTable: Sendable {
         var high = order.count
         while low < high {
             let mid = (low + high) / 2
-            if order[mid] < key { low = mid + 1 } else { high = mid }
+            if Self.key(slots[Int(order[mid])]) < key { low = mid + 1 } else { high = mid }
         }
         return low
     }

@@ -1,3 +1,4 @@
+internal import CMemoLinux
 import Dispatch
 import Foundation
 import MemoCore
@@ -51,10 +52,13 @@ public final class SQLiteStore: CoreBackedStore {
         if created >= 0 { Glibc.close(created) }
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
-        let (table, history) = try schema.load()
-        core = StoreCore(table: table, history: history)
+        let loaded = try schema.load()
+        core = StoreCore(table: loaded.table, history: loaded.history)
+        // Loading freed as much as it keeps (SQLite's rows, the list the table was built from); glibc keeps freed
+        // pages below its heap top resident unless asked, and a server's memory is measured from here.
+        malloc_trim(0)
         // The writer thread owns the connection from here on.
-        let writer = try SQLiteWriter(schema: schema)
+        let writer = try SQLiteWriter(schema: schema, rowids: loaded.rowids)
         let thread = Thread { [self] in self.run(writer) }
         thread.name = "memo-sqlite-writer"
         thread.start()

@@ -1,3 +1,4 @@
+import MemoNet
 import MemoTLS
 
 /// How to run a server.
@@ -8,8 +9,9 @@ public struct ServerConfiguration: Sendable {
     public var certsDirectory = "certs"
     /// Whether clients must present a certificate signed by the CA (mutual TLS).
     public var requireClientCertificate = true
-    /// Event-loop threads.
-    public var threads = 2
+    /// Event-loop threads: by default one per CPU the process may run on (its affinity mask), so that a server
+    /// confined to one core does not pay two loops' contention for it.
+    public var threads = AvailableCPUs.defaultLoopCount
     public var limits = ServerLimits()
     /// The name sent in `welcome`.
     public var serverName = "memo-server"

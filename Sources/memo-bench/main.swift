@@ -12,6 +12,7 @@ let usage = """
       fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
       client       the front end with N memos mirrored: time per remote change and per filter keystroke
       snapshot     time until a fresh mirror of an N-memo store is ready
+      large        a million-memo SQLite store: server start, server memory, a fresh mirror, a full list
       redis-fanout, redis-connections   the same shapes against Redis over TLS (bench/compare.sh)
 
     memo-bench MODE --help describes a mode's options.
@@ -68,6 +69,12 @@ do {
             exit(0)
         }
         try await SnapshotBench(&arguments).run()
+    case "large":
+        if wantsHelp {
+            print(LargeStoreBench.help)
+            exit(0)
+        }
+        try await LargeStoreBench(&arguments).run()
     case nil where wantsHelp:
         print(usage + "\n\n" + RequestBench.help)
     case nil:

@@ -38,7 +38,8 @@ enum Help {
           --certs DIR                ca.crt, server.crt, server.key and, when present, ca.crl (default
                                      certs); when DIR holds no CA the server makes one as `certs init` would
                                      and says where
-          --threads N                event-loop threads (default 2)
+          --threads N                event-loop threads (default: one per CPU the server may use, from its
+                                     affinity mask, e.g. under taskset; at most 64)
           --max-connections N        connections served at once; more are refused with going-away 302
                                      (default 16384)
           --max-frame BYTES          largest frame accepted or sent (default 1048576)

@@ -8,6 +8,23 @@ import Testing
 
 @Suite("Client: timestamps and JSON")
 struct ClientFormatTests {
+    @Test func firstLineEndsAtTheFirstNewlineWithTabsAndReturnsAsSpaces() {
+        #expect(MemoFormatter.firstLine("plain") == "plain")
+        #expect(MemoFormatter.firstLine("one\ntwo") == "one")
+        #expect(MemoFormatter.firstLine("crlf\r\nnext") == "crlf ")
+        #expect(MemoFormatter.firstLine("a\tb\rc") == "a b c")
+        #expect(MemoFormatter.firstLine("한글\t메모\n둘째") == "한글 메모")
+        #expect(MemoFormatter.firstLine("\nsecond") == "")
+        #expect(MemoFormatter.firstLine("") == "")
+        // NFD stays NFD: the bytes are kept, not normalized.
+        #expect(Array(MemoFormatter.firstLine("e\u{301}\n").utf8) == Array("e\u{301}".utf8))
+    }
+
+    @Test func timestampsBeyondFourDigitYearsKeepTheirSign() {
+        #expect(Timestamp.iso8601(micros: 253_402_300_800_000_000) == "+010000-01-01T00:00:00.000000Z")
+        #expect(Timestamp.iso8601(micros: -62_167_219_200_000_001) == "-000001-12-31T23:59:59.999999Z")
+    }
+
     @Test func timestampsAreUTCWithSixFractionDigits() {
         #expect(Timestamp.iso8601(micros: 1_795_000_000_000_000) == "2026-11-18T11:06:40.000000Z")
         #expect(Timestamp.iso8601(micros: 1_795_000_000_123_456) == "2026-11-18T11:06:40.123456Z")

@@ -35,6 +35,18 @@ struct SQLiteStoreTests {
         ])
         let next = try await store.createMemo(content: "after reopen")
         #expect(next.revision == 7)
+        // Rows written before the reopen are found again (their rowids come from the load) for edits and deletes.
+        let keptEdited = try await store.update(id: kept.id, content: "kept, edited", expectedRevision: nil)
+        _ = try await store.delete(id: imported.id, expectedRevision: nil)
+        store.close()
+        store = try SQLiteStore(path: path)
+        #expect(store.memoList().value?.map(\.id) == [next.id, after.id, kept.id])
+        #expect(try await store.get(id: kept.id) == keptEdited)
+        let later = Recorder<WatchEvent>()
+        store.watch(from: .after(7)) { later.record($0) }.cancel()
+        #expect(later.values.count == 3)
+        let edit = Change(revision: 8, kind: .updated, memo: keptEdited)
+        #expect(later.values.dropLast() == [.resumed(head: 9), .change(edit)])
     }
 
     @Test func historyBeyondCapacityIsTrimmedButHeadSurvives() async throws {

@@ -1,0 +1,154 @@
+import Foundation
+import MemoCLI
+import MemoClient
+import MemoCore
+import MemoSQLite
+import MemoWire
+import Synchronization
+
+/// `memo-bench large`: what a store of a million memos costs: server start, server memory, a fresh mirror and a
+/// full `memo-client list`, each with the built binaries as a user runs them.
+struct LargeStoreBench {
+    static let help = """
+        usage: memo-bench large [--memos N] [--size BYTES] [--dir DIR] [--runs R] [--json]
+
+        Fills DIR/memos.sqlite (default: a new temporary folder, removed afterwards) with N memos (default
+        1000000) of BYTES content (default 100) straight through the SQLite store, unless it already holds
+        them. Then R times (default 3) starts memo-server (next to memo-bench) on that file and reports:
+          start    from exec to its `listening on` line (the whole file read into memory), and the CPU
+                   time the server had used by then
+          rss      the server's VmRSS once listening, per memo and against the content bytes
+          mirror   a fresh MemoClient + RemoteStore until its mirror of every memo is ready
+          list     `memo-client list` (next to memo-bench) with stdout to a pipe, until it exits
+        Each figure is the best of the runs; the server is stopped (SIGTERM) after each run.
+        """
+
+    var memos = 1_000_000
+    var size = 100
+    var directory: String?
+    var runs = 3
+    var json = false
+
+    init(_ arguments: inout Arguments) throws(UsageError) {
+        memos = try arguments.integer("--memos", in: 1...100_000_000) ?? memos
+        size = try arguments.integer("--size", in: 0...MemoLimits.maxContentBytes) ?? size
+        directory = try arguments.option("--dir")
+        runs = try arguments.integer("--runs", in: 1...100) ?? runs
+        json = arguments.flag("--json")
+        try arguments.finish()
+    }
+
+    func run() async throws {
+        let folder = directory ?? NSTemporaryDirectory() + "memo-bench-large-\(UUID().uuidString)"
+        defer { if directory == nil { try? FileManager.default.removeItem(atPath: folder) } }
+        let path = folder + "/memos.sqlite"
+        let fillSeconds = try fill(path)
+        let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent().path
+        var start: [Double] = [], startCPU: [Double] = [], rss: [Int] = [], mirror: [Double] = [], list: [Double] = []
+        var listBytes = 0
+        for _ in 0..<runs {
+            let server = try StartedServer(binary: binaries + "/memo-server", store: path, certs: folder + "/certs")
+            defer { server.stop() }
+            start.append(server.startMilliseconds)
+            startCPU.append(server.startCPUMilliseconds)
+            rss.append(server.rssKiB())
+            mirror.append(try await mirrorMilliseconds(server: server.address, certs: folder + "/certs"))
+            let (milliseconds, bytes) = try listMilliseconds(binaries + "/memo-client", server.address, folder)
+            list.append(milliseconds)
+            listBytes = bytes
+        }
+        let content = Double(memos * size)
+        let best = (start.min()!, rss.min()!, mirror.min()!, list.min()!)
+        if json {
+            print(String(format: "{\"op\":\"large\",\"memos\":%d,\"size\":%d,\"runs\":%d,\"start_ms\":%.1f,"
+                         + "\"start_cpu_ms\":%.0f,\"rss_kib\":%d,\"rss_per_memo\":%.1f,"
+                         + "\"rss_per_content_byte\":%.2f,\"mirror_ms\":%.1f,\"list_ms\":%.1f,\"list_bytes\":%d}",
+                         memos, size, runs, best.0, startCPU.min()!, best.1,
+                         Double(best.1 * 1024) / Double(memos), Double(best.1 * 1024) / content, best.2, best.3,
+                         listBytes))
+        } else {
+            if let fillSeconds { print(String(format: "filled %d memos in %.1f s", memos, fillSeconds)) }
+            print(String(format: "large: %d memos of %d bytes, best of %d runs", memos, size, runs))
+            print(String(format: "  server start        %8.1f ms  (%.0f ms of its CPU)", best.0, startCPU.min()!))
+            print(String(format: "  server RSS          %8.1f MiB  (%.0f bytes per memo, %.2f x content)",
+                         Double(best.1) / 1024, Double(best.1 * 1024) / Double(memos),
+                         Double(best.1 * 1024) / content))
+            print(String(format: "  snapshot to mirror  %8.1f ms", best.2))
+            print(String(format: "  memo-client list    %8.1f ms  (%d bytes to a pipe)", best.3, listBytes))
+        }
+    }
+
+    /// Creates memos in `path` until it holds `memos`; nil when it already did.
+    private func fill(_ path: String) throws -> Double? {
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        var missing = memos - (try store.core.read { $0.count })
+        guard missing > 0 else { return nil }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let content = String(repeating: "m", count: size)
+        var generator = BenchIDs()
+        // A few full batches in flight, so the writer always has the next one waiting.
+        let inFlight = DispatchSemaphore(value: 4)
+        let failure = Mutex<MemoError?>(nil)
+        while missing > 0 {
+            let count = min(SQLiteStore.maxBatch, missing)
+            let ops = (0..<count).map { _ in
+                WriteOp.create(id: generator.uuid(), content: content, insertMicros: nil)
+            }
+            inFlight.wait()
+            store.submit(ops) { results in
+                for case .failure(let error) in results { failure.withLock { $0 = error } }
+                inFlight.signal()
+            }
+            missing -= count
+        }
+        for _ in 0..<4 { inFlight.wait() }
+        // libdispatch traps when a semaphore is freed below its initial value.
+        for _ in 0..<4 { inFlight.signal() }
+        if let error = failure.withLock({ $0 }) { throw error }
+        return (clock.now - started).milliseconds / 1000
+    }
+
+    private func mirrorMilliseconds(server: String, certs: String) async throws -> Double {
+        var configuration = ClientConfiguration(server: server, certificatesDirectory: certs)
+        configuration.requestTimeout = .seconds(120)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let client = try await MemoClient.connect(configuration)
+        defer { client.close() }
+        let store = try RemoteStore(client: client)
+        store.startMirror()
+        try await store.waitUntilFresh(timeout: .seconds(300))
+        let elapsed = (clock.now - started).milliseconds
+        guard store.memoList().value?.count ?? 0 >= memos else {
+            throw UsageError("the mirror holds fewer memos than the store")
+        }
+        return elapsed
+    }
+
+    /// `memo-client list` with stdout to a pipe that this process drains: the time until it exits, the bytes.
+    private func listMilliseconds(_ binary: String, _ server: String, _ folder: String) throws -> (Double, Int) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["--server", server, "--certs", folder + "/certs", "--timeout", "300", "list"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let clock = ContinuousClock()
+        let started = clock.now
+        try process.run()
+        var bytes = 0
+        while true {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            bytes += chunk.count
+        }
+        process.waitUntilExit()
+        let elapsed = (clock.now - started).milliseconds
+        guard process.terminationStatus == 0 else {
+            throw UsageError("memo-client list exited with \(process.terminationStatus)")
+        }
+        return (elapsed, bytes)
+    }
+}
