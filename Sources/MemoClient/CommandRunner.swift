@@ -197,7 +197,14 @@ public struct CommandRunner: Sendable {
                 err.flush()
             }
         }
+        // A lost connection is made again, but a refused certificate (revoked, expired, another CA) would be
+        // refused on every retry: like any other command, watch then stops with exit 5 and the reason.
+        let refusals = client.connectionFailure.values.compactMap { failure -> ClientError? in
+            guard let failure, ExitCode(failure) == .refused else { return nil }
+            return failure
+        }
         store.startMirror()
+        for await refusal in refusals { throw refusal }
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
 

@@ -81,6 +81,16 @@ final class ClientProcess: Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()
     }
+
+    /// Polls until the process has exited by itself. - Returns: its exit status, or nil after `seconds`.
+    func waitForExit(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning {
+            guard Date() < deadline else { return nil }
+            usleep(20_000)
+        }
+        return process.terminationStatus
+    }
 }
 
 /// A loopback TCP proxy that can lose one answer: once armed, it cuts both sides of the connection as soon as

@@ -73,6 +73,28 @@ struct TrustEndToEndTests {
         #expect(server.process.isRunning)
     }
 
+    @Test func watchEndsWithExitFiveWhenItsCertificateIsRevokedWhileItWatches() throws {
+        let certs = try OperatorCertificates(clients: ["alice"])
+        let server = try certs.serve()
+        defer {
+            server.signal(SIGTERM)
+            _ = server.waitForExit()
+        }
+        #expect(try runClient(["add", "seen"], server: server.address, certs: certs.path, name: "alice").status == 0)
+        let watch = try ClientProcess(
+            ["--server", server.address, "--ca", certs.path + "/ca.crt", "--cert", certs.path + "/alice.crt",
+             "--key", certs.path + "/alice.key", "watch"], directory: certs.directory)
+        defer { watch.stop() }
+        _ = try watch.waitForLines(1)  // connected: the list came
+
+        try OperatorCertificates.certs(["revoke", "alice", "--dir", certs.path])
+        server.signal(SIGHUP)
+        // Retrying would be refused forever (and only every 30 s): watch stops as the other commands do.
+        let status = watch.waitForExit(seconds: 20)
+        #expect(status == 5, "\(watch.stderr)")
+        #expect(watch.stderr.contains("certificate revoked"), "\(watch.stderr)")
+    }
+
     @Test func sighupReloadDropsTheConnectedRevokedClientWithGoingAwayAndKeepsTheOthers() throws {
         let certs = try OperatorCertificates(clients: ["alice", "bob"])
         let server = try certs.serve()
