@@ -85,7 +85,8 @@ cat >"$WORK/write.sql" <<EOF
 SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$BATCH]),
     ARRAY(SELECT gen_random_uuid() FROM generate_series(1, $BATCH)),
     array_fill('\\x$CONTENT'::bytea, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]),
-    array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]), (extract(epoch FROM clock_timestamp()) * 1e6)::bigint);
+    array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]), (extract(epoch FROM clock_timestamp()) * 1e6)::bigint,
+    9223372036854775807);
 EOF
 TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$SECONDS_PG" -f "$WORK/write.sql" one 2>/dev/null \
     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
