@@ -101,4 +101,19 @@ extension ServingStore {
             submit(op) { result in continuation.resume(with: result.map(\.memo).mapError { $0 as Error }) }
         }
     }
+
+    // The durable stores' writes: each is one submitted write, waited for. (The memory store applies its writes
+    // at once and keeps its own.)
+
+    public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
+        try await perform(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
+    }
+
+    public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
+        try await perform(.update(id: id, content: content, expectedRevision: expectedRevision))
+    }
+
+    public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
+        try await perform(.delete(id: id, expectedRevision: expectedRevision))
+    }
 }

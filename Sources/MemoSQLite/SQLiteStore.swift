@@ -106,18 +106,6 @@ public final class SQLiteStore: CoreBackedStore {
         queue.submit(ops, completion: completion)
     }
 
-    public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
-        try await perform(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
-    }
-
-    public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
-        try await perform(.update(id: id, content: content, expectedRevision: expectedRevision))
-    }
-
-    public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
-        try await perform(.delete(id: id, expectedRevision: expectedRevision))
-    }
-
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
     public func close() {
         guard queue.close() else { return }
