@@ -37,7 +37,7 @@ struct ListFilterTests {
 
     @Test(arguments: [1, 2, 3, 4])
     func randomChangesAndFiltersGiveTheFullSearchResult(seed: UInt64) async throws {
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let store = MemoryStore()
         let list = ListViewModel(storage: store)
         defer { list.close() }
@@ -77,23 +77,8 @@ struct ListFilterTests {
         }
     }
 
-    static func content(_ random: inout SplitMix) -> String {
+    static func content(_ random: inout SeededGenerator) -> String {
         (0..<(1 + Int(random.next() % 3))).map { _ in words[Int(random.next() % UInt64(words.count))] }
             .joined(separator: " ")
-    }
-}
-
-/// A seeded generator, so a failing sequence can be replayed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
