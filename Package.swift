@@ -56,11 +56,41 @@ let package = Package(
             ]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
-        .testTarget(
-            name: "MemoWireTests",
+        // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
+        // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
+        .target(
+            name: "MemoTestSupport",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoNet", "MemoCLI", "MemoServer", "MemoClient",
-                "MemoTUI", "MemoText", "MemoProbe",
+                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe",
+                "MemoClient",
+            ],
+            path: "Tests/MemoTestSupport"
+        ),
+        .testTarget(name: "MemoCoreTests", dependencies: ["MemoCore", "MemoTestSupport"]),
+        .testTarget(
+            name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoPostgres", "MemoTestSupport"]),
+        .testTarget(name: "MemoWireTests", dependencies: ["MemoCore", "MemoWire", "MemoTestSupport"]),
+        .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "COpenSSL", "MemoTestSupport"]),
+        .testTarget(name: "MemoNetTests", dependencies: ["MemoNet", "CMemoLinux", "MemoTestSupport"]),
+        .testTarget(
+            name: "MemoServerTests",
+            dependencies: [
+                "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet",
+                "MemoTestSupport",
+            ]
+        ),
+        .testTarget(
+            name: "MemoClientTests",
+            dependencies: [
+                "MemoClient", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer", "MemoTestSupport",
+            ]
+        ),
+        .testTarget(name: "MemoTUITests", dependencies: ["MemoTUI", "MemoCore", "MemoText", "MemoTestSupport"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe", "MemoClient",
+                "MemoTUI", "MemoText", "MemoTestSupport",
             ]
         ),
     ],

@@ -1,4 +1,5 @@
 import Foundation
+import MemoTestSupport
 import MemoWire
 import Testing
 
@@ -235,24 +236,5 @@ struct CodecTests {
             """)
         #expect(hex(Message.error(code: .notFound, message: "no").frame(requestID: 8)) ==
             "0000000d 7e000000 0800c800 0000026e 6f")
-    }
-}
-
-func hex(_ bytes: [UInt8]) -> String {
-    stride(from: 0, to: bytes.count, by: 4).map { start in
-        bytes[start..<min(start + 4, bytes.count)].map { String(format: "%02x", $0) }.joined()
-    }.joined(separator: " ")
-}
-
-/// A small deterministic generator (SplitMix64), so that a failure can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

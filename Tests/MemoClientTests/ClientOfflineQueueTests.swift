@@ -1,0 +1,65 @@
+import Foundation
+import MemoClient
+import MemoCore
+import MemoServer
+import MemoTestSupport
+import Testing
+
+@Suite("RemoteStore: writes made while the server is away are queued on disk and sent in order when it is back")
+struct ClientOfflineQueueTests {
+    @Test func queuedWritesShowAtOnceAreKeptInTheFileAndReachTheServerInOrder() async throws {
+        // A free address with nothing listening: a server that was there and stopped.
+        let first = try TestServer()
+        let address = first.address.description
+        let certificates = first.certificates
+        var configuration = first.clientConfiguration()
+        first.stop()
+        configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
+        let folder = try TemporaryDirectory()
+        let queuePath = folder.path + "/mirror.queue"
+        let client = try MemoClient.start(configuration)
+        defer { client.close() }
+        let store = try RemoteStore(client: client, cachePath: folder.path + "/mirror.cache", queuePath: queuePath)
+        store.startMirror()
+
+        // Each write returns at once (the request timeout is 10 s) and shows in the list.
+        let clock = ContinuousClock()
+        let started = clock.now
+        let made = try await store.create(content: "오프라인 메모", id: nil, insertDate: nil)
+        let edited = try await store.update(id: made.id, content: "오프라인 메모, 고침", expectedRevision: made.revision)
+        let other = try await store.create(content: "곧 지울 메모", id: nil, insertDate: nil)
+        _ = try await store.delete(id: other.id, expectedRevision: other.revision)
+        #expect(clock.now - started < .seconds(2))
+        #expect(edited.content == "오프라인 메모, 고침")
+        #expect(store.queuedWrites == 4)
+        // The mirror applies each write on the client's loop, so the list may still be catching up: wait for the
+        // state after all four (firstValue fails at its deadline), not merely for a list of one.
+        let shown = try await firstValue(of: store.memoList(), "the writes on the list") {
+            $0.map(\.content) == ["오프라인 메모, 고침"]
+        }
+        #expect(shown.map(\.id) == [made.id])
+        #expect(store.pendingWrites.value == [made.id, other.id])
+
+        // On disk, in order, the edit and the delete waiting for the revisions their creates will get.
+        let saved = try WriteQueueFile.load(from: queuePath)
+        #expect(saved.map(\.kind) == [.create, .update, .create, .delete])
+        #expect(saved.map(\.afterQueued) == [false, true, false, true])
+
+        // The server is back on the same address: everything is sent, confirmed, and the file is gone.
+        let serverStore = MemoryStore()
+        let server = try MemoServer.start(
+            ServerConfiguration(listen: address, certsDirectory: certificates.path), store: serverStore, log: .silent)
+        defer {
+            server.shutdown(timeout: 5)
+            serverStore.close()
+        }
+        _ = try await firstValue(of: store.pendingWrites, "every write confirmed") { $0.isEmpty }
+        #expect(store.queuedWrites == 0)
+        #expect(!FileManager.default.fileExists(atPath: queuePath))
+        let onServer = serverStore.memoList().value ?? []
+        #expect(onServer.map(\.content) == ["오프라인 메모, 고침"])
+        #expect(onServer.first?.id == made.id)
+        // Created, edited; created, deleted: four revisions, in the order they were made.
+        #expect(onServer.first?.revision == 2)
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import MemoClient
+import MemoTestSupport
+import MemoText
+import MemoCore
+import MemoTLS
+import MemoWire
+import Testing
+
+@Suite("Client: timestamps and JSON")
+struct ClientFormatTests {
+    @Test func firstLineEndsAtTheFirstNewlineWithTabsAndReturnsAsSpaces() {
+        #expect(MemoFormatter.firstLine("plain") == "plain")
+        #expect(MemoFormatter.firstLine("one\ntwo") == "one")
+        #expect(MemoFormatter.firstLine("crlf\r\nnext") == "crlf ")
+        #expect(MemoFormatter.firstLine("a\tb\rc") == "a b c")
+        #expect(MemoFormatter.firstLine("한글\t메모\n둘째") == "한글 메모")
+        #expect(MemoFormatter.firstLine("\nsecond") == "")
+        #expect(MemoFormatter.firstLine("") == "")
+        // NFD stays NFD: the bytes are kept, not normalized.
+        #expect(Array(MemoFormatter.firstLine("e\u{301}\n").utf8) == Array("e\u{301}".utf8))
+    }
+
+    @Test func timestampsBeyondFourDigitYearsKeepTheirSign() {
+        #expect(Timestamp.iso8601(micros: 253_402_300_800_000_000) == "+010000-01-01T00:00:00.000000Z")
+        #expect(Timestamp.iso8601(micros: -62_167_219_200_000_001) == "-000001-12-31T23:59:59.999999Z")
+    }
+
+    @Test func timestampsAreUTCWithSixFractionDigits() {
+        #expect(Timestamp.iso8601(micros: 1_795_000_000_000_000) == "2026-11-18T11:06:40.000000Z")
+        #expect(Timestamp.iso8601(micros: 1_795_000_000_123_456) == "2026-11-18T11:06:40.123456Z")
+        #expect(Timestamp.iso8601(micros: 0) == "1970-01-01T00:00:00.000000Z")
+        #expect(Timestamp.iso8601(micros: -1) == "1969-12-31T23:59:59.999999Z")
+        #expect(Timestamp.iso8601(micros: 951_782_400_000_000) == "2000-02-29T00:00:00.000000Z")
+    }
+
+    @Test func timestampsParseOffsetsAndAnyFractionLength() {
+        #expect(Timestamp.parse("2026-11-18T11:06:40Z") == 1_795_000_000_000_000)
+        #expect(Timestamp.parse("2026-11-18T11:06:40.1Z") == 1_795_000_000_100_000)
+        #expect(Timestamp.parse("2026-11-18T11:06:40.123456789Z") == 1_795_000_000_123_456)
+        #expect(Timestamp.parse("2026-11-18T20:06:40.5+09:00") == 1_795_000_000_500_000)
+        #expect(Timestamp.parse("2026-11-18T06:36:40-04:30") == 1_795_000_000_000_000)
+        for bad in ["2026-11-18", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-18T24:00:00Z",
+                    "2026-11-18T11:06:40", "2026-11-18T11:06:40.Z", "2026-11-18T11:06:40.1234567890Z",
+                    "2026-11-18T11:06:40Zjunk", "2026-11-18T11:06:40+0900", " 2026-11-18T11:06:40Z"] {
+            #expect(Timestamp.parse(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func timestampsRoundTripExactly() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let micros = Int64.random(in: -62_135_596_800_000_000...253_402_300_799_999_999, using: &generator)
+            #expect(Timestamp.parse(Timestamp.iso8601(micros: micros)) == micros)
+        }
+    }
+
+    @Test func memoJSONHasTheFieldsInOrderAndRoundTripsAnyContent() throws {
+        let content = "line \"one\"\n\ttab\\ 안녕 🎉 \u{0}\u{1F}\u{7F} \r end"
+        let memo = Memo(
+            id: UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0")!, content: content,
+            insertMicros: 1_795_000_000_000_001, updateMicros: 1_795_000_000_999_999, revision: 42)
+        let text = MemoJSON.object(memo)
+        #expect(text.hasPrefix(
+            "{\"id\":\"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\",\"content\":\"line \\\"one\\\"\\n\\ttab"))
+        #expect(text.hasSuffix("\"insertDate\":\"2026-11-18T11:06:40.000001Z\","
+            + "\"updateDate\":\"2026-11-18T11:06:40.999999Z\",\"revision\":42}"))
+        #expect(!text.contains("\n"))
+        let record = try MemoJSON.record(fromLine: text)
+        #expect(record.id == memo.id)
+        #expect(record.content == content)
+        #expect(record.insertMicros == memo.insertMicros)
+        #expect(record.updateMicros == memo.updateMicros)
+        #expect(record.revision == 42)
+        // Foundation agrees that it is JSON.
+        let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        #expect(parsed?["content"] as? String == content)
+    }
+
+    @Test func changeJSONWrapsTheMemo() {
+        let memo = Memo(id: UUID(), content: "x", insertMicros: 0, updateMicros: 0, revision: 7)
+        #expect(MemoJSON.object(Change(revision: 7, kind: .deleted, memo: memo))
+            == "{\"type\":\"deleted\",\"revision\":7,\"memo\":" + MemoJSON.object(memo) + "}")
+    }
+
+    @Test func badImportLinesSayWhatIsWrong() {
+        #expect(throws: MemoError.invalidArgument("missing field \"insertDate\"")) {
+            try MemoJSON.record(fromLine: "{\"id\":\"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\",\"content\":\"x\"}")
+        }
+        #expect(throws: MemoError.self) {
+            try MemoJSON.record(fromLine: "{\"id\":\"nope\",\"content\":\"x\",\"insertDate\":\"2026-11-18T11:06:40Z\"}")
+        }
+        #expect(throws: MemoError.self) { try MemoJSON.record(fromLine: "[1,2]") }
+    }
+
+    @Test func plainLinesAreTabSeparatedWithOneLineOfContent() {
+        let memo = Memo(
+            id: UUID(uuidString: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!, content: "a\tb\r\nsecond line",
+            insertMicros: 1_795_000_000_000_000, updateMicros: 1_795_000_000_000_000, revision: 3)
+        let plain = MemoFormatter(style: OutputStyle(json: false, human: false, color: true))
+        #expect(plain.line(memo) == "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\t3\t2026-11-18T11:06:40.000000Z\ta b ")
+        #expect(plain.line(Change(revision: 3, kind: .updated, memo: memo))
+            == "updated\t0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\t3\t2026-11-18T11:06:40.000000Z\ta b ")
+        #expect(plain.detail(memo) == "a\tb\r\nsecond line\n")
+        let human = MemoFormatter(style: OutputStyle(json: false, human: true, color: false))
+        #expect(human.line(memo).hasPrefix("0f1e2d3c  "))
+        #expect(!human.line(memo).contains("\u{1B}"))
+        let colored = MemoFormatter(style: OutputStyle(json: false, human: true, color: true))
+        #expect(colored.line(memo).contains("\u{1B}[33m0f1e2d3c\u{1B}[0m"))
+    }
+
+    @Test func linesForPeopleFitTheTerminalAndShowControlCharacters() {
+        let memo = Memo(
+            id: UUID(uuidString: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")!,
+            content: "한글 \u{1B}[31mred\u{1B}[0m " + String(repeating: "x", count: 80) + "\nline\u{7F} two\r\nthree",
+            insertMicros: 1_795_000_000_000_000, updateMicros: 1_795_000_000_000_000, revision: 3)
+        let narrow = MemoFormatter(style: OutputStyle(json: false, human: true, color: false, columns: 50))
+        let line = narrow.line(memo)
+        #expect(line.columns == 50 && line.hasSuffix("…"), "\(line)")
+        #expect(line.contains("한글 ␛[31mred␛[0m x"))
+        let change = narrow.line(Change(revision: 3, kind: .updated, memo: memo))
+        #expect(change.columns == 50 && change.hasPrefix("~ 0f1e2d3c"), "\(change)")
+        // The whole memo for people: its lines kept, its control characters shown, never cut.
+        let detail = narrow.detail(memo)
+        #expect(detail.hasSuffix("한글 ␛[31mred␛[0m " + String(repeating: "x", count: 80) + "\nline� two\nthree\n"))
+        #expect(!detail.contains("\u{1B}"))
+        // Unknown width: nothing cut. Scripts and JSON: every byte as stored, whatever the terminal.
+        let wide = MemoFormatter(style: OutputStyle(json: false, human: true, color: false))
+        #expect(wide.line(memo).hasSuffix(String(repeating: "x", count: 80)))
+        #expect(OutputStyle(json: false, human: false, color: false, columns: 40).columns == nil)
+        #expect(OutputStyle(json: true, human: true, color: false, columns: 40).columns == nil)
+        let plain = MemoFormatter(style: OutputStyle(json: false, human: false, color: false, columns: 40))
+        #expect(plain.line(memo).contains("\u{1B}[31mred"))
+        #expect(plain.detail(memo) == memo.content + "\n")
+    }
+}
+
+@Suite("Client: exit codes, backoff and cache")
+struct ClientPolicyTests {
+    @Test func errorsMapToTheDocumentedExitCodes() {
+        let id = UUID()
+        #expect(ExitCode(MemoError.notFound(id)) == .notFound)
+        #expect(ExitCode(MemoError.conflict(id: id, expected: 1, actual: 2)) == .conflict)
+        #expect(ExitCode(IDLookupError.ambiguous("a", matches: ["a1", "a2"])) == .conflict)
+        #expect(ExitCode(IDLookupError.notFound("a")) == .notFound)
+        #expect(ExitCode(MemoError.permissionDenied("read-only")) == .refused)
+        #expect(ExitCode(TLSError(kind: .unknownCA, operation: "TLS handshake (client)")) == .refused)
+        #expect(ExitCode(ClientError.tlsRefused(
+            server: "s", TLSError(kind: .noClientCertificate, operation: "x"))) == .refused)
+        #expect(ExitCode(ClientError.unreachable(server: "s", reason: "connection refused")) == .unreachable)
+        #expect(ExitCode(ClientError.timedOut(server: "s", seconds: 1)) == .unreachable)
+        #expect(ExitCode(MemoError.contentTooLarge(size: 70_000, limit: 65_536)) == .failure)
+        #expect(ExitCode(CommandUsageError("x")) == .usage)
+        #expect(ExitCode.message(for: ClientError.unreachable(server: "127.0.0.1:7420", reason: "connection refused"))
+            == "cannot reach 127.0.0.1:7420: connection refused")
+    }
+
+    @Test func backoffGrowsIsCappedAndJittered() {
+        let policy = ReconnectPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(2))
+        #expect(policy.delay(afterFailures: 0) == .zero)
+        #expect(policy.delay(afterFailures: 1, random: 1) == .milliseconds(100))
+        #expect(policy.delay(afterFailures: 3, random: 1) == .milliseconds(400))
+        #expect(policy.delay(afterFailures: 30, random: 1) == .seconds(2))
+        #expect(policy.delay(afterFailures: 30, random: 0.5) == .seconds(1))
+        for failures in 1...10 {
+            let delay = policy.delay(afterFailures: failures)
+            #expect(delay > .zero && delay <= .seconds(2))
+        }
+    }
+
+    @Test func theCacheFileRoundTripsAndRefusesDamage() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/nested/mirror.cache"
+        #expect(try MirrorCache.load(from: path) == nil)
+        var memos: [Memo] = []
+        for i in 0..<100 {
+            let content = "메모 \(i)\n\u{0}"
+            let insert = Int64(1000 - i)
+            memos.append(Memo(id: UUID(), content: content, insertMicros: insert, updateMicros: insert + 5000,
+                              revision: UInt64(i + 1)))
+        }
+        try MirrorCache.save(revision: 150, memos: memos, to: path)
+        let loaded = try #require(try MirrorCache.load(from: path))
+        #expect(loaded.revision == 150)
+        #expect(loaded.memos == memos)
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        try data.prefix(data.count - 3).write(to: URL(fileURLWithPath: path))
+        #expect(throws: MemoError.self) { try MirrorCache.load(from: path) }
+        try Data("not a cache".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(throws: MemoError.self) { try MirrorCache.load(from: path) }
+    }
+
+    @Test func theCacheLivesUnderXDGCacheHomeOrHome() {
+        #expect(MirrorCache.defaultPath(server: "127.0.0.1:7420", environment: ["XDG_CACHE_HOME": "/x/cache"])
+            == "/x/cache/memo/mirror-127.0.0.1_7420.cache")
+        #expect(MirrorCache.defaultPath(server: "[::1]:7420", environment: ["HOME": "/home/me"])
+            == "/home/me/.cache/memo/mirror-___1__7420.cache")
+        #expect(MirrorCache.defaultPath(server: "h:1", environment: ["XDG_CACHE_HOME": "relative", "HOME": "/h"])
+            == "/h/.cache/memo/mirror-h_1.cache")
+    }
+}

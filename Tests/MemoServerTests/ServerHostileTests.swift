@@ -1,0 +1,235 @@
+import Foundation
+import MemoNet
+import MemoProbe
+import MemoServer
+import MemoTestSupport
+import MemoTLS
+import MemoWire
+import Testing
+
+/// Checks that a well-behaved client on `server` is still served.
+func expectStillServed(_ server: TestServer, _ good: TestClient, sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        let reply = try good.request(.ping(nonce: 42))
+        #expect(reply == .pong(nonce: 42), sourceLocation: sourceLocation)
+        guard case .memo = try good.request(.create(id: nil, insertMicros: nil, content: "still here")) else {
+            Issue.record("the good client's write failed", sourceLocation: sourceLocation)
+            return
+        }
+    } catch {
+        Issue.record("the good client was affected: \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Reads a raw TCP socket until the peer closes it, within a deadline. - Returns: whether it closed.
+func waitForClose(_ socket: TCPSocket, within seconds: Int = 10) throws -> Bool {
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        guard try socket.wait(for: .readable, timeout: deadline - ContinuousClock.now) else { return false }
+        do {
+            if try buffer.withUnsafeMutableBytes({ try socket.read(into: $0) }) == .eof { return true }
+        } catch {
+            return true  // reset
+        }
+    }
+    return false
+}
+
+@Suite("Server: hostile and broken peers get a clear error, only their connection closes")
+struct ServerHostileTests {
+    @Test func clientsWithoutACertificateOrFromAnotherCAAreRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let good = try server.connect()
+
+        let noCertificate = TestClient.Identity(ca: server.certificates.path + "/ca.crt")
+        #expect { try TestClient(address: server.address, identity: noCertificate).hello() } throws: { error in
+            (error as? TLSError)?.kind == .noClientCertificate
+        }
+
+        let other = try TestCertificates()
+        let foreign = TestClient.Identity(
+            ca: server.certificates.path + "/ca.crt", certificate: other.path + "/client.crt",
+            key: other.path + "/client.key")
+        #expect { try TestClient(address: server.address, identity: foreign).hello() } throws: { error in
+            (error as? TLSError)?.kind == .unknownCA
+        }
+        expectStillServed(server, good)
+    }
+
+    @Test func plainTCPAndSilentPeersAreClosed() throws {
+        var limits = ServerLimits()
+        limits.handshakeTimeout = 0.5
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+
+        let plain = try TCPSocket.connect(to: server.address, timeout: .seconds(5))
+        defer { plain.close() }
+        let request = Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+        _ = try request.withUnsafeBytes { try plain.write($0) }
+        #expect(try waitForClose(plain))
+
+        let silent = try TCPSocket.connect(to: server.address, timeout: .seconds(5))
+        defer { silent.close() }
+        #expect(try waitForClose(silent))  // the handshake deadline closes it
+
+        // TLS done but no hello: told so, then closed.
+        let noHello = try server.connect(hello: false)
+        let messages = try noHello.readUntilClosed()
+        #expect(messages.contains { if case .error(.handshakeTimeout, _) = $0 { true } else { false } })
+        expectStillServed(server, good)
+    }
+
+    @Test(arguments: [
+        ("a length over the limit", [0xFF, 0xFF, 0xFF, 0xFF] as [UInt8], ErrorCode.frameTooLarge),
+        ("a length of zero", [0, 0, 0, 0], .malformedFrame),
+        ("an unknown message type", [0, 0, 0, 5, 0x33, 0, 0, 0, 9], .unknownMessageType),
+        ("invalid UTF-8 content", [0, 0, 0, 12, 0x02, 0, 0, 0, 9, 0, 0, 0, 0, 2, 0xC3, 0x28], .invalidUTF8),
+        ("trailing bytes", [0, 0, 0, 6, 0x04, 0, 0, 0, 9, 0xAA], .malformedFrame),
+    ])
+    func malformedInputGetsAnErrorAndClosesOnlyThatConnection(
+        what: String, bytes: [UInt8], code: ErrorCode
+    ) throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let good = try server.connect()
+        let bad = try server.connect()
+        try bad.sendRaw(bytes)
+        let messages = try bad.readUntilClosed()
+        #expect(messages.contains { if case .error(code, _) = $0 { true } else { false } }, "\(what): \(messages)")
+        expectStillServed(server, good)
+    }
+
+    @Test func aFrameCutMidwayThenSilenceIsClosedAfterTheFrameTimeout() throws {
+        var limits = ServerLimits()
+        limits.frameTimeout = 0.5
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        let stalled = try server.connect()
+        let whole = Message.create(id: nil, insertMicros: nil, content: String(repeating: "x", count: 500))
+            .frame(requestID: 3)
+        try stalled.sendRaw(Array(whole.prefix(100)))
+        let start = ContinuousClock.now
+        let messages = try stalled.readUntilClosed()
+        #expect(messages.contains { if case .error(.frameTimeout, _) = $0 { true } else { false } })
+        #expect(ContinuousClock.now - start >= .milliseconds(400))
+        // Frames that keep arriving whole are never cut, even when reads often end mid-frame.
+        let steady = try server.connect()
+        for i in 0..<8 {
+            let ping = Message.ping(nonce: UInt64(i)).frame(requestID: UInt32(10 + i))
+            try steady.sendRaw(Array(ping.prefix(6)))
+            Thread.sleep(forTimeInterval: 0.2)
+            try steady.sendRaw(Array(ping.dropFirst(6)))
+            #expect(try steady.receive { $0.requestID == UInt32(10 + i) }.1 == .pong(nonce: UInt64(i)))
+        }
+        expectStillServed(server, good)
+    }
+
+    @Test func requestsBeforeHelloAndUnknownVersionsAreRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let early = try server.connect(hello: false)
+        try early.send(.list)
+        #expect(try early.readUntilClosed().contains { if case .error(.helloRequired, _) = $0 { true } else { false } })
+        let future = try server.connect(hello: false)
+        try future.send(.hello(minVersion: 2, maxVersion: 9, client: "from the future"))
+        #expect(try future.readUntilClosed().contains {
+            if case .error(.unsupportedVersion, _) = $0 { true } else { false }
+        })
+    }
+
+    @Test func aRequestFloodOverTheInFlightLimitIsStopped() throws {
+        var limits = ServerLimits()
+        limits.maxInFlight = 8
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        let flooder = try server.connect()
+        var burst: [UInt8] = []
+        for i in 0..<200 {
+            burst += Message.create(id: nil, insertMicros: nil, content: "flood \(i)").frame(requestID: UInt32(i + 10))
+        }
+        try flooder.sendRaw(burst)
+        let messages = try flooder.readUntilClosed()
+        #expect(messages.contains { if case .error(.tooManyInFlight, _) = $0 { true } else { false } })
+        expectStillServed(server, good)
+    }
+
+    @Test func listsPipelinedWithoutReadingCountAgainstTheInFlightLimit() throws {
+        var limits = ServerLimits()
+        limits.maxInFlight = 8
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let good = try server.connect()
+        for i in 0..<50 { _ = try good.request(.create(id: nil, insertMicros: nil, content: "memo \(i)")) }
+        // Each queued answer holds a snapshot of every memo until it is sent: a peer must not pile them up.
+        let flooder = try server.connect()
+        try flooder.sendRaw((0..<200).flatMap { Message.list.frame(requestID: UInt32($0 + 10)) })
+        let messages = try flooder.readUntilClosed()
+        #expect(messages.contains { if case .error(.tooManyInFlight, _) = $0 { true } else { false } })
+        // Lists read as they come are answered one after another without limit.
+        for _ in 0..<20 {
+            guard case .memos(_, true, let memos) = try good.request(.list) else {
+                Issue.record("a list was not answered in one chunk")
+                return
+            }
+            #expect(memos.count >= 50)
+        }
+        expectStillServed(server, good)
+    }
+
+    @Test func aSubscriberThatNeverReadsIsDroppedAsASlowConsumer() throws {
+        var limits = ServerLimits()
+        limits.maxOutboundBytes = 256 * 1024
+        let log = Recorder<String>()
+        let server = try TestServer(limits: limits, log: ServerLog { log.record($0) })
+        defer { server.stop() }
+        let writer = try server.connect()
+        let sleeper = try server.connect()
+        try sleeper.send(.subscribe(after: nil))
+        // Each change carries 48 KB; the kernel's socket buffers fill first, then the server's queue.
+        let content = String(repeating: "z", count: 48 * 1024)
+        var dropped = false
+        for _ in 0..<2000 {
+            _ = try writer.request(.create(id: nil, insertMicros: nil, content: content))
+            if log.values.contains(where: { $0.hasPrefix("slow consumer") }) {
+                dropped = true
+                break
+            }
+        }
+        #expect(dropped)
+        let messages = try sleeper.readUntilClosed()
+        #expect(messages.contains { if case .goingAway(.slowConsumer, _) = $0 { true } else { false } })
+        expectStillServed(server, writer)
+    }
+
+    @Test func connectionsOverTheLimitAreToldSo() throws {
+        var limits = ServerLimits()
+        limits.maxConnections = 2
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let first = try server.connect()
+        let second = try server.connect()
+        let third = try server.connect(hello: false)
+        #expect(try third.readUntilClosed().contains {
+            if case .goingAway(.tooManyConnections, _) = $0 { true } else { false }
+        })
+        expectStillServed(server, first)
+        expectStillServed(server, second)
+    }
+
+    @Test func reusingTheIdOfAnOpenSubscriptionIsRefused() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try server.connect()
+        try client.send(.subscribe(after: nil), id: 5)
+        _ = try client.receive { $0.requestID == 5 }
+        try client.send(.subscribe(after: nil), id: 5)
+        #expect(try client.readUntilClosed().contains {
+            if case .error(.duplicateRequestID, _) = $0 { true } else { false }
+        })
+    }
+}

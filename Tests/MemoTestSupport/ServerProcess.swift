@@ -1,0 +1,69 @@
+import Foundation
+import Glibc
+import MemoNet
+import MemoProbe
+import MemoWire
+
+/// The built executables sit next to the test bundle.
+package func builtExecutable(_ name: String) -> String {
+    let runner = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    return runner.deletingLastPathComponent().appendingPathComponent(name).path
+}
+
+/// A `memo-server serve` process; `address` is read from its one stdout line.
+package final class ServerProcess {
+    package let process = Process()
+    package let address: String
+    package let stderrPath: String
+
+    package init(arguments: [String], directory: TemporaryDirectory) throws {
+        process.executableURL = URL(fileURLWithPath: builtExecutable("memo-server"))
+        process.arguments = ["serve"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        stderrPath = directory.path + "/server-\(UUID().uuidString.prefix(8)).log"
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+        // Wait for the line, with a deadline so that a server that never starts fails the test.
+        let line = Recorder<String>()
+        let ready = DispatchSemaphore(value: 0)
+        let reader = output.fileHandleForReading
+        Thread.detachNewThread {
+            var data = Data()
+            while let chunk = try? reader.read(upToCount: 1), !chunk.isEmpty {
+                if chunk == Data("\n".utf8) { break }
+                data.append(chunk)
+            }
+            line.record(String(decoding: data, as: UTF8.self))
+            ready.signal()  // the line, or end of file when the server exits without one
+        }
+        _ = ready.wait(timeout: .now() + 30)
+        guard let first = line.values.first, first.hasPrefix("listening on ") else {
+            process.terminate()
+            throw TestClient.Failure.timedOut("`listening on`; stderr: \(Self.read(stderrPath))")
+        }
+        address = String(first.dropFirst("listening on ".count))
+    }
+
+    package var log: String { Self.read(stderrPath) }
+
+    package static func read(_ path: String) -> String {
+        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    package func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for the process to exit and returns its status.
+    package func waitForExit() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// Runs a built executable to completion. - Returns: exit status, stdout, stderr.
+package func runTool(_ name: String, _ arguments: [String], stdin: String? = nil) throws -> (Int32, String, String) {
+    try runTool(name, arguments, environment: nil, stdin: stdin)
+}
