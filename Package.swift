@@ -41,18 +41,20 @@ let package = Package(
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoText"),
         .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
-        .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText"]),
+        // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
+        .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
+        .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText", "MemoViewModels"]),
         .executableTarget(
             name: "memo-server",
             dependencies: ["MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire"]),
         .executableTarget(
             name: "memo-client",
-            dependencies: ["MemoClient", "MemoTUI", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
+            dependencies: ["MemoClient", "MemoTUI", "MemoViewModels", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
         .executableTarget(
             name: "memo-bench",
             dependencies: [
                 "MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI",
-                "MemoTUI",
+                "MemoTUI", "MemoViewModels",
             ]),
         .executableTarget(
             name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
@@ -85,12 +87,13 @@ let package = Package(
                 "MemoClient", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer", "MemoTestSupport",
             ]
         ),
-        .testTarget(name: "MemoTUITests", dependencies: ["MemoTUI", "MemoCore", "MemoText", "MemoTestSupport"]),
+        .testTarget(
+            name: "MemoTUITests", dependencies: ["MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe", "MemoClient",
-                "MemoTUI", "MemoText", "MemoTestSupport",
+                "MemoTUI", "MemoViewModels", "MemoText", "MemoTestSupport",
             ]
         ),
     ],

@@ -71,6 +71,12 @@ public enum TextLayout {
         return lines
     }
 
+    /// The first non-blank line of a memo without its leading spaces, for one-line listings.
+    public static func headline(of content: String) -> String {
+        let first = paragraphs(of: content).first { !$0.allSatisfy(\.isWhitespace) }
+        return first.map { String($0.drop { $0 == " " }) } ?? "(empty)"
+    }
+
     /// The lines of `text` split at every newline ("\n", "\r\n", "\r" and the other Unicode line breaks).
     public static func paragraphs(of text: String) -> [Substring] {
         text.split(omittingEmptySubsequences: false, whereSeparator: { $0.isNewline })

@@ -3,6 +3,7 @@ import MemoCLI
 import MemoClient
 import MemoCore
 import MemoTUI
+import MemoViewModels
 
 /// `memo-bench client`: what the front end pays per remote change and per filter keystroke with N memos
 /// mirrored, on the real `Mirror` and the real `ListViewModel`, in-process (no server, no terminal).

@@ -3,6 +3,7 @@ import MemoClient
 import MemoCore
 import MemoTLS
 import MemoTUI
+import MemoViewModels
 import MemoWire
 import Synchronization
 
@@ -66,7 +67,7 @@ final class RemoteStatus: StatusSource {
     static func combine(
         server: String, state: ClientConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>
     ) -> ConnectionStatus {
-        let shown: MemoTUI.ConnectionState
+        let shown: MemoViewModels.ConnectionState
         switch state {
         case .live: shown = stale ? .connecting : .live
         case .connecting: shown = .connecting

@@ -6,6 +6,7 @@ import MemoServer
 import MemoSQLite
 import MemoTestSupport
 import MemoTUI
+import MemoViewModels
 import MemoWire
 import Testing
 

@@ -4,6 +4,7 @@ import MemoClient
 import MemoTestSupport
 import MemoTUI
 import MemoText
+import MemoViewModels
 import Testing
 
 /// A tmux server of its own (a private socket, no config file) with one 100x30 session running a shell command.

@@ -2,6 +2,7 @@ import Foundation
 import MemoCore
 import MemoTestSupport
 import MemoTUI
+import MemoViewModels
 import Testing
 
 /// The list's incremental filter (cached lowercased bytes, narrowing the last result while the filter grows)

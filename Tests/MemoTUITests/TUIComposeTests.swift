@@ -2,6 +2,7 @@ import Foundation
 import MemoCore
 import MemoTestSupport
 import MemoTUI
+import MemoViewModels
 import Testing
 
 @Suite("TUI compose: the editor model, saving and conflicts")

@@ -1,4 +1,5 @@
 import MemoTUI
+import MemoViewModels
 import Testing
 
 @Suite("TUI key decoder: bytes to keys, one at a time and all at once")

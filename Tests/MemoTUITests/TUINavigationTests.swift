@@ -1,5 +1,6 @@
 import MemoCore
 import MemoTUI
+import MemoViewModels
 import Testing
 
 @Suite("TUI navigation: scene stack transitions and the coordinator")

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCore
 import MemoTUI
+import MemoViewModels
 import Testing
 
 /// Compares a grid's text dump with `Tests/TUISnapshots/<name>.txt`; `MEMO_RECORD_SNAPSHOTS=1` writes the files

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCore
 import MemoTUI
+import MemoViewModels
 import Synchronization
 
 /// Memos with fixed ids and dates, so that screens and formatted dates are the same on every run.

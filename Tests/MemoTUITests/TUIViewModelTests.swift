@@ -2,6 +2,7 @@ import Foundation
 import MemoCore
 import MemoTestSupport
 import MemoTUI
+import MemoViewModels
 import Testing
 
 @Suite("TUI view models: list and detail against the memory store")

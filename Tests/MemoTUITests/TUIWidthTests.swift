@@ -1,5 +1,6 @@
 import MemoTUI
 import MemoText
+import MemoViewModels
 import Testing
 
 @Suite("TUI width: East Asian table, graphemes, truncate and wrap")

@@ -3,6 +3,7 @@ import MemoClient
 import MemoCore
 import MemoTestSupport
 import MemoTUI
+import MemoViewModels
 import Testing
 
 /// The front end's words per locale, its one-line fields, paging, the conflict prompt, and what it does with a

@@ -1,3 +1,5 @@
+import MemoViewModels
+
 /// Turns the bytes a terminal in raw mode sends into `Key`s.
 ///
 /// Bytes may arrive in any chunks: an incomplete UTF-8 sequence or escape sequence waits for the next `feed`. A lone

@@ -1,4 +1,5 @@
 import Foundation
+import MemoViewModels
 import Synchronization
 
 #if canImport(Glibc)

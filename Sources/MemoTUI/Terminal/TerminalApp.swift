@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoViewModels
 import Synchronization
 
 /// The terminal front end of `memo-client`: one call sets up the terminal, runs the scenes until the user quits,

@@ -1,4 +1,5 @@
 import Foundation
+import MemoViewModels
 
 /// How the terminal front end looks and behaves; `fromEnvironment` reads the usual variables.
 public struct TerminalOptions: Sendable {

@@ -1,5 +1,6 @@
 import MemoCore
 import MemoText
+import MemoViewModels
 
 /// The compose scene: the editor, soft-wrapped, with the cursor where the width table puts it.
 public enum ComposeView {
@@ -26,7 +27,7 @@ public enum ComposeView {
             let what: String
             let choices: String
             if let theirs = conflict.theirs {
-                what = strings.conflictChanged(SceneChrome.headline(of: theirs.content), theirs.revision)
+                what = strings.conflictChanged(TextLayout.headline(of: theirs.content), theirs.revision)
                 choices = strings.conflictChoices
             } else {
                 what = strings.conflictDeleted

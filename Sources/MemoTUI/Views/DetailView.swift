@@ -1,5 +1,6 @@
 import MemoCore
 import MemoText
+import MemoViewModels
 
 /// The detail scene: the memo wrapped to the width, then its insert date (the seeds' two cells), its revision and
 /// update date.

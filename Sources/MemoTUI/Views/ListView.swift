@@ -1,5 +1,6 @@
 import MemoCore
 import MemoText
+import MemoViewModels
 
 /// What a key asks of the app beyond the view model.
 public enum ScreenCommand: Sendable {
@@ -47,7 +48,7 @@ public enum ListView {
                 grid.fill(row: row, style: style)
                 let isPending = status.pendingIDs.contains(memo.id) && tag.columns + 8 < grid.width
                 let room = grid.width - (isPending ? tag.columns : 0)
-                let text = (isSelected ? "> " : "  ") + SceneChrome.headline(of: memo.content)
+                let text = (isSelected ? "> " : "  ") + TextLayout.headline(of: memo.content)
                 grid.put(TextLayout.truncate(text, to: room), row: row, column: 0, style: style)
                 if isPending {
                     grid.put(tag, row: row, column: room, style: CellStyle(reverse: !isSelected, dim: true))
@@ -70,7 +71,7 @@ public enum ListView {
 
     private static func drawPrompt(_ state: ListState, strings: Strings, into grid: inout Grid) {
         if let memo = state.pendingDelete {
-            let name = TextLayout.truncate(SceneChrome.headline(of: memo.content), to: max(1, grid.width / 2))
+            let name = TextLayout.truncate(TextLayout.headline(of: memo.content), to: max(1, grid.width / 2))
             _ = SceneChrome.promptLine(strings.deleteNamed(name), into: &grid)
         } else if state.isEditingFilter {
             SceneChrome.fieldLine("/", state.filter, into: &grid)

@@ -1,4 +1,5 @@
 import MemoCore
+import MemoViewModels
 
 /// Draws whichever scene is on screen and routes keys to it: the glue between the coordinator and the terminal,
 /// with no terminal of its own, so that tests can drive it with keys and read the grid.

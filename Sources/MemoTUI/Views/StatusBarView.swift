@@ -1,5 +1,6 @@
 import MemoCore
 import MemoText
+import MemoViewModels
 
 /// The bottom line of every scene: server, connection state, pending writes, then key hints.
 public enum StatusBarView {
@@ -65,11 +66,5 @@ enum SceneChrome {
         let text = TextLayout.truncate(input.text, to: max(0, grid.width - start))
         let used = grid.put(text, row: row, column: start, style: input.isSelected ? .reverse : .plain)
         grid.cursor = CursorPosition(row: row, column: min(grid.width - 1, start + used))
-    }
-
-    /// The first line of a memo, for one-line listings.
-    static func headline(of content: String) -> String {
-        let first = TextLayout.paragraphs(of: content).first { !$0.allSatisfy(\.isWhitespace) }
-        return first.map { String($0.drop { $0 == " " }) } ?? "(empty)"
     }
 }

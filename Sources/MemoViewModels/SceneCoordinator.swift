@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoText
 import Synchronization
 
 /// A scene's view model.
@@ -119,7 +120,7 @@ public final class SceneCoordinator: Sendable {
             if refusal.isConflict, refusal.kind == .update {
                 apply(.modal(.compose(.resolve(refusal))))
             } else {
-                let name = SceneChrome.headline(of: refusal.memo.content)
+                let name = TextLayout.headline(of: refusal.memo.content)
                 listModel?.show(message: strings.refused(name, refusal.reason))
             }
         case .composeFinished(let saved):
