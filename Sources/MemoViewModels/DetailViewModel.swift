@@ -24,8 +24,8 @@ public enum DetailEvent: Sendable, Hashable {
     case edit(Memo)
     /// The memo was deleted, here or elsewhere.
     case gone(deletedHere: Bool)
-    /// Text for the terminal to write: an OSC 52 sequence that puts the memo on the clipboard.
-    case writeToTerminal(String)
+    /// Put this text on the clipboard (the terminal layer knows how: OSC 52).
+    case copy(String)
 }
 
 /// The seeds' `MemoDetailViewModel`, live: an edit by anyone shows at once, a delete elsewhere is reported.
@@ -125,16 +125,11 @@ public final class DetailViewModel: Sendable {
 
     // MARK: Share
 
-    /// Puts the memo on the terminal's clipboard with OSC 52 and says so.
+    /// Asks for the memo to be put on the clipboard and says so.
     public func share() {
         guard let memo = current.memo else { return }
-        events.send(.writeToTerminal(Self.clipboardSequence(for: memo.content)))
+        events.send(.copy(memo.content))
         store.update { $0.message = strings.copied }
-    }
-
-    /// ESC ] 52 ; c ; base64 BEL: terminals that allow it put the text on the system clipboard, even over ssh.
-    public static func clipboardSequence(for text: String) -> String {
-        "\u{1B}]52;c;" + Data(text.utf8).base64EncodedString() + "\u{07}"
     }
 
     /// The file `S` offers: ./memo-<first 8 characters of the id>.txt

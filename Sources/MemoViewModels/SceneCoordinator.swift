@@ -52,8 +52,8 @@ public final class SceneCoordinator: Sendable {
 
     /// The stack after every transition.
     public let stack = Subject(SceneStack())
-    /// Text the terminal must write as it is (OSC 52 clipboard sequences).
-    public let terminalOutput = Subject<String>()
+    /// Text the user asked to put on the clipboard (the terminal layer encodes it).
+    public let clipboard = Subject<String>()
     /// Becomes true when the user quits.
     public let quitRequested = Subject(false)
     /// Transitions that could not be applied (no replay); the stack is unchanged then.
@@ -196,7 +196,7 @@ public final class SceneCoordinator: Sendable {
                 case .back: self?.inbox.send(.transition(.pop))
                 case .edit(let memo): self?.inbox.send(.transition(.modal(.compose(.edit(memo)))))
                 case .gone(let deletedHere): self?.inbox.send(.detailGone(id, deletedHere: deletedHere))
-                case .writeToTerminal(let text): self?.terminalOutput.send(text)
+                case .copy(let text): self?.clipboard.send(text)
                 }
             }
             // Gone before anyone listened (opened after a delete): say so now.

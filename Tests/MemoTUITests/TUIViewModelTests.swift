@@ -120,14 +120,13 @@ struct TUIViewModelTests {
         detail.close()
     }
 
-    @Test func shareBuildsAnOSC52SequenceAndSaySoAndSaveWritesAFile() async throws {
+    @Test func shareAsksToCopyTheContentAndSaysSoAndSaveWritesAFile() async throws {
         let store = TUIFixtures.store(["공유할 메모"])
         let detail = DetailViewModel(memoID: TUIFixtures.id(1), storage: store, dateFormat: TUIFixtures.utcKorean)
         let events = Recorder<DetailEvent>()
         let subscription = detail.events.subscribe { events.record($0) }
         detail.share()
-        let base64 = Data("공유할 메모".utf8).base64EncodedString()
-        #expect(events.values == [.writeToTerminal("\u{1B}]52;c;\(base64)\u{07}")])
+        #expect(events.values == [.copy("공유할 메모")])
         #expect(detail.current.message == "copied to the clipboard")
 
         detail.beginSave()

@@ -80,6 +80,11 @@ final class Terminal: Sendable {
         }
     }
 
+    /// ESC ] 52 ; c ; base64 BEL: terminals that allow it put the text on the system clipboard, even over ssh.
+    static func clipboardSequence(for text: String) -> String {
+        "\u{1B}]52;c;" + Data(text.utf8).base64EncodedString() + "\u{07}"
+    }
+
     /// Columns and rows, from TIOCGWINSZ; 80x24 when the terminal does not say.
     func size() -> (width: Int, height: Int) {
         var size = winsize()

@@ -57,7 +57,9 @@ public enum TerminalApp {
         })
         subscriptions.append(status.status.subscribe { _ in continuation.yield(.redraw) })
         subscriptions.append(status.refusals.subscribe { refusal in coordinator.refused(refusal) })
-        subscriptions.append(coordinator.terminalOutput.subscribe { text in terminal.write(text) })
+        subscriptions.append(coordinator.clipboard.subscribe { text in
+            terminal.write(Terminal.clipboardSequence(for: text))
+        })
         defer {
             subscriptions.forEach { $0.cancel() }
             sceneWatch.withLock { $0?.cancel() }
