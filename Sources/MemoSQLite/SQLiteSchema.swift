@@ -231,18 +231,3 @@ final class SQLiteWriter: @unchecked Sendable {
         schema.database.close()
     }
 }
-
-extension UUID {
-    /// The 16 bytes of the UUID, as stored and sent.
-    public var bytes: [UInt8] {
-        withUnsafeBytes(of: uuid) { Array($0) }
-    }
-
-    /// A UUID from exactly 16 bytes.
-    public init?(bytes: [UInt8]) {
-        guard bytes.count == 16 else { return nil }
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes) }
-        self.init(uuid: value)
-    }
-}

@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 
 /// Appends big-endian fields to a byte array.
 public struct WireWriter {
@@ -102,11 +103,8 @@ public struct WireReader {
 
     public mutating func uuid(_ field: String) throws(WireError) -> UUID {
         let at = try take(16, field)
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &value) { raw in
-            for i in 0..<16 { raw[i] = bytes[at + i] }
-        }
-        return UUID(uuid: value)
+        // Exactly 16 bytes were taken, so the initializer cannot fail.
+        return UUID(bytes: bytes[at..<at + 16])!
     }
 
     public mutating func string(_ field: String) throws(WireError) -> String {
