@@ -37,19 +37,24 @@ let package = Package(
         .systemLibrary(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"]),
         .target(name: "MemoCLI"),
-        .target(name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
+        .target(name: "MemoServer", dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoText"),
-        .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
+        .target(name: "MemoClient", dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
         .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
         .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText", "MemoViewModels"]),
         .executableTarget(
             name: "memo-server",
-            dependencies: ["MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire"]),
+            dependencies: [
+                "MemoCore", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire",
+            ]),
         .executableTarget(
             name: "memo-client",
-            dependencies: ["MemoClient", "MemoTUI", "MemoViewModels", "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet"]),
+            dependencies: [
+                "MemoCore", "MemoWire", "MemoClient", "MemoTUI", "MemoViewModels", "MemoCLI", "MemoSQLite", "MemoTLS",
+                "MemoNet",
+            ]),
         .executableTarget(
             name: "memo-bench",
             dependencies: [
@@ -57,7 +62,8 @@ let package = Package(
                 "MemoTUI", "MemoViewModels",
             ]),
         .executableTarget(
-            name: "memo-torture", dependencies: ["MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
+            name: "memo-torture",
+            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
         // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
         // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
         .target(
@@ -70,7 +76,7 @@ let package = Package(
         ),
         .testTarget(name: "MemoCoreTests", dependencies: ["MemoCore", "MemoTestSupport"]),
         .testTarget(
-            name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoPostgres", "MemoTestSupport"]),
+            name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoTestSupport"]),
         .testTarget(name: "MemoWireTests", dependencies: ["MemoCore", "MemoWire", "MemoTestSupport"]),
         .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "COpenSSL", "MemoTestSupport"]),
         .testTarget(name: "MemoNetTests", dependencies: ["MemoNet", "CMemoLinux", "MemoTestSupport"]),
@@ -84,11 +90,13 @@ let package = Package(
         .testTarget(
             name: "MemoClientTests",
             dependencies: [
-                "MemoClient", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer", "MemoTestSupport",
+                "MemoClient", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer",
+                "MemoTestSupport",
             ]
         ),
         .testTarget(
-            name: "MemoTUITests", dependencies: ["MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoTestSupport"]),
+            name: "MemoTUITests",
+            dependencies: ["MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
@@ -99,3 +107,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every target imports what it uses: a member of a module that is only reachable through another import is an
+// error (SE-0444), so the declared dependencies above are the real graph.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility")]
+}

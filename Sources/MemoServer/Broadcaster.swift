@@ -1,3 +1,4 @@
+import MemoCore
 import MemoNet
 import MemoWire
 import Synchronization

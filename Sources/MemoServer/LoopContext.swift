@@ -1,5 +1,6 @@
 import MemoNet
 import MemoWire
+import Synchronization
 
 /// What one event loop's connections share: scratch buffers, the connections themselves and the subscribers to
 /// fan changes out to. Confined to its loop's thread (held in a `LoopBound`).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MemoCore
 import MemoNet
 import MemoTLS
 import MemoWire

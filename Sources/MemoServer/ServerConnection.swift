@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 import MemoNet
 import MemoTLS
 import MemoWire

@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 import MemoWire
 
 /// What a session asks its connection to do.

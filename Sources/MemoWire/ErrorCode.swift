@@ -1,4 +1,4 @@
-@_exported import MemoCore
+import MemoCore
 
 /// A numbered error code, stable on the wire. Unknown codes decode as themselves so that an older peer can still
 /// show a newer peer's message. Ranges: 1xx the frame or protocol, 2xx the request, 3xx limits, 5xx the server.

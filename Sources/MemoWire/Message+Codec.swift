@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 
 extension Message {
     /// The whole frame for this message.

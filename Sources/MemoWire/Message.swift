@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 
 /// The role a client's certificate gives it.
 public enum Role: UInt8, Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 
 /// Memo ids for the benchmark's requests. Foundation's `UUID()` on Linux opens, reads and closes /dev/urandom
 /// for every id, which made the benchmark client spend most of its kernel time making ids; these come from

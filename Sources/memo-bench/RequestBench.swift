@@ -1,5 +1,6 @@
 import Foundation
 import MemoCLI
+import MemoCore
 import MemoNet
 import MemoProbe
 import MemoTLS

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCLI
 import MemoClient
+import MemoCore
 import MemoProbe
 import MemoWire
 

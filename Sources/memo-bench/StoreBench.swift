@@ -1,5 +1,6 @@
 import Foundation
 import MemoCLI
+import MemoCore
 import MemoSQLite
 import MemoWire
 

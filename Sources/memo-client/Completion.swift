@@ -1,4 +1,6 @@
+import Foundation
 import MemoClient
+import MemoCore
 
 /// `memo-client completion bash|zsh`: a script that completes commands, options and memo ids. The ids come from
 /// the mirror cache the terminal front end keeps (`memo-client completion ids`), so completing never connects.

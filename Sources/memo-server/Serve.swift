@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import MemoCLI
+import MemoCore
 import MemoNet
 import MemoPostgres
 import MemoServer

@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 import MemoWire
 
 /// Checks a crash run after the fact: the writers' acknowledged writes and each watcher's stream against the

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import MemoClient
 import MemoCore
+import MemoNet
 import MemoTestSupport
 import Synchronization
 import Testing

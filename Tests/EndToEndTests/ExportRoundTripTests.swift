@@ -1,6 +1,7 @@
 import Foundation
 import MemoClient
 import MemoCore
+import MemoNet
 import MemoTestSupport
 import Testing
 

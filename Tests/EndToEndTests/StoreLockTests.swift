@@ -4,6 +4,7 @@ import MemoNet
 import MemoProbe
 import MemoSQLite
 import MemoTestSupport
+import MemoWire
 import Testing
 
 /// Runs a built executable that should exit by itself; one still running after `seconds` is killed and reported.

@@ -1,4 +1,5 @@
 import Foundation
+import MemoNet
 import MemoServer
 import MemoTestSupport
 import MemoTLS

@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoProbe
 import MemoSQLite
 import MemoTestSupport
 import MemoWire

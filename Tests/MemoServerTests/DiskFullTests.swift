@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 import MemoProbe
 import MemoSQLite
 import MemoServer

@@ -1,10 +1,12 @@
 import Foundation
+import MemoCore
 import MemoNet
 import MemoProbe
 import MemoServer
 import MemoTestSupport
 import MemoTLS
 import MemoWire
+import Synchronization
 import Testing
 
 /// A peer that sends requests without reading the answers is slowed down (the server stops reading it) rather

@@ -1,5 +1,6 @@
 import Foundation
 @testable import MemoServer
+import MemoProbe
 import MemoTestSupport
 import MemoWire
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoText
 import MemoTUI
 import MemoViewModels
 import Testing

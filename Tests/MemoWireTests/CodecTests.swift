@@ -1,4 +1,5 @@
 import Foundation
+import MemoCore
 import MemoTestSupport
 import MemoWire
 import Testing
