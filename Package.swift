@@ -41,6 +41,8 @@ let package = Package(
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoText"),
         .target(name: "MemoClient", dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
+        // memo-client's command line and what it prints (parsing, JSON, tables, exit codes), tested without a process.
+        .target(name: "MemoClientCLI", dependencies: ["MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient"]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
         .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
         .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText", "MemoViewModels"]),
@@ -52,8 +54,8 @@ let package = Package(
         .executableTarget(
             name: "memo-client",
             dependencies: [
-                "MemoCore", "MemoWire", "MemoClient", "MemoTUI", "MemoViewModels", "MemoCLI", "MemoSQLite", "MemoTLS",
-                "MemoNet",
+                "MemoCore", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels", "MemoCLI",
+                "MemoSQLite", "MemoTLS", "MemoNet",
             ]),
         .executableTarget(
             name: "memo-bench",
@@ -95,13 +97,19 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "MemoClientCLITests",
+            dependencies: [
+                "MemoClientCLI", "MemoClient", "MemoCLI", "MemoCore", "MemoText", "MemoTLS", "MemoTestSupport",
+            ]
+        ),
+        .testTarget(
             name: "MemoTUITests",
             dependencies: ["MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoTestSupport"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
                 "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe", "MemoClient",
-                "MemoTUI", "MemoViewModels", "MemoText", "MemoTestSupport",
+                "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
             ]
         ),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import MemoClient
+import MemoClientCLI
 import MemoCore
 import MemoTUI
 

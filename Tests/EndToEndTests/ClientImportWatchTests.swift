@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MemoClient
+import MemoClientCLI
 import MemoCore
 import MemoNet
 import MemoTestSupport

@@ -1,3 +1,4 @@
+import MemoClient
 import MemoCore
 import MemoTLS
 import MemoWire

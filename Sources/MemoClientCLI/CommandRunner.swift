@@ -1,4 +1,5 @@
 import Foundation
+import MemoClient
 import MemoCore
 
 /// Where a memo's text comes from.

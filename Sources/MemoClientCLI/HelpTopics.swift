@@ -1,7 +1,7 @@
 import MemoClient
 
 /// `memo-client --help` and `memo-client COMMAND --help`.
-enum HelpTopics {
+public enum HelpTopics {
     /// Options that take a value: their value is not the command when looking for the command in `argv`.
     static let valueOptions: Set<String> = [
         "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--filter", "--limit",
@@ -12,7 +12,7 @@ enum HelpTopics {
     static let aliases = ["ls": "list", "get": "show", "new": "add", "delete": "rm"]
 
     /// The command named on a line that asked for help (`memo-client --server X edit --help`), if any.
-    static func command(in argv: [String]) -> String? {
+    public static func command(in argv: [String]) -> String? {
         var index = 0
         while index < argv.count, argv[index] != "--" {
             let item = argv[index]
@@ -27,7 +27,7 @@ enum HelpTopics {
     }
 
     /// The help for `command` (the whole help when nil); nil for a word that is not a command.
-    static func text(for command: String?) -> String? {
+    public static func text(for command: String?) -> String? {
         guard let command else { return helpText }
         let name = aliases[command] ?? command
         guard let body = commands[name] else { return nil }

@@ -1,3 +1,4 @@
+
 /// ISO 8601 timestamps for microsecond times, written and read without Foundation's formatters so that a round
 /// trip is exact: `2026-11-30T03:26:13.123456Z` always has six fraction digits and is always UTC.
 public enum Timestamp {

@@ -1,0 +1,164 @@
+import Foundation
+import MemoCLI
+import MemoClient
+import MemoNet
+
+// memo-client's command line, read into an `Invocation` without running anything, so that tests can check it.
+
+/// What the command line asks for.
+public enum Invocation: Sendable {
+    case help(command: String?)
+    case version
+    case completion(shell: String)
+    case completionIDs(server: String)
+    case run(ClientConfiguration, ClientCommand?, json: Bool, locale: String?)
+}
+
+extension Invocation {
+    /// A value from the environment, nil when unset or empty.
+    private static func setting(_ name: String, _ environment: [String: String]) -> String? {
+        environment[name].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Where and how to connect: flags first, then the environment, then the defaults.
+    static func connectionOptions(
+        _ arguments: inout Arguments, environment: [String: String]
+    ) throws(UsageError) -> ClientConfiguration {
+        let serverText = try arguments.option("--server") ?? setting("MEMO_SERVER", environment) ?? "127.0.0.1"
+        // Several addresses, separated by commas, are servers over one PostgreSQL: each is checked on its own.
+        let servers: [HostPort]
+        do {
+            servers = try serverText.split(separator: ",", omittingEmptySubsequences: false).map { address in
+                try HostPort(parsing: String(address), defaultPort: ClientConfiguration.defaultPort)
+            }
+        } catch {
+            throw UsageError("--server: \(error)")
+        }
+        let folder = ClientConfiguration.certificatesDirectory(
+            option: try arguments.option("--certs"), environment: environment,
+            isDirectory: { path in
+                var directory: ObjCBool = false
+                return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
+            })
+        let caOptions = try arguments.options("--ca") + arguments.options("--cacert")
+        guard caOptions.count <= 1 else { throw UsageError("--ca (or --cacert) is given \(caOptions.count) times") }
+        let ca = caOptions.first ?? setting("MEMO_CA", environment)
+        let cert = try arguments.option("--cert") ?? setting("MEMO_CERT", environment)
+        let key = try arguments.option("--key") ?? setting("MEMO_KEY", environment)
+        var timeout = try arguments.seconds("--timeout")
+        if timeout == nil, let text = setting("MEMO_TIMEOUT", environment) {
+            guard let value = Double(text), value > 0, value.isFinite else {
+                throw UsageError("MEMO_TIMEOUT takes a number of seconds above zero, not '\(text)'")
+            }
+            timeout = value
+        }
+
+        var configuration = ClientConfiguration(
+            server: servers.map(\.description).joined(separator: ","), certificatesDirectory: folder.path)
+        configuration.certificatesOrigin = folder.origin
+        if let ca { configuration.caPath = ca }
+        if let cert { configuration.certificatePath = cert }
+        if let key { configuration.keyPath = key }
+        if ca != nil, cert != nil, key != nil { configuration.certificatesOrigin = nil }
+        if let records = setting("MEMO_TLS_RECORDS", environment) {
+            guard configuration.useTLSRecords(named: records) else {
+                throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
+            }
+        }
+        configuration.requestTimeout = .milliseconds(Int64(((timeout ?? 10) * 1000).rounded(.up)))
+        configuration.connectTimeout = configuration.requestTimeout
+        return configuration
+    }
+
+    /// Everything the command line says, read in one go (options first: the reader takes positionals last).
+    public static func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -> Invocation {
+        var arguments = Arguments(argv)
+        if arguments.flag("--help", "-h") { return .help(command: HelpTopics.command(in: argv)) }
+        if arguments.flag("--version") { return .version }
+        let json = arguments.flag("--json")
+        let allowEmpty = arguments.flag("--allow-empty")
+        let configuration = try connectionOptions(&arguments, environment: environment)
+        let filter = try arguments.option("--filter")
+        let limit = try arguments.integer("--limit", in: 0...Int.max)
+        let locale = try arguments.option("--locale")
+        if let locale, locale.isEmpty || locale.contains(where: { $0.isWhitespace }) {
+            throw UsageError("--locale takes a locale identifier such as ko_KR, not '\(locale)'")
+        }
+        var ifRevision: UInt64?
+        if let text = try arguments.option("--if-revision") {
+            guard let value = UInt64(text) else {
+                throw UsageError("--if-revision takes a revision number, not '\(text)'")
+            }
+            ifRevision = value
+        }
+        // Every option this program knows is taken by now: what is left that looks like one is not ours, and
+        // must not be mistaken for the command (`-o json list` is not the command "json").
+        try arguments.rejectUnknownOptions()
+
+        guard let name = arguments.positional() else {
+            return .run(configuration, nil, json: json, locale: locale)
+        }
+        func rest(_ what: String) throws(UsageError) -> TextSource {
+            var words: [String] = []
+            while let word = arguments.positional() { words.append(word) }
+            guard !words.isEmpty else { throw UsageError("\(name) needs \(what) (or - to read it from stdin)") }
+            if words == ["-"] { return .standardInput }
+            return .literal(words.joined(separator: " "))
+        }
+        func only(_ option: String, _ present: Bool, for commands: String) throws(UsageError) {
+            if present { throw UsageError("\(option) is only for \(commands)") }
+        }
+        let command: ClientCommand
+        switch name {
+        case "list", "ls":
+            command = .list(filter: filter, limit: limit)
+        case "show", "get":
+            command = .show(id: try arguments.required("an ID"))
+        case "add", "new":
+            command = .add(try rest("the memo's text"), allowEmpty: allowEmpty)
+        case "edit":
+            let id = try arguments.required("an ID")
+            command = .edit(id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty)
+        case "rm", "delete":
+            command = .remove(id: try arguments.required("an ID"), ifRevision: ifRevision)
+        case "watch":
+            command = .watch
+        case "export":
+            command = .export
+        case "import":
+            command = .importMemos(path: try arguments.required("a FILE (or - for stdin)"))
+        case "completion":
+            let shell = try arguments.required("a shell: bash or zsh")
+            if shell == "ids" {
+                try arguments.finish()
+                return .completionIDs(server: configuration.server)
+            }
+            guard shell == "bash" || shell == "zsh" else {
+                throw UsageError("completion takes bash or zsh, not '\(shell)'")
+            }
+            try arguments.finish()
+            return .completion(shell: shell)
+        case "help":
+            let topic = arguments.positional()
+            try arguments.finish()
+            return .help(command: topic)
+        default:
+            throw UsageError("unknown command '\(name)'")
+        }
+        if case .list = command {} else {
+            try only("--filter", filter != nil, for: "list")
+            try only("--limit", limit != nil, for: "list")
+        }
+        switch command {
+        case .edit, .remove: break
+        default: try only("--if-revision", ifRevision != nil, for: "edit and rm")
+        }
+        switch command {
+        case .add, .edit: break
+        default: try only("--allow-empty", allowEmpty, for: "add and edit")
+        }
+        try only("--locale", locale != nil, for: "the terminal front end (no command)")
+        try arguments.finish()
+        return .run(configuration, command, json: json, locale: locale)
+    }
+}

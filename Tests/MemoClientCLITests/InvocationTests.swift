@@ -1,0 +1,77 @@
+import MemoCLI
+import MemoClient
+import MemoClientCLI
+import Testing
+
+/// memo-client's command line read into an `Invocation`, without a process or a server.
+@Suite("Client command line: parsing")
+struct InvocationTests {
+    private func parse(_ line: String, _ environment: [String: String] = [:]) throws(UsageError) -> Invocation {
+        try Invocation.parse(line.split(separator: " ").map(String.init), environment: environment)
+    }
+
+    private func command(_ line: String, _ environment: [String: String] = [:]) throws -> ClientCommand? {
+        guard case .run(_, let command, _, _) = try parse(line, environment) else {
+            Issue.record("'\(line)' is not a command to run")
+            return nil
+        }
+        return command
+    }
+
+    private func usageError(_ line: String) -> String? {
+        do {
+            _ = try parse(line)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test func commandsAndTheirAliasesReadTheirArguments() throws {
+        #expect(try command("list --filter 장보기 --limit 3") == .list(filter: "장보기", limit: 3))
+        #expect(try command("ls") == .list(filter: nil, limit: nil))
+        #expect(try command("get abc") == .show(id: "abc"))
+        #expect(try command("add buy milk") == .add(.literal("buy milk"), allowEmpty: false))
+        #expect(try command("new - --allow-empty") == .add(.standardInput, allowEmpty: true))
+        #expect(try command("edit abc --if-revision 7 new text")
+            == .edit(id: "abc", text: .literal("new text"), ifRevision: 7, allowEmpty: false))
+        #expect(try command("delete abc") == .remove(id: "abc", ifRevision: nil))
+        #expect(try command("import -") == .importMemos(path: "-"))
+        #expect(try command("watch --json") == .watch)
+    }
+
+    @Test func flagsComeBeforeTheEnvironmentWhichComesBeforeTheDefaults() throws {
+        guard case .run(let fromFlag, _, let json, _) = try parse("--server a.example:1 --json list", [
+            "MEMO_SERVER": "b.example:2", "MEMO_TIMEOUT": "3",
+        ]) else { throw UsageError("not run") }
+        #expect(fromFlag.server == "a.example:1")
+        #expect(fromFlag.requestTimeout == .seconds(3))
+        #expect(json)
+        guard case .run(let fromEnvironment, _, _, _) = try parse("list", ["MEMO_SERVER": "b.example:2"]) else {
+            throw UsageError("not run")
+        }
+        #expect(fromEnvironment.server == "b.example:2")
+        guard case .run(let defaults, let none, _, _) = try parse("", [:]) else { throw UsageError("not run") }
+        #expect(defaults.requestTimeout == .seconds(10))
+        #expect(none == nil)
+    }
+
+    @Test func helpVersionAndCompletionAreNotCommandsToRun() throws {
+        guard case .help(let topic) = try parse("--server x edit --help") else { throw UsageError("no help") }
+        #expect(topic == "edit")
+        guard case .version = try parse("--version") else { throw UsageError("no version") }
+        guard case .completion(let shell) = try parse("completion zsh") else { throw UsageError("no completion") }
+        #expect(shell == "zsh")
+    }
+
+    @Test func misuseIsAUsageErrorThatSaysWhatIsWrong() {
+        #expect(usageError("frobnicate") == "unknown command 'frobnicate'")
+        #expect(usageError("add --filter x text") == "--filter is only for list")
+        #expect(usageError("list --if-revision 3") == "--if-revision is only for edit and rm")
+        #expect(usageError("edit abc --if-revision seven x") == "--if-revision takes a revision number, not 'seven'")
+        #expect(usageError("add") == "add needs the memo's text (or - to read it from stdin)")
+        #expect(usageError("completion fish") == "completion takes bash or zsh, not 'fish'")
+        #expect(usageError("-o json list") != nil)
+        #expect(usageError("list --locale ko_KR") == "--locale is only for the terminal front end (no command)")
+    }
+}
