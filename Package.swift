@@ -29,23 +29,27 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        .target(name: "MemoCore"),
+        // The write(2) loop every writer shares (EINTR, EAGAIN, short writes).
+        .target(name: "MemoSystem"),
+        .target(name: "MemoCore", dependencies: ["MemoSystem"]),
         .target(name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"]),
         .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"]),
-        .target(name: "MemoTLS", dependencies: ["COpenSSL"]),
+        .target(name: "MemoTLS", dependencies: ["COpenSSL", "MemoSystem"]),
         .systemLibrary(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"]),
         .target(name: "MemoCLI"),
-        .target(name: "MemoServer", dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet"]),
+        .target(name: "MemoServer", dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
         .target(name: "MemoText"),
         .target(name: "MemoClient", dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
         // memo-client's command line and what it prints (parsing, JSON, tables, exit codes), tested without a process.
-        .target(name: "MemoClientCLI", dependencies: ["MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient"]),
+        .target(
+            name: "MemoClientCLI",
+            dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient"]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
         .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
-        .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText", "MemoViewModels"]),
+        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels"]),
         .executableTarget(
             name: "memo-server",
             dependencies: [
@@ -76,6 +80,7 @@ let package = Package(
             ],
             path: "Tests/MemoTestSupport"
         ),
+        .testTarget(name: "MemoSystemTests", dependencies: ["MemoSystem"]),
         .testTarget(name: "MemoCoreTests", dependencies: ["MemoCore", "MemoTestSupport"]),
         .testTarget(
             name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoTestSupport"]),

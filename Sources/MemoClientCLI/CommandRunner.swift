@@ -28,15 +28,14 @@ public enum ClientCommand: Sendable, Hashable {
 public struct CommandRunner: Sendable {
     public let configuration: ClientConfiguration
     public let formatter: MemoFormatter
-    let out: OutputStream
-    let err: OutputStream
+    let out: BufferedOutput
+    let err: BufferedOutput
     /// How many creates an import keeps in flight at once.
     static let importWindow = 64
 
-    public init(
-        configuration: ClientConfiguration, style: OutputStyle, out: OutputStream = .standardOutput,
-        err: OutputStream = .standardError
-    ) {
+    /// - Parameters:
+    ///   - out: standard output, or a test's pipe; its broken-pipe handler is the caller's decision.
+    public init(configuration: ClientConfiguration, style: OutputStyle, out: BufferedOutput, err: BufferedOutput) {
         self.configuration = configuration
         formatter = MemoFormatter(style: style)
         self.out = out

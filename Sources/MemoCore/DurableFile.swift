@@ -1,4 +1,5 @@
 import Foundation
+import MemoSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -39,14 +40,10 @@ public enum DurableFile {
     }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ path: String) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw failure("writing", path)
-            }
-            offset += written
+        do {
+            try FileDescriptor.writeAll(fd, bytes)
+        } catch {
+            throw MemoError.storage("writing \(path): \(error.reason)")
         }
     }
 

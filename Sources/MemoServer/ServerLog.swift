@@ -1,4 +1,5 @@
 import Foundation
+import MemoSystem
 
 /// Where the server's log lines go: one line per event, written whole so lines from threads never interleave.
 public struct ServerLog: Sendable {
@@ -11,18 +12,8 @@ public struct ServerLog: Sendable {
     /// Lines on standard error, each prefixed with the UTC time.
     public static let standardError = ServerLog { line in
         let text = "\(ServerLog.timestamp()) \(line)\n"
-        var bytes = Array(text.utf8)
-        bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(2, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
+        // A log that cannot be written has nowhere to report that either.
+        try? FileDescriptor.writeAll(STDERR_FILENO, text)
     }
 
     /// No lines at all.

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import MemoSystem
 
 /// File-system helpers for certificate and key files: create-only writes with a fixed mode.
 enum CertificateFiles {
@@ -59,16 +60,10 @@ enum CertificateFiles {
             throw systemError("creating \(path)")
         }
         defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw systemError("writing \(path)")
-            }
-            offset += written
+        do {
+            try FileDescriptor.writeAll(fd, bytes)
+        } catch {
+            throw TLSError(kind: .fileSystem, operation: "writing \(path)", detail: error.reason)
         }
         if fsync(fd) != 0 { throw systemError("writing \(path)") }
     }

@@ -49,7 +49,11 @@ func runMain() async -> Int32 {
             }
             fail(usage: UsageError("no command given (and not on a terminal)"))
         }
-        let runner = CommandRunner(configuration: configuration, style: OutputStyle.detect(json: json))
+        // A reader that went away (`memo-client list | head -1`) ends the program quietly with 0, as `head` expects.
+        let out = BufferedOutput(fd: STDOUT_FILENO, onBrokenPipe: { exit(0) })
+        let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
+        let style = OutputStyle.detect(json: json)
+        let runner = CommandRunner(configuration: configuration, style: style, out: out, err: err)
         return await runner.run(command).rawValue
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import MemoSystem
 import Synchronization
 
 #if canImport(Glibc)
@@ -93,20 +94,8 @@ final class Terminal: Sendable {
         return (Int(size.ws_col), Int(size.ws_row))
     }
 
-    /// write(2) until everything is out, retrying EINTR.
+    /// Everything out; a terminal that went away (EIO, EPIPE) leaves nothing to draw on, so failures are dropped.
     private func writeAll(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.write(output, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            offset += written
-        }
-        bytes.removeAll()
+        try? FileDescriptor.writeAll(output, text)
     }
 }
