@@ -1,8 +1,9 @@
 import Foundation
 import MemoCore
 
-/// The state of the connection behind the store.
-public enum ConnectionState: Sendable, Hashable {
+/// The state of the connection behind the store, as the status bar shows it (MemoClient has its own
+/// `ConnectionState`, the connection's; the front end maps one onto the other).
+public enum LinkState: Sendable, Hashable {
     /// Connected and subscribed: the list is the server's.
     case live
     /// Connecting for the first time.
@@ -57,7 +58,7 @@ public struct ConnectionProblem: Sendable, Hashable {
 public struct ConnectionStatus: Sendable, Hashable {
     /// The server's name (host and port), or "local" for a store in this process.
     public var server: String
-    public var state: ConnectionState
+    public var state: LinkState
     /// Writes not yet confirmed by the server (made offline, or sent and not yet answered).
     public var pendingWrites: Int { pendingIDs.count }
     /// The memos with writes not yet confirmed, for a mark on their rows.
@@ -70,7 +71,7 @@ public struct ConnectionStatus: Sendable, Hashable {
     public var hasList: Bool
 
     public init(
-        server: String, state: ConnectionState, pendingIDs: Set<UUID> = [], readOnly: Bool = false,
+        server: String, state: LinkState, pendingIDs: Set<UUID> = [], readOnly: Bool = false,
         problem: ConnectionProblem? = nil, hasList: Bool = true
     ) {
         self.server = server

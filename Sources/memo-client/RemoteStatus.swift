@@ -65,9 +65,9 @@ final class RemoteStatus: StatusSource {
     /// cache's, so "connecting"); a lost connection says which attempt is under way; "offline" is shown while
     /// waiting to try again, with the cached or last list on screen.
     static func combine(
-        server: String, state: ClientConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>
+        server: String, state: ConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>
     ) -> ConnectionStatus {
-        let shown: MemoViewModels.ConnectionState
+        let shown: LinkState
         switch state {
         case .live: shown = stale ? .connecting : .live
         case .connecting: shown = .connecting

@@ -26,7 +26,7 @@ public enum TerminalApp {
         defer { terminal.leave() }
 
         let (events, continuation) = AsyncStream<Event>.makeStream()
-        let signals = SignalWatcher(terminal: terminal, beforeExit: options.onSignalExit) {
+        let signals = TerminalSignals(terminal: terminal, beforeExit: options.onSignalExit) {
             continuation.yield(.resize)
         }
         defer { signals.cancel() }

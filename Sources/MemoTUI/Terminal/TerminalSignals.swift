@@ -10,7 +10,7 @@ import Glibc
 ///
 /// Dispatch signal sources run their handlers on a queue, outside the signal context, so restoring the terminal
 /// there may take locks and allocate, which a raw signal handler may not.
-final class SignalWatcher {
+final class TerminalSignals {
     private let sources: [any DispatchSourceSignal]
     private static let queue = DispatchQueue(label: "memo.tui.signals")
 
