@@ -1,5 +1,10 @@
 #ifndef CMEMOLINUX_SHIM_H
 #define CMEMOLINUX_SHIM_H
+// accept4 and pthread_setname_np are declared only under _GNU_SOURCE: ask the system headers for them rather than
+// repeating their signatures here.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 // Linux calls the toolchain's Glibc module does not import: epoll, eventfd, signalfd, accept4, thread names.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -10,16 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-// accept4 and pthread_setname_np are declared only under _GNU_SOURCE; declare them here with their glibc
-// signatures so that Swift sees them without changing how the rest of libc is imported.
-extern int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags);
-extern int pthread_setname_np(pthread_t thread, const char *name);
-
+// Under _GNU_SOURCE glibc declares accept4's address as a transparent union (__SOCKADDR_ARG) that Swift cannot
+// pass a `sockaddr` pointer to; this takes the plain pointer.
 static inline int CMemoLinux_accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags) {
     return accept4(fd, addr, addrlen, flags);
-}
-static inline int CMemoLinux_set_thread_name(pthread_t thread, const char *name) {
-    return pthread_setname_np(thread, name);
 }
 
 // The number of CPUs this thread may run on (its affinity mask: taskset, cgroup cpusets), 0 when unknown. The raw
