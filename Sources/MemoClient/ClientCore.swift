@@ -27,7 +27,7 @@ public enum SubscriptionEvent: Sendable, Hashable {
 /// by id (each with a deadline, each resent on the next connection if the last one died before answering),
 /// and subscriptions restarted on every new connection from where their owner says.
 ///
-/// Confined to `loop`: every method runs on the loop's thread (`MemoClient` hops there), so no state here
+/// Confined to `loop`: every method runs on the loop's thread (`MemoConnection` hops there), so no state here
 /// needs a lock. `@unchecked Sendable` only so that closures scheduled on the loop may capture it.
 final class ClientCore: @unchecked Sendable {
     final class Request {
@@ -84,7 +84,7 @@ final class ClientCore: @unchecked Sendable {
     private var reconnectTimer: TimerHandle?
     /// Why the last attempt failed, for requests that time out while not connected.
     private var lastFailure: ConnectionEnd?
-    /// Told of the first connection's outcome (`MemoClient.connect` waits on it).
+    /// Told of the first connection's outcome (`MemoConnection.connect` waits on it).
     var onFirstOutcome: ((ConnectionEnd?) -> Void)?
     /// Until when a first connection that cannot reach the server is tried again (with backoff) before
     /// `onFirstOutcome` hears of the failure: a server that is still starting is worth waiting for.

@@ -14,7 +14,7 @@ import Synchronization
 /// With a `queuePath`, a write made while the connection is not live does not wait for it: it is shown at once,
 /// kept in a durable queue (`WriteQueueFile`) and sent in order once the connection is back (RemoteStore+Offline).
 public final class RemoteStore: MemoStorage {
-    public let client: MemoClient
+    public let client: MemoConnection
     public let cachePath: String?
     /// Where writes made offline are kept until the server has them; nil: writes wait for the server.
     public let queuePath: String?
@@ -34,7 +34,7 @@ public final class RemoteStore: MemoStorage {
     private let sentVersion = Atomic<UInt64>(0)
     /// Local-write states read but not yet handled on the loop; `received` then sends its (newer) list anyway.
     private let queuedPublishes = Atomic<Int>(0)
-    private let subscription = Mutex<MemoClient.SubscriptionHandle?>(nil)
+    private let subscription = Mutex<MemoConnection.SubscriptionHandle?>(nil)
     private let list: Subject<[Memo]>
     /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
     public let changes = Subject<Change>()
@@ -52,7 +52,7 @@ public final class RemoteStore: MemoStorage {
     ///   - queuePath: the offline write queue to load now (its writes show as pending) and to keep.
     ///   - holdQueue: send nothing from the queue until `releaseQueue()`.
     /// - Throws: `MemoError.storage` for a damaged cache or queue file.
-    public init(client: MemoClient, cachePath: String? = nil, queuePath: String? = nil, holdQueue: Bool = false)
+    public init(client: MemoConnection, cachePath: String? = nil, queuePath: String? = nil, holdQueue: Bool = false)
         throws
     {
         queueReleased = Atomic(!holdQueue)
@@ -102,7 +102,7 @@ public final class RemoteStore: MemoStorage {
         let handle = client.subscribe(
             start: { [weak self] in self?.mirror.withLock { $0.resumeRevision } },
             handler: { [weak self] events in self?.received(events) })
-        let extra: MemoClient.SubscriptionHandle? = subscription.withLock { current in
+        let extra: MemoConnection.SubscriptionHandle? = subscription.withLock { current in
             if current != nil { return handle }
             current = handle
             return nil

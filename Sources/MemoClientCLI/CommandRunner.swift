@@ -79,7 +79,7 @@ public struct CommandRunner: Sendable {
             text = content
         default: break
         }
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         switch command {
         case .list(let filter, let limit):
@@ -127,7 +127,7 @@ public struct CommandRunner: Sendable {
     }
 
     /// A full id as it is, or the one memo whose id starts with the given prefix.
-    func resolve(_ text: String, _ client: MemoClient) async throws -> (UUID, Memo?) {
+    func resolve(_ text: String, _ client: MemoConnection) async throws -> (UUID, Memo?) {
         if let id = UUID(uuidString: text) { return (id, nil) }
         let prefix = text.lowercased()
         guard !prefix.isEmpty else { throw CommandUsageError("an id cannot be empty") }
@@ -159,7 +159,7 @@ public struct CommandRunner: Sendable {
     // MARK: - watch
 
     /// Prints the list, then every change, until the process is stopped; resumes across reconnects.
-    private func watch(_ client: MemoClient) async throws {
+    private func watch(_ client: MemoConnection) async throws {
         let store = try RemoteStore(client: client)
         let formatter = self.formatter
         let out = self.out
@@ -216,7 +216,7 @@ public struct CommandRunner: Sendable {
         case failed(line: Int, any Error)
     }
 
-    private func importMemos(_ path: String, _ client: MemoClient) async throws -> ExitCode {
+    private func importMemos(_ path: String, _ client: MemoConnection) async throws -> ExitCode {
         let name = path == "-" ? "standard input" : path
         let reader = try LineReader(path: path)
         var invalid = 0

@@ -18,7 +18,7 @@ struct LargeStoreBench {
           start    from exec to its `listening on` line (the whole file read into memory), and the CPU
                    time the server had used by then
           rss      the server's VmRSS once listening, per memo and against the content bytes
-          mirror   a fresh MemoClient + RemoteStore until its mirror of every memo is ready
+          mirror   a fresh MemoConnection + RemoteStore until its mirror of every memo is ready
           list     `memo-client list` (next to memo-bench) with stdout to a pipe, until it exits
         Each figure is the best of the runs; the server is stopped (SIGTERM) after each run.
         """
@@ -116,7 +116,7 @@ struct LargeStoreBench {
         configuration.requestTimeout = .seconds(120)
         let clock = ContinuousClock()
         let started = clock.now
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         let store = try RemoteStore(client: client)
         store.startMirror()

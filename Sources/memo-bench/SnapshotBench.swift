@@ -13,7 +13,7 @@ struct SnapshotBench {
                                    [--json]
 
         Fills the store up to N memos (default 100000) of BYTES content (default 64) if it holds fewer, then R
-        times (default 3) starts a fresh client (MemoClient and its RemoteStore, no cache file) and times
+        times (default 3) starts a fresh client (MemoConnection and its RemoteStore, no cache file) and times
         connect + snapshot until its mirror is ready. Then updates one memo and reports the bytes its change
         frame took on a subscriber's connection (plaintext frame; TLS adds about 22 bytes per record).
         """
@@ -69,7 +69,7 @@ struct SnapshotBench {
         for _ in 0..<runs {
             let clock = ContinuousClock()
             let started = clock.now
-            let client = try await MemoClient.connect(configuration)
+            let client = try await MemoConnection.connect(configuration)
             let store = try RemoteStore(client: client)
             store.startMirror()
             try await store.waitUntilFresh(timeout: .seconds(120))

@@ -11,9 +11,9 @@ import MemoTUI
 /// way out, by `q` or Ctrl-C, by a signal, or after an error.
 /// - Parameter locale: a locale identifier for the detail's dates (`ko_KR`); nil for the user's locale.
 func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> Int32 {
-    let client: MemoClient
+    let client: MemoConnection
     do {
-        client = try MemoClient.start(configuration)
+        client = try MemoConnection.start(configuration)
     } catch {
         report(error)
         return ExitCode(error).rawValue

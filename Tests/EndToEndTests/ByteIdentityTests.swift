@@ -87,7 +87,7 @@ struct ByteIdentityTests {
     @Test func theClientLibrarySeesTheOtherSpellingAsAConflict() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try await MemoClient.connect(server.clientConfiguration())
+        let client = try await MemoConnection.connect(server.clientConfiguration())
         defer { client.close() }
         let id = UUID()
         let made = try await client.create(content: hangulNFC, id: id)

@@ -47,7 +47,7 @@ struct ClientFailureTests {
         }
         var configuration = server.clientConfiguration(timeout: .seconds(10))
         configuration.server = proxy.address
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         let started = ContinuousClock.now
         do {
@@ -73,7 +73,7 @@ struct ClientFailureTests {
             server: server.address, caPath: certificates.path + "/ca.crt",
             certificatePath: certificates.path + "/client.crt", keyPath: certificates.path + "/client.key",
             requestTimeout: .seconds(10))
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         let started = ContinuousClock.now
         for (index, content) in ["refused as a frame", "the next request"].enumerated() {
@@ -138,7 +138,7 @@ struct ClientFailureTests {
             keyPath: certs.path + "/client.key", requestTimeout: .seconds(10))
         let started = ContinuousClock.now
         do {
-            _ = try await MemoClient.connect(configuration)
+            _ = try await MemoConnection.connect(configuration)
             Issue.record("connected to a malformed address")
         } catch ClientError.unreachable(let server, let reason) {
             #expect(server == "memo.example:port")

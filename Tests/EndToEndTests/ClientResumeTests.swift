@@ -26,7 +26,7 @@ struct ClientResumeTests {
         let address = first.address
         var configuration = ClientConfiguration(server: address, certificatesDirectory: certificates.path)
         configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(500))
-        let writer = try await MemoClient.connect(configuration)
+        let writer = try await MemoConnection.connect(configuration)
         defer { writer.close() }
         let seed = try await writer.create(content: "seed")
 
@@ -91,7 +91,7 @@ struct ClientResumeTests {
         }
         var configuration = server.clientConfiguration()
         configuration.server = proxy.address
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         let states = Recorder<ConnectionState>()
         client.connectionState.subscribe { states.record($0) }
@@ -118,7 +118,7 @@ struct ClientResumeTests {
         }
         var configuration = server.clientConfiguration()
         configuration.server = proxy.address
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         let memo = try await client.create(content: "one")
         proxy.arm()

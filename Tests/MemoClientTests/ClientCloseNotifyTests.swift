@@ -94,7 +94,7 @@ struct ClientCloseNotifyTests {
         let configuration = ClientConfiguration(
             server: address.description, caPath: path + "/ca.crt", certificatePath: path + "/client.crt",
             keyPath: path + "/client.key", requestTimeout: .seconds(10))
-        let client = try await MemoClient.connect(configuration)
+        let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         #expect(done.wait(timeout: .now() + 15) == .success)
         #expect(outcome.withLock { $0 } == "close_notify")

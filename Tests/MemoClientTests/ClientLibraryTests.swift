@@ -13,7 +13,7 @@ struct ClientLibraryTests {
     @Test func requestsRoundTripAndServerErrorsBecomeMemoErrors() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try await MemoClient.connect(server.clientConfiguration())
+        let client = try await MemoConnection.connect(server.clientConfiguration())
         defer { client.close() }
 
         let id = UUID()
@@ -41,7 +41,7 @@ struct ClientLibraryTests {
     @Test func pipelinedRequestsAreAnsweredByID() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try await MemoClient.connect(server.clientConfiguration())
+        let client = try await MemoConnection.connect(server.clientConfiguration())
         defer { client.close() }
         let memos = try await withThrowingTaskGroup(of: Memo.self) { group in
             for index in 0..<200 { group.addTask { try await client.create(content: "memo \(index)") } }
@@ -62,7 +62,7 @@ struct ClientLibraryTests {
         configuration.certificatePath = other.path + "/client.crt"
         configuration.keyPath = other.path + "/client.key"
         do {
-            _ = try await MemoClient.connect(configuration)
+            _ = try await MemoConnection.connect(configuration)
             Issue.record("a client certificate from another CA was accepted")
         } catch ClientError.tlsRefused(_, let error) {
             #expect([.unknownCA, .certificateRejected].contains(error.kind))
@@ -74,7 +74,7 @@ struct ClientLibraryTests {
         var nowhere = server.clientConfiguration()
         nowhere.server = "127.0.0.1:\(port)"
         do {
-            _ = try await MemoClient.connect(nowhere)
+            _ = try await MemoConnection.connect(nowhere)
             Issue.record("connected to a closed port")
         } catch ClientError.unreachable(_, let reason) {
             #expect(reason.contains("refused"))
@@ -85,12 +85,12 @@ struct ClientLibraryTests {
         let server = try TestServer()
         defer { server.stop() }
         _ = try await server.store.create(content: "before", id: nil, insertDate: nil)
-        let client = try await MemoClient.connect(server.clientConfiguration())
+        let client = try await MemoConnection.connect(server.clientConfiguration())
         defer { client.close() }
         let store = try RemoteStore(client: client)
         let list = store.memoList()
         _ = try await firstValue(of: list, "the snapshot") { $0.map(\.content) == ["before"] }
-        let writer = try await MemoClient.connect(server.clientConfiguration())
+        let writer = try await MemoConnection.connect(server.clientConfiguration())
         defer { writer.close() }
         let second = try await writer.create(content: "after")
         let seen = try await firstValue(of: list, "the change") { $0.count == 2 }
@@ -102,7 +102,7 @@ struct ClientLibraryTests {
     @Test func aLocalWriteShowsAtOnceAndARefusedOneIsRolledBack() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let client = try await MemoClient.connect(server.clientConfiguration("reader"))
+        let client = try await MemoConnection.connect(server.clientConfiguration("reader"))
         defer { client.close() }
         let store = try RemoteStore(client: client)
         let list = store.memoList()
@@ -126,7 +126,7 @@ struct ClientLibraryTests {
         defer { server.stop() }
         let directory = try TemporaryDirectory()
         let cache = directory.path + "/mirror.cache"
-        let first = try await MemoClient.connect(server.clientConfiguration())
+        let first = try await MemoConnection.connect(server.clientConfiguration())
         let store = try RemoteStore(client: first, cachePath: cache)
         _ = try await store.create(content: "one", id: nil, insertDate: nil)
         try await store.waitUntilFresh()
@@ -135,7 +135,7 @@ struct ClientLibraryTests {
         first.close()
         _ = try await server.store.create(content: "two", id: nil, insertDate: nil)
 
-        let second = try MemoClient.start(server.clientConfiguration())
+        let second = try MemoConnection.start(server.clientConfiguration())
         defer { second.close() }
         let cached = try RemoteStore(client: second, cachePath: cache)
         #expect(cached.stale.value == true)
@@ -157,7 +157,7 @@ struct ClientLibraryTests {
         closed.close()
         var configuration = server.clientConfiguration(timeout: .milliseconds(300))
         configuration.server = "127.0.0.1:\(port)"
-        let client = try MemoClient.start(configuration)
+        let client = try MemoConnection.start(configuration)
         defer { client.close() }
         let store = try RemoteStore(client: client, cachePath: cache)
         #expect(store.memoList().value == [memo])

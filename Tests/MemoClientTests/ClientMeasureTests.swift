@@ -24,7 +24,7 @@ struct ClientMeasureTests {
 
         // From the server: connect, subscribe, snapshot in chunks, list built.
         var start = clock.now
-        let client = try await MemoClient.connect(server.clientConfiguration())
+        let client = try await MemoConnection.connect(server.clientConfiguration())
         let store = try RemoteStore(client: client, cachePath: cache)
         try await store.waitUntilFresh(timeout: .seconds(120))
         let fromServer = clock.now - start
@@ -39,7 +39,7 @@ struct ClientMeasureTests {
 
         // From the cache: the list is there before the connection is up (stale), then resumes (mode 1).
         start = clock.now
-        let second = try MemoClient.start(server.clientConfiguration())
+        let second = try MemoConnection.start(server.clientConfiguration())
         let cached = try RemoteStore(client: second, cachePath: cache)
         let fromCache = clock.now - start
         #expect(cached.memoList().value?.count == count)

@@ -18,7 +18,7 @@ struct ClientOfflineQueueTests {
         configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
         let folder = try TemporaryDirectory()
         let queuePath = folder.path + "/mirror.queue"
-        let client = try MemoClient.start(configuration)
+        let client = try MemoConnection.start(configuration)
         defer { client.close() }
         let store = try RemoteStore(client: client, cachePath: folder.path + "/mirror.cache", queuePath: queuePath)
         store.startMirror()

@@ -5,7 +5,7 @@ import MemoTestSupport
 import MemoWire
 import Testing
 
-@Suite("MemoClient: a refused certificate is not retried in a tight loop, and the reason and role are published")
+@Suite("MemoConnection: a refused certificate is not retried in a tight loop, and the reason and role are published")
 struct ClientRefusedRetryTests {
     @Test func aTLSRefusalIsTriedAgainOnlyAfterTheRefusedDelayNotTheShortBackoff() async throws {
         let server = try TestServer()
@@ -18,7 +18,7 @@ struct ClientRefusedRetryTests {
             initialDelay: .milliseconds(1), maximumDelay: .milliseconds(1), refusedDelay: .milliseconds(600))
         // Timed from before the first attempt: when the test sees the failure may be later than when it happened.
         let started = ContinuousClock.now
-        let client = try MemoClient.start(configuration)
+        let client = try MemoConnection.start(configuration)
         defer { client.close() }
         let failure = try await firstValue(of: client.connectionFailure, "the first failure") { $0 != nil }
         guard case .tlsRefused? = failure else {
@@ -32,10 +32,10 @@ struct ClientRefusedRetryTests {
     @Test func theWelcomeSaysWhetherTheCertificateIsReadOnly() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let reader = try MemoClient.start(server.clientConfiguration("reader"))
+        let reader = try MemoConnection.start(server.clientConfiguration("reader"))
         defer { reader.close() }
         #expect(try await firstValue(of: reader.role, "the reader's role") { $0 != nil } == .readOnly)
-        let writer = try MemoClient.start(server.clientConfiguration())
+        let writer = try MemoConnection.start(server.clientConfiguration())
         defer { writer.close() }
         #expect(try await firstValue(of: writer.role, "the writer's role") { $0 != nil } == .readWrite)
         #expect((writer.connectionFailure.value ?? nil) == nil)

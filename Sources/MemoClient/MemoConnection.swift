@@ -9,7 +9,7 @@ import Synchronization
 /// deadlines, subscriptions, and reconnecting with backoff when the connection is lost or the server goes away.
 ///
 /// One event loop thread per client drives the socket and the TLS engine; the async methods hop onto it.
-public final class MemoClient: Sendable {
+public final class MemoConnection: Sendable {
     public let configuration: ClientConfiguration
     /// Where the connection stands; replays the current state to new subscribers.
     public let connectionState: Subject<ConnectionState>
@@ -67,8 +67,8 @@ public final class MemoClient: Sendable {
     /// - Throws: `ClientError` (`tlsRefused`, `unreachable`, `timedOut`, `server`) when the first connection
     ///   fails, or `TLSError` when the certificate files cannot be loaded. Once connected, a lost connection is
     ///   made again in the background.
-    public static func connect(_ configuration: ClientConfiguration) async throws -> MemoClient {
-        let client = try MemoClient(configuration: configuration)
+    public static func connect(_ configuration: ClientConfiguration) async throws -> MemoConnection {
+        let client = try MemoConnection(configuration: configuration)
         let core = client.core
         let end: ConnectionEnd? = await withCheckedContinuation { continuation in
             let deadline = ContinuousClock.now + configuration.connectTimeout
@@ -85,8 +85,8 @@ public final class MemoClient: Sendable {
     /// Starts connecting in the background and returns at once (for a front end that shows a cached mirror
     /// while the server is away). Requests made before the connection is up wait for it, up to their deadline.
     /// - Throws: `TLSError` when the certificate files cannot be loaded.
-    public static func start(_ configuration: ClientConfiguration) throws -> MemoClient {
-        let client = try MemoClient(configuration: configuration)
+    public static func start(_ configuration: ClientConfiguration) throws -> MemoConnection {
+        let client = try MemoConnection(configuration: configuration)
         let core = client.core
         client.loop.execute { core.attempt() }
         return client
@@ -222,9 +222,9 @@ public final class MemoClient: Sendable {
     /// A subscription that lasts across connections.
     public final class SubscriptionHandle: Sendable {
         let token: Int
-        private let client: MemoClient
+        private let client: MemoConnection
 
-        init(token: Int, client: MemoClient) {
+        init(token: Int, client: MemoConnection) {
             self.token = token
             self.client = client
         }
