@@ -119,17 +119,7 @@ public struct KeyDecoder: Sendable {
             return decodeCSI(at: index, final: final)
         case UInt8(ascii: "O"):
             guard index + 2 < pending.count else { return final ? (.alt("O"), 2) : (nil, 0) }
-            let key: Key
-            switch pending[index + 2] {
-            case UInt8(ascii: "A"): key = .up
-            case UInt8(ascii: "B"): key = .down
-            case UInt8(ascii: "C"): key = .right
-            case UInt8(ascii: "D"): key = .left
-            case UInt8(ascii: "H"): key = .home
-            case UInt8(ascii: "F"): key = .end
-            default: key = .unknown(Array(pending[index...(index + 2)]))
-            }
-            return (key, 3)
+            return (Self.cursorKey(pending[index + 2]) ?? .unknown(Array(pending[index...(index + 2)])), 3)
         case 0x1B:
             // ESC ESC: the first is a lone Escape.
             return (.escape, 1)
@@ -155,14 +145,9 @@ public struct KeyDecoder: Sendable {
         guard (0x40...0x7E).contains(finalByte) else { return (.unknown(Array(pending[index..<(end + 1)])), used) }
         let parameters = String(decoding: pending[(index + 2)..<end], as: UTF8.self)
             .split(separator: ";").map { Int($0) ?? 0 }
+        if let cursor = Self.cursorKey(finalByte) { return (cursor, used) }
         let key: Key?
         switch finalByte {
-        case UInt8(ascii: "A"): key = .up
-        case UInt8(ascii: "B"): key = .down
-        case UInt8(ascii: "C"): key = .right
-        case UInt8(ascii: "D"): key = .left
-        case UInt8(ascii: "H"): key = .home
-        case UInt8(ascii: "F"): key = .end
         case UInt8(ascii: "Z"): key = .backTab
         case UInt8(ascii: "~"):
             switch parameters.first ?? 0 {
@@ -181,6 +166,19 @@ public struct KeyDecoder: Sendable {
             key = .unknown(Array(pending[index..<(end + 1)]))
         }
         return (key, used)
+    }
+
+    /// The arrows, Home and End: the same final byte after ESC [ (CSI) and ESC O (SS3, application cursor mode).
+    private static func cursorKey(_ byte: UInt8) -> Key? {
+        switch byte {
+        case UInt8(ascii: "A"): return .up
+        case UInt8(ascii: "B"): return .down
+        case UInt8(ascii: "C"): return .right
+        case UInt8(ascii: "D"): return .left
+        case UInt8(ascii: "H"): return .home
+        case UInt8(ascii: "F"): return .end
+        default: return nil
+        }
     }
 
     private func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
