@@ -32,21 +32,24 @@ build="$root/.build/fuzz"
 mkdir -p "$build"
 flags=(-sanitize=fuzzer,address -parse-as-library -O)
 
-# The libraries, instrumented: MemoWire re-exports MemoCore, so both are modules as in the package.
+# The libraries, instrumented, as modules as in the package: MemoSystem (the write loop) under MemoCore and MemoTLS.
 echo "building the fuzz targets in $build"
-swiftc "${flags[@]}" -module-name MemoCore -emit-module -emit-module-path "$build/MemoCore.swiftmodule" \
+swiftc "${flags[@]}" -module-name MemoSystem -emit-module -emit-module-path "$build/MemoSystem.swiftmodule" \
+    -emit-library -static -o "$build/libMemoSystem.a" "$root"/Sources/MemoSystem/*.swift
+swiftc "${flags[@]}" -module-name MemoCore -I "$build" -emit-module -emit-module-path "$build/MemoCore.swiftmodule" \
     -emit-library -static -o "$build/libMemoCore.a" "$root"/Sources/MemoCore/*.swift
 swiftc "${flags[@]}" -module-name MemoWire -I "$build" -emit-module -emit-module-path "$build/MemoWire.swiftmodule" \
     -emit-library -static -o "$build/libMemoWire.a" "$root"/Sources/MemoWire/*.swift
 for target in "${targets[@]}"; do
     # lld: the default gold linker warns about ASan's local symbols.
     if [ "$target" = record ]; then
-        swiftc "${flags[@]}" -use-ld=lld -module-name MemoTLSFuzz -I "$root/Sources/COpenSSL" \
-            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" -lssl -lcrypto -o "$build/$target"
+        swiftc "${flags[@]}" -use-ld=lld -module-name MemoTLSFuzz -I "$root/Sources/COpenSSL" -I "$build" \
+            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" "$build/libMemoSystem.a" -lssl -lcrypto \
+            -o "$build/$target"
         continue
     fi
     swiftc "${flags[@]}" -use-ld=lld -I "$build" "$root/Fuzz/${sources[$target]}" \
-        "$build/libMemoWire.a" "$build/libMemoCore.a" -o "$build/$target"
+        "$build/libMemoWire.a" "$build/libMemoCore.a" "$build/libMemoSystem.a" -o "$build/$target"
 done
 
 failed=0
