@@ -3,10 +3,10 @@ import Foundation
 /// A UUID as a dictionary key, hashed by wyhash's 16-byte path instead of SipHash.
 ///
 /// The server's table, the write planner and the SQLite rowid map are dictionaries of up to millions of
-/// UUIDs; profiling in-memory creates put SipHash (through `Hasher`) and the rehashing on each growth at 16%
-/// of the server's CPU. wyhash mixes the dictionary's per-instance seed into two 64x64→128-bit multiplies, so
-/// the bucket of an id still depends on a seed the client cannot see: ids are chosen by clients, and a hash
-/// they could predict would let them make every insert collide.
+/// UUIDs; profiling in-memory creates found SipHash (through `Hasher`) and the rehashing on each growth among the
+/// server's largest costs (the figures are in BENCHMARKS.md). wyhash mixes the dictionary's per-instance seed
+/// into two 64x64→128-bit multiplies, so the bucket of an id still depends on a seed the client cannot see: ids
+/// are chosen by clients, and a hash they could predict would let them make every insert collide.
 public struct UUIDKey: Hashable, Sendable {
     public let uuid: UUID
 
