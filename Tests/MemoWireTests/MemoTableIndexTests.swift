@@ -1,0 +1,41 @@
+import Foundation
+import MemoCore
+import Testing
+
+@Suite("MemoTable's id index: lookups stay right through creates, deletes and growth")
+struct MemoTableIndexTests {
+    @Test(arguments: [1 as UInt64, 2, 3])
+    func randomCreatesAndDeletesAgreeWithADictionary(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        var table = MemoTable(memos: (0..<100).map { Self.memo($0, revision: 0) }, revision: 0)
+        var model: [UUID: Memo] = [:]
+        for memo in table.list { model[memo.id] = memo }
+        var gone: [UUID] = []
+        // Mostly creates, a third deletes: the index grows several times and deletes shift runs back.
+        for step in 0..<6000 {
+            let revision = table.revision + 1
+            if !model.isEmpty, Int.random(in: 0..<3, using: &random) == 0 {
+                let victim = model.keys.sorted { $0.uuidString < $1.uuidString }[
+                    Int.random(in: 0..<model.count, using: &random)]
+                guard var memo = model.removeValue(forKey: victim) else { continue }
+                memo.revision = revision
+                table.apply(Change(revision: revision, kind: .deleted, memo: memo))
+                gone.append(victim)
+            } else {
+                let memo = Self.memo(100 + step, revision: revision)
+                model[memo.id] = memo
+                table.apply(Change(revision: revision, kind: .created, memo: memo))
+            }
+        }
+        #expect(table.count == model.count)
+        for (id, memo) in model { #expect(table.memo(id) == memo) }
+        for id in gone { #expect(table.memo(id) == nil) }
+        #expect(table.memo(UUID()) == nil)
+        #expect(Set(table.list) == Set(model.values))
+    }
+
+    private static func memo(_ number: Int, revision: UInt64) -> Memo {
+        Memo(id: UUID(), content: "memo \(number)", insertMicros: Int64(number), updateMicros: Int64(number),
+             revision: revision)
+    }
+}
