@@ -1,4 +1,5 @@
 internal import CSQLite
+import Foundation
 import MemoCore
 
 /// One SQLite connection. It is used by one thread at a time: the store opens it, then hands it to its writer
@@ -77,8 +78,8 @@ final class SQLiteDatabase {
         return SQLiteStatement(stmt, database: self)
     }
 
-    /// The rowid of the row the last INSERT made.
-    var lastInsertRowid: Int64 { handle.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+    /// How many rows the last INSERT, UPDATE or DELETE changed.
+    var changedRows: Int { handle.map { Int(sqlite3_changes($0)) } ?? 0 }
 
     var lastMessage: String {
         handle.map { String(cString: sqlite3_errmsg($0)) } ?? "database closed"
@@ -160,6 +161,15 @@ final class SQLiteStatement {
         guard let text = sqlite3_column_text(stmt, column) else { return "" }
         let count = Int(sqlite3_column_bytes(stmt, column))
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    /// The column's 16 bytes as a UUID, without an intermediate array (a million of them at start); nil when the
+    /// column is not 16 bytes.
+    func uuid(_ column: Int32) -> UUID? {
+        guard let blob = sqlite3_column_blob(stmt, column), sqlite3_column_bytes(stmt, column) == 16 else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(start: blob, count: 16)) }
+        return UUID(uuid: value)
     }
 
     func bytes(_ column: Int32) -> [UInt8] {

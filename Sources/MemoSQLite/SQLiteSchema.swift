@@ -3,106 +3,137 @@ import MemoCore
 
 /// The file's tables, and reading them back into a table and a history.
 ///
-/// - `memos`: one row per live memo, found by its rowid (which the writer keeps in memory for each id): an index
-///   on the random UUIDs would make every transaction rewrite a page of the index per write.
-/// - `changes`: the last changes (at least `historyCapacity`), each with the memo as it was after the change.
+/// - `changes`: one row per change, by revision, with the memo as it was after the change. A memo's content is
+///   stored once: the row of the change that made the memo as it is now is marked `current`, and the live memos
+///   are those rows (version 1 also kept every memo in a `memos` table, so a create wrote its content twice).
+///   Rows that are not current are the history, kept for the last `historyCapacity` revisions at least; a current
+///   row stays as long as its memo does, however old. `kind` 0 marks a row that carries a memo but is not a
+///   change of the history: a memo carried over from version 1 whose change had already been trimmed.
 /// - `meta`: `schema` (the format version) and `head`, the revision of the last committed change as of the last
 ///   trim. Between trims the head is the newest revision in `changes` (trimming always keeps the newest), so a
 ///   transaction does not rewrite the meta page; the head is the larger of the two.
 final class SQLiteSchema {
-    static let version: Int64 = 1
+    static let version: Int64 = 2
+    /// The `kind` of a row that only carries a memo (see the type's comment).
+    static let carriedKind: Int64 = 0
+
+    static let changesTable = """
+        (revision INTEGER PRIMARY KEY, current INTEGER NOT NULL, kind INTEGER NOT NULL, id BLOB NOT NULL,
+         insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, content TEXT NOT NULL)
+        """
 
     let database: SQLiteDatabase
     let historyCapacity: Int
 
+    /// Opens the schema: creates it in a new file, upgrades a version 1 file in place (in one transaction), and
+    /// refuses a version it does not know, naming it.
     init(database: SQLiteDatabase, historyCapacity: Int) throws(MemoError) {
         self.database = database
         self.historyCapacity = historyCapacity
-        try database.execute("""
-            CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS memos (
-                id BLOB NOT NULL, content TEXT NOT NULL,
-                insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, revision INTEGER NOT NULL);
-            CREATE TABLE IF NOT EXISTS changes (
-                revision INTEGER PRIMARY KEY, kind INTEGER NOT NULL, id BLOB NOT NULL, content TEXT NOT NULL,
-                insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL);
-            INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', 1), ('head', 0);
-            """)
-        let stored = try value(of: "schema")
-        guard stored == Self.version else {
-            throw .storage("\(database.path) has schema version \(stored); this build reads version \(Self.version)")
+        try database.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+        var stored = try value(of: "schema")
+        // Version 1 made its tables before its meta rows, outside a transaction: tables without a schema row
+        // are version 1's, stopped before its first write.
+        if stored == nil, try hasTable("memos") { stored = 1 }
+        switch stored {
+        case nil:
+            try transaction { () throws(MemoError) in
+                try database.execute("""
+                    CREATE TABLE changes \(Self.changesTable);
+                    INSERT INTO meta (key, value) VALUES ('schema', \(Self.version)), ('head', 0);
+                    """)
+            }
+        case 1:
+            try transaction { () throws(MemoError) in try SQLiteMigration.upgradeFromVersion1(database) }
+        case Self.version:
+            break
+        case let version?:
+            let newer = version > Self.version ? ", made by a newer memo-server" : ""
+            throw .storage("""
+                \(database.path) has schema version \(version)\(newer); this memo-server reads version \
+                \(Self.version) and upgrades version 1: use a memo-server that knows version \(version)
+                """)
         }
     }
 
-    private func value(of key: String) throws(MemoError) -> Int64 {
+    /// Runs `body` in one transaction: all of it is committed, or (on an error or a crash) none of it.
+    private func transaction(_ body: () throws(MemoError) -> Void) throws(MemoError) {
+        try database.execute("BEGIN IMMEDIATE")
+        do throws(MemoError) {
+            try body()
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func hasTable(_ name: String) throws(MemoError) -> Bool {
+        let statement = try database.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+        statement.bind(1, name)
+        defer { statement.reset() }
+        return try statement.step()
+    }
+
+    private func value(of key: String) throws(MemoError) -> Int64? {
         let statement = try database.prepare("SELECT value FROM meta WHERE key = ?")
         statement.bind(1, key)
         defer { statement.reset() }
-        guard try statement.step() else { throw .storage("\(database.path): meta has no \(key)") }
+        guard try statement.step() else { return nil }
         return statement.int64(0)
     }
 
-    /// What `load` reads: every memo, the history, and the rowid of every memo's row (for the writer).
+    /// What `load` reads: every memo, the history, and how far the history has been trimmed (for the writer).
     struct Loaded {
         var table: MemoTable
         var history: ChangeHistory
-        var rowids: [UUIDKey: Int64]
+        /// No row at or below this revision is a row that is not current.
+        var trimmed: UInt64
     }
 
-    /// Reads every memo, its row's rowid and the history, in one pass over the memos.
+    /// Reads every memo and the history in one pass over the changes.
     func load() throws(MemoError) -> Loaded {
-        var head = UInt64(try value(of: "head"))
+        guard let recorded = try value(of: "head") else { throw .storage("\(database.path): meta has no head") }
+        var head = UInt64(recorded)
         let newest = try database.prepare("SELECT MAX(revision) FROM changes")
         if try newest.step() { head = max(head, UInt64(newest.int64(0))) }
         newest.reset()
-        // Sized up front: grown by doubling, the array and the dictionary each copied themselves about 20 times
-        // for a million memos, and the freed copies stayed in the server's memory.
-        let counted = try database.prepare("SELECT COUNT(*) FROM memos")
+        // Sized up front: grown by doubling, the array copied itself about 20 times for a million memos, and the
+        // freed copies stayed in the server's memory.
+        let counted = try database.prepare("SELECT COUNT(*) FROM changes WHERE current = 1")
         let count = try counted.step() ? Int(counted.int64(0)) : 0
         counted.reset()
         var memos: [Memo] = []
         memos.reserveCapacity(count)
-        var rowids: [UUIDKey: Int64] = [:]
-        rowids.reserveCapacity(count)
-        let select = try database.prepare("SELECT id, content, insert_us, update_us, revision, rowid FROM memos")
+        let oldest = head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0
+        var changes: [Change] = []
+        changes.reserveCapacity(Int(min(UInt64(historyCapacity), head)))
+        var oldestFormer = UInt64.max
+        let select = try database.prepare(
+            "SELECT revision, current, kind, id, insert_us, update_us, content FROM changes ORDER BY revision")
         while try select.step() {
-            guard let id = UUID(bytes: select.bytes(0)) else {
-                throw .storage("\(database.path): a memo has a malformed id")
+            let revision = UInt64(select.int64(0))
+            let current = select.int64(1) != 0
+            let kindValue = select.int64(2)
+            let inHistory = revision > oldest && kindValue != Self.carriedKind
+            if !current { oldestFormer = min(oldestFormer, revision) }
+            // Most rows of a large store are older memos' current rows or trimmed-to-be history: only what is kept
+            // is decoded.
+            guard current || inHistory else { continue }
+            guard let id = select.uuid(3), kindValue == Self.carriedKind || ChangeKind(rawValue: UInt8(
+                truncatingIfNeeded: kindValue)) != nil, !(current && kindValue == Int64(ChangeKind.deleted.rawValue))
+            else { throw .storage("\(database.path): change \(revision) is malformed") }
+            let memo = Memo(
+                id: id, content: select.string(6), insertMicros: select.int64(4), updateMicros: select.int64(5),
+                revision: revision)
+            if current { memos.append(memo) }
+            if inHistory, let kind = ChangeKind(rawValue: UInt8(kindValue)) {
+                changes.append(Change(revision: revision, kind: kind, memo: memo))
             }
-            memos.append(Memo(
-                id: id, content: select.string(1), insertMicros: select.int64(2), updateMicros: select.int64(3),
-                revision: UInt64(select.int64(4))))
-            rowids[UUIDKey(id)] = select.int64(5)
         }
         select.reset()
         let table = MemoTable(memos: memos, revision: head)
         memos = []
-
-        let oldest = head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0
-        let changesQuery = try database.prepare("""
-            SELECT revision, kind, id, content, insert_us, update_us FROM changes
-            WHERE revision > ? ORDER BY revision
-            """)
-        changesQuery.bind(1, Int64(oldest))
-        var changes: [Change] = []
-        while try changesQuery.step() {
-            let revision = UInt64(changesQuery.int64(0))
-            guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: changesQuery.int64(1))),
-                let id = UUID(bytes: changesQuery.bytes(2))
-            else { throw .storage("\(database.path): change \(revision) is malformed") }
-            // A change that made the memo as it is now shares the table's copy of its content instead of
-            // holding a second one (for a store of 100,000 memos that was a second copy of every content).
-            let memo: Memo
-            if kind != .deleted, let live = table.memo(id), live.revision == revision {
-                memo = live
-            } else {
-                memo = Memo(
-                    id: id, content: changesQuery.string(3), insertMicros: changesQuery.int64(4),
-                    updateMicros: changesQuery.int64(5), revision: revision)
-            }
-            changes.append(Change(revision: revision, kind: kind, memo: memo))
-        }
-        changesQuery.reset()
         // Keep only the contiguous run that ends at head.
         var firstKept = changes.count
         while firstKept > 0, changes[firstKept - 1].revision == head - UInt64(changes.count - firstKept) {
@@ -111,6 +142,6 @@ final class SQLiteSchema {
         let kept = changes[firstKept...]
         var history = ChangeHistory(capacity: historyCapacity, head: head - UInt64(kept.count))
         for change in kept { history.append(change) }
-        return Loaded(table: table, history: history, rowids: rowids)
+        return Loaded(table: table, history: history, trimmed: min(oldestFormer - 1, oldest))
     }
 }

@@ -58,7 +58,9 @@ public final class SQLiteStore: CoreBackedStore {
         // pages below its heap top resident unless asked, and a server's memory is measured from here.
         malloc_trim(0)
         // The writer thread owns the connection from here on.
-        let writer = try SQLiteWriter(schema: schema, rowids: loaded.rowids)
+        let writer = try SQLiteWriter(schema: schema, trimmed: loaded.trimmed) { [core] id in
+            (try? core.read { table in table.memo(id)?.revision }) ?? nil
+        }
         let thread = Thread { [self] in self.run(writer) }
         thread.name = "memo-sqlite-writer"
         thread.start()

@@ -1,0 +1,46 @@
+import MemoCore
+
+/// Upgrades older files in place. The caller runs each step inside one transaction, so a crash or an error part
+/// way leaves the file as it was, at its old version.
+enum SQLiteMigration {
+    /// Version 1 kept every memo in `memos` and every change, with its content again, in `changes`. Version 2
+    /// keeps the changes only, the memos being the rows marked current: each memo's row of `memos` marks the
+    /// change that made it (same revision, same memo), or, when that change was trimmed, becomes a row of its own
+    /// that is not part of the history (`SQLiteSchema.carriedKind`).
+    static func upgradeFromVersion1(_ database: SQLiteDatabase) throws(MemoError) {
+        try database.execute("""
+            CREATE TABLE changes_v2 \(SQLiteSchema.changesTable);
+            INSERT INTO changes_v2 (revision, current, kind, id, insert_us, update_us, content)
+                SELECT revision, 0, kind, id, insert_us, update_us, content FROM changes;
+            INSERT INTO changes_v2 (revision, current, kind, id, insert_us, update_us, content)
+                SELECT revision, 1, \(SQLiteSchema.carriedKind), id, insert_us, update_us, content FROM memos WHERE 1
+                ON CONFLICT (revision) DO UPDATE SET current = 1
+                WHERE changes_v2.id = excluded.id AND changes_v2.content = excluded.content
+                    AND changes_v2.insert_us = excluded.insert_us AND changes_v2.update_us = excluded.update_us
+                    AND changes_v2.kind <> \(ChangeKind.deleted.rawValue);
+            """)
+        // A memo whose revision names a different change (a damaged file) was not marked above: the upgrade stops
+        // rather than lose it, and the file stays at version 1.
+        let memos = try count("SELECT COUNT(*) FROM memos", in: database)
+        let marked = try count("SELECT COUNT(*) FROM changes_v2 WHERE current = 1", in: database)
+        guard memos == marked else {
+            throw .storage("""
+                \(database.path): cannot upgrade schema version 1 to \(SQLiteSchema.version): \(memos - marked) \
+                memos disagree with the change of their revision; the file is left at version 1
+                """)
+        }
+        try database.execute("""
+            DROP TABLE memos;
+            DROP TABLE changes;
+            ALTER TABLE changes_v2 RENAME TO changes;
+            UPDATE meta SET value = \(SQLiteSchema.version) WHERE key = 'schema';
+            INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', \(SQLiteSchema.version)), ('head', 0);
+            """)
+    }
+
+    private static func count(_ sql: String, in database: SQLiteDatabase) throws(MemoError) -> Int64 {
+        let statement = try database.prepare(sql)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int64(0) : 0
+    }
+}
