@@ -162,6 +162,28 @@ static inline int CMemoSSL_install_wiping_allocator(void) {
     return CRYPTO_set_mem_functions(CMemoSSL_wiping_malloc, CMemoSSL_wiping_realloc, CMemoSSL_wiping_free);
 }
 
-static inline int CMemoSSL_CTRL_AEAD_GET_TAG(void) { return EVP_CTRL_AEAD_GET_TAG; }
 static inline int CMemoSSL_CTRL_AEAD_SET_TAG(void) { return EVP_CTRL_AEAD_SET_TAG; }
+
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+
+// A record's nonce for a keyed AES-GCM context without re-initialising it (TLSRecordLayer.swift). Through
+// EVP_CipherInit_ex every IV costs a get_params round (the IV length) in the provider on top of the IV itself;
+// AEAD_TLS1_IV_FIXED with the length (size_t)-1 is the provider's "restore the whole IV" case (the length -1 of
+// EVP_CTRL_GCM_SET_IV_FIXED), one set_params round. When opening, the expected tag goes in the same round.
+// Returns 1 on success; 0 when the provider refused (the caller falls back to EVP_CipherInit_ex).
+static inline int CMemoSSL_AEAD_set_nonce(EVP_CIPHER_CTX *ctx, unsigned char *nonce, unsigned char *tag,
+                                          size_t tagLength) {
+    OSSL_PARAM params[3] = {
+        OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, nonce, (size_t)-1),
+        OSSL_PARAM_END, OSSL_PARAM_END,
+    };
+    if (tag != NULL) params[1] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, tagLength);
+    return EVP_CIPHER_CTX_set_params(ctx, params);
+}
+// The tag after sealing, as one get_params round (EVP_CIPHER_CTX_ctrl builds the same request and translates it).
+static inline int CMemoSSL_AEAD_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, size_t tagLength) {
+    OSSL_PARAM params[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, tagLength), OSSL_PARAM_END };
+    return EVP_CIPHER_CTX_get_params(ctx, params);
+}
 #endif

@@ -4,7 +4,7 @@ import MemoCore
 extension Message {
     /// The whole frame for this message.
     public func frame(requestID: UInt32) -> [UInt8] {
-        var writer = WireWriter(capacity: 64)
+        var writer = WireWriter(capacity: frameCapacity)
         encode(into: &writer, requestID: requestID)
         return writer.bytes
     }
@@ -17,6 +17,19 @@ extension Message {
         writer.u32(requestID)
         encodePayload(into: &writer)
         writer.patchU32(UInt32(writer.bytes.count - start - 4), at: start)
+    }
+
+    /// Enough bytes for the whole frame of the common messages, so that encoding one allocates once instead of
+    /// growing its array when a memo's content is over a few dozen bytes (one allocation per answer saved).
+    private var frameCapacity: Int {
+        let fixed = 64
+        switch self {
+        case .memo(let memo): return fixed + memo.content.utf8.count
+        case .change(let change): return fixed + change.memo.content.utf8.count
+        case .create(_, _, _, let content), .update(_, _, let content): return fixed + content.utf8.count
+        case .error(_, let message), .goingAway(_, let message): return fixed + message.utf8.count
+        default: return fixed
+        }
     }
 
     private func encodePayload(into w: inout WireWriter) {
