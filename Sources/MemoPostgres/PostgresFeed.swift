@@ -35,16 +35,20 @@ final class PostgresFeed: Sendable {
 
     private let core: StoreCore
     private let link: PostgresLink
+    /// How often the table is read when no notification came: what a lost notification costs at most.
+    private let recheckMillis: Int
     private let state = Mutex(State())
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
     private let log: @Sendable (String) -> Void
 
     init(
-        core: StoreCore, link: PostgresLink, connection: PGConnection, log: @escaping @Sendable (String) -> Void
+        core: StoreCore, link: PostgresLink, connection: PGConnection, recheckMillis: Int = 1_000,
+        log: @escaping @Sendable (String) -> Void
     ) throws(MemoError) {
         self.core = core
         self.link = link
+        self.recheckMillis = recheckMillis
         self.log = log
         poke = try WakePipe()
         let thread = Thread { [self] in self.run(connection) }
@@ -83,7 +87,7 @@ final class PostgresFeed: Sendable {
         var connection: PGConnection? = initial
         // The table is read at start, after a reconnect, when a notification says the head moved past what is
         // applied, when the writer's changes leave a hole (another server's changes come first), and at least
-        // every second, in case a notification was lost. This server's own writes need no read.
+        // every `recheckMillis` (a second), in case a notification was lost. This server's own writes need no read.
         var readDue = true
         var lastRead = DispatchTime.now()
         var notified: UInt64 = 0
@@ -101,12 +105,14 @@ final class PostgresFeed: Sendable {
                 do throws(PGError) {
                     try current.execute(PostgresSQL.notify(head: ownHead))
                     notified = ownHead
+                    StageTrace.record(.notified, ownHead)
                 } catch {
                     link.lost(error)
                     connection = nil
                 }
             }
-            readDue = readDue || hasHole() || DispatchTime.now() >= lastRead + .seconds(1)
+            let recheck = lastRead + .milliseconds(recheckMillis)
+            readDue = readDue || hasHole() || DispatchTime.now() >= recheck
             if readDue, let current = connection {
                 do throws(PGError) {
                     try catchUp(current)
@@ -119,8 +125,9 @@ final class PostgresFeed: Sendable {
                 applyKnown()
                 if finishWaiters() { break }
             }
-            let untilRead = Int((lastRead + .seconds(1)).uptimeNanoseconds / 1_000_000)
+            let untilRead = Int((lastRead + .milliseconds(recheckMillis)).uptimeNanoseconds / 1_000_000)
                 - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000)
+            // The waiters' deadlines are checked at least every second, however long the recheck.
             let timeout = connection == nil ? min(link.retryDelayMillis, 1_000) : max(0, min(untilRead, 1_000))
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
             if let current = connection {
@@ -128,6 +135,7 @@ final class PostgresFeed: Sendable {
                     let applied = core.revision
                     for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
                         readDue = true
+                        StageTrace.record(.woken, UInt64(payload) ?? 0)
                     }
                 } catch {
                     link.lost(error)
@@ -163,6 +171,7 @@ final class PostgresFeed: Sendable {
                 else { break }  // never skip: a hole waits for the next read
                 changes.append(change)
             }
+            StageTrace.record(.read, changes)
             if changes.isEmpty && floor > applied {
                 let reason = "this server applied revision \(applied), but the database keeps only changes after "
                     + "\(floor): restart it to load a fresh snapshot"

@@ -177,8 +177,7 @@ struct RedisBench {
         }
         let errors = pollConnections(
             count: all.count, threads: 2, descriptor: { all[$0].value.stream.socket.fileDescriptor },
-            readable: { index in
-                let now = monotonicNanos()
+            readable: { index, now in
                 let table = latencies[index].value
                 for reply in try all[index].value.availableReplies() {
                     guard case .array(let items) = reply, items.count == 3, case .string(let payload) = items[2]
