@@ -96,14 +96,26 @@ final class PostgresFeed: Sendable {
                 connection = link.connect(listening: true)
                 if connection != nil { readDue = true }
             }
-            applyKnown()
-            // Answered before any read: a write of this server waits for nothing but its own commit.
-            if finishWaiters() { break }
-            // One notification covers every batch committed since the last: the other servers read the table.
+            // One notification covers every batch committed since the last: the other servers read the table. It
+            // is sent first and its answer collected after this server's own apply, so that neither waits for
+            // the other.
             let ownHead = state.withLock { $0.ownHead }
+            var notifying = false
             if ownHead > notified, let current = connection {
                 do throws(PGError) {
-                    try current.execute(PostgresSQL.notify(head: ownHead))
+                    try current.send(PostgresSQL.notify(head: ownHead))
+                    notifying = true
+                } catch {
+                    link.lost(error)
+                    connection = nil
+                }
+            }
+            applyKnown()
+            // Answered before any read: a write of this server waits for nothing but its own commit.
+            let stopping = finishWaiters()
+            if notifying, let current = connection {
+                do throws(PGError) {
+                    try current.finish()
                     notified = ownHead
                     StageTrace.record(.notified, ownHead)
                 } catch {
@@ -111,6 +123,7 @@ final class PostgresFeed: Sendable {
                     connection = nil
                 }
             }
+            if stopping { break }
             let recheck = lastRead + .milliseconds(recheckMillis)
             readDue = readDue || hasHole() || DispatchTime.now() >= recheck
             if readDue, let current = connection {

@@ -61,7 +61,8 @@ struct FanoutResult {
 /// Reads many connections with poll(2) from a few threads until each has seen `expected` items.
 /// `readable` gets a connection's index and the time poll returned (monotonic nanoseconds): the moment its bytes
 /// were known to be there, before this thread spent time reading the other ready connections, so that a latency
-/// measured from it is the server's and the machine's rather than this client's own work on the other sockets.
+/// measured from it is the server's and the machine's rather than this client's own work on the other sockets
+/// (an item sent after that moment arrived between it and its read: time it at its read).
 func pollConnections(
     count: Int, threads: Int, descriptor: @escaping @Sendable (Int) -> Int32,
     readable: @escaping @Sendable (Int, UInt64) throws -> Bool, deadline: ContinuousClock.Instant
@@ -179,15 +180,17 @@ struct FanoutBench {
         let keepReceipts = receipts != nil
         let errors = pollConnections(
             count: all.count, threads: 2, descriptor: { all[$0].connection.socket.fileDescriptor },
-            readable: { index, now in
+            readable: { index, woke in
                 let subscriber = all[index]
                 let frames = try subscriber.connection.readAvailable()
                 for frame in frames where frame.requestID == subscriber.subscription {
                     guard case .change(let change) = try Message(frame: frame) else { continue }
                     let parts = change.memo.content.split(separator: " ")
                     guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }
-                    subscriber.latencies[sequence] = Double(now &- sent) / 1e6
-                    if keepReceipts { subscriber.receipts[sequence] = (change.revision, sent, now) }
+                    // Sent after poll returned: it arrived between then and this read.
+                    let at = sent <= woke ? woke : monotonicNanos()
+                    subscriber.latencies[sequence] = Double(at - sent) / 1e6
+                    if keepReceipts { subscriber.receipts[sequence] = (change.revision, sent, at) }
                 }
                 return subscriber.latencies.count >= expected || subscriber.connection.peerClosed
             }, deadline: deadline)
