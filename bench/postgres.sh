@@ -6,6 +6,7 @@
 #   bench/postgres.sh             full run (about 2 minutes on 2 cores)
 #   QUICK=1 bench/postgres.sh     smaller counts
 #   FANOUT=1 bench/postgres.sh    the fan-out figures only, with where the delay goes, stage by stage
+#   SUBS=20 bench/postgres.sh     another number of subscribers (1,000; 200 with QUICK)
 #
 # It starts a throwaway PostgreSQL (initdb into a temporary folder, as the postgres user when run as root,
 # fsync on: the durable shapes are durable) on a free loopback port and stops everything when it ends.
@@ -17,8 +18,8 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 swift build -c release >&2
 BIN=.build/release
-if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=200; CHANGES_SLOW=200; CHANGES_FAST=1000
-else N_REQ=40000; SECONDS_PG=15; SUBS=1000; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
+if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
+else N_REQ=40000; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
 
 WORK=$(mktemp -d /tmp/memo-pgbench.XXXXXX)
 chmod 755 "$WORK"

@@ -138,28 +138,46 @@ final class PostgresFeed: Sendable {
                 applyKnown()
                 if finishWaiters() { break }
             }
-            let untilRead = Int((lastRead + .milliseconds(recheckMillis)).uptimeNanoseconds / 1_000_000)
-                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000)
-            // The waiters' deadlines are checked at least every second, however long the recheck.
-            let timeout = connection == nil ? min(link.retryDelayMillis, 1_000) : max(0, min(untilRead, 1_000))
-            poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
-            if let current = connection {
-                do throws(PGError) {
-                    let applied = core.revision
-                    for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
-                        readDue = true
-                        StageTrace.record(.woken, UInt64(payload) ?? 0)
-                    }
-                } catch {
-                    link.lost(error)
-                    connection = nil
-                }
+            // A notification that came with a query's answer already sits in libpq's buffer, and the socket would
+            // not wake the wait for it: it is looked for before sleeping as well as after.
+            if !readDue, takeNotifications(&connection) {
+                readDue = true
+                continue
             }
+            // Sleeps until the next periodic read or the first waiter's deadline, whichever comes first.
+            let wakeAt = state.withLock { state in
+                state.waiters.reduce(lastRead + .milliseconds(recheckMillis)) { min($0, $1.deadline) }
+            }
+            let untilWake = Int(wakeAt.uptimeNanoseconds / 1_000_000)
+                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000) + 1
+            let timeout = connection == nil
+                ? min(link.retryDelayMillis, 1_000) : min(max(0, untilWake), Int(Int32.max))
+            poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
+            readDue = takeNotifications(&connection) || readDue
         }
         // The last writes handed over are applied, or answered as not applied, before the thread ends.
         applyKnown()
         _ = finishWaiters()
         stopped.signal()
+    }
+
+    /// Reads what arrived on the connection; true when a notification announces a revision not applied yet.
+    /// A broken connection is dropped (the next turn reconnects and reads).
+    private func takeNotifications(_ connection: inout PGConnection?) -> Bool {
+        guard let current = connection else { return false }
+        do throws(PGError) {
+            let applied = core.revision
+            var due = false
+            for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                due = true
+                StageTrace.record(.woken, UInt64(payload) ?? 0)
+            }
+            return due
+        } catch {
+            link.lost(error)
+            connection = nil
+            return false
+        }
     }
 
     /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
