@@ -5,6 +5,8 @@
 #
 #   bench/postgres.sh             full run (about 2 minutes on 2 cores)
 #   QUICK=1 bench/postgres.sh     smaller counts
+#   FANOUT=1 bench/postgres.sh    the fan-out figures only, with where the delay goes, stage by stage
+#   SUBS=20 bench/postgres.sh     another number of subscribers (1,000; 200 with QUICK)
 #
 # It starts a throwaway PostgreSQL (initdb into a temporary folder, as the postgres user when run as root,
 # fsync on: the durable shapes are durable) on a free loopback port and stops everything when it ends.
@@ -16,8 +18,8 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 swift build -c release >&2
 BIN=.build/release
-if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=200; CHANGES_SLOW=200; CHANGES_FAST=1000
-else N_REQ=40000; SECONDS_PG=15; SUBS=1000; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
+if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
+else N_REQ=40000; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
 
 WORK=$(mktemp -d /tmp/memo-pgbench.XXXXXX)
 chmod 755 "$WORK"
@@ -42,11 +44,12 @@ PSQL=("$PGBIN/psql" -X -A -t -q -h 127.0.0.1 -p "$PGPORT" -U memo)
 "$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
 CERTS="$WORK/certs"
 
-# memo-server over database $1; appends to MEMO_ADDRS, MEMO_PIDS, MEMO_LOGS.
+# memo-server over database $1, with its stage trace written to $2 when it stops if given; appends to MEMO_ADDRS,
+# MEMO_PIDS, MEMO_LOGS.
 MEMO_ADDRS=(); MEMO_PIDS=(); MEMO_LOGS=()
 start_memo() {
     local out="$WORK/memo-$RANDOM.out"
-    "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$1" \
+    MEMO_STAGE_TRACE="${2:-}" "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$1" \
         --certs "$CERTS" >"$out" 2>"$out.log" &
     PIDS+=("$!"); MEMO_PIDS+=("$!"); MEMO_LOGS+=("$out.log")
     for _ in $(seq 1 200); do grep -q "listening on" "$out" 2>/dev/null && break; sleep 0.05; done
@@ -64,6 +67,7 @@ batches_of() {  # a stopped server's log -> write batches it sent
     sed -n 's/.*; \([0-9]*\) write batches sent to PostgreSQL.*/\1/p' "$1"
 }
 
+if [ -z "${FANOUT:-}" ]; then
 # 1. Durable create c50 through one server, and the batch size it used.
 "${PSQL[@]}" -d postgres -c "CREATE DATABASE one"
 start_memo one
@@ -91,15 +95,17 @@ EOF
 TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$SECONDS_PG" -f "$WORK/write.sql" one 2>/dev/null \
     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
 BOUND=$(python3 -c "print(f'{$TPS * $BATCH:.1f}')")
+fi
 
 # 4. Cross-server delivery, subscribers spread over two servers, the writer on the first; connections per server.
 "${PSQL[@]}" -d postgres -c "CREATE DATABASE fan"
-start_memo fan; start_memo fan
+# Each server keeps a stage trace (MEMO_STAGE_TRACE); the bench client writes its receipts beside them.
+start_memo fan "$WORK/fan-0.trace"; start_memo fan "$WORK/fan-1.trace"
 SERVERS="${MEMO_ADDRS[0]},${MEMO_ADDRS[1]}"
 SLOW=$("$BIN/memo-bench" fanout --server "$SERVERS" --certs "$CERTS" --subscribers "$SUBS" \
-    --changes "$CHANGES_SLOW" --rate 100)
+    --changes "$CHANGES_SLOW" --rate 100 --receipts "$WORK/slow.receipts")
 FAST=$("$BIN/memo-bench" fanout --server "$SERVERS" --certs "$CERTS" --subscribers "$SUBS" \
-    --changes "$CHANGES_FAST" --rate 1000)
+    --changes "$CHANGES_FAST" --rate 1000 --receipts "$WORK/fast.receipts")
 # The same fan-out through one SQLite server at the same moment: the machine's own noise, for comparison.
 "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "sqlite:$WORK/base.sqlite" --certs "$CERTS" \
     >"$WORK/base.out" 2>/dev/null &
@@ -114,11 +120,15 @@ CONNECTIONS=$("${PSQL[@]}" -d postgres -c \
 stop_memos
 
 uptime
-echo "durable create c50 P1, one server:        $ONE creates/s (batch of about $BATCH writes per memo_write call)"
-echo "durable create c50 P1, two servers:       $TWO creates/s"
-echo "pgbench memo_write x$BATCH, one connection: $BOUND writes/s ($TPS calls/s)"
-python3 -c "print(f'one server / bound: {$ONE / $BOUND:.2f}; two servers / bound: {$TWO / $BOUND:.2f}')"
+if [ -z "${FANOUT:-}" ]; then
+    echo "durable create c50 P1, one server:        $ONE creates/s (batch of about $BATCH writes per memo_write call)"
+    echo "durable create c50 P1, two servers:       $TWO creates/s"
+    echo "pgbench memo_write x$BATCH, one connection: $BOUND writes/s ($TPS calls/s)"
+    python3 -c "print(f'one server / bound: {$ONE / $BOUND:.2f}; two servers / bound: {$TWO / $BOUND:.2f}')"
+fi
 echo "fan-out at 100/s:"; echo "$SLOW" | sed 's/^/  /'
 echo "fan-out at 1000/s:"; echo "$FAST" | sed 's/^/  /'
 echo "fan-out at 100/s, one SQLite server (the same machine at the same moment):"; echo "$BASE" | sed 's/^/  /'
 echo "PostgreSQL connections for two servers with $SUBS subscribers: $CONNECTIONS"
+echo "where the delay goes at 100/s:"; bench/stages.py "$WORK/slow.receipts" "$WORK"/fan-{0,1}.trace | sed 's/^/  /'
+echo "where the delay goes at 1000/s:"; bench/stages.py "$WORK/fast.receipts" "$WORK"/fan-{0,1}.trace | sed 's/^/  /'

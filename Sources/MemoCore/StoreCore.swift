@@ -92,6 +92,7 @@ public final class StoreCore: Sendable {
     public func apply(_ changes: [Change]) {
         guard !changes.isEmpty else { return }
         let (pending, listPending) = inner.withLock { inner in applyLocked(changes, to: &inner) }
+        StageTrace.record(.applied, changes)
         deliver(pending, listPending)
     }
 

@@ -61,6 +61,27 @@ final class PGConnection: @unchecked Sendable {
         try check(PQexec(handle, sql))
     }
 
+    /// Sends SQL (several statements allowed) without waiting for its results: `finish` collects them, and no
+    /// other statement may run on this connection before it.
+    func send(_ sql: String) throws(PGError) {
+        if PQsendQuery(handle, sql) == 0 {
+            throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+        }
+    }
+
+    /// Waits for every result of the SQL `send` sent; throws the first error among them.
+    func finish() throws(PGError) {
+        var failure: PGError?
+        while let result = PQgetResult(handle) {
+            do throws(PGError) {
+                _ = try check(result)
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// Runs one statement with parameters in one round trip. A nil parameter is SQL NULL; `Data` parameters are
     /// sent in binary (bytea), strings in text. Results come back in binary.
     func execute(_ sql: String, _ parameters: [PGParameter]) throws(PGError) -> PGResult {

@@ -35,16 +35,20 @@ final class PostgresFeed: Sendable {
 
     private let core: StoreCore
     private let link: PostgresLink
+    /// How often the table is read when no notification came: what a lost notification costs at most.
+    private let recheckMillis: Int
     private let state = Mutex(State())
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
     private let log: @Sendable (String) -> Void
 
     init(
-        core: StoreCore, link: PostgresLink, connection: PGConnection, log: @escaping @Sendable (String) -> Void
+        core: StoreCore, link: PostgresLink, connection: PGConnection, recheckMillis: Int = 1_000,
+        log: @escaping @Sendable (String) -> Void
     ) throws(MemoError) {
         self.core = core
         self.link = link
+        self.recheckMillis = recheckMillis
         self.log = log
         poke = try WakePipe()
         let thread = Thread { [self] in self.run(connection) }
@@ -83,7 +87,7 @@ final class PostgresFeed: Sendable {
         var connection: PGConnection? = initial
         // The table is read at start, after a reconnect, when a notification says the head moved past what is
         // applied, when the writer's changes leave a hole (another server's changes come first), and at least
-        // every second, in case a notification was lost. This server's own writes need no read.
+        // every `recheckMillis` (a second), in case a notification was lost. This server's own writes need no read.
         var readDue = true
         var lastRead = DispatchTime.now()
         var notified: UInt64 = 0
@@ -92,21 +96,36 @@ final class PostgresFeed: Sendable {
                 connection = link.connect(listening: true)
                 if connection != nil { readDue = true }
             }
-            applyKnown()
-            // Answered before any read: a write of this server waits for nothing but its own commit.
-            if finishWaiters() { break }
-            // One notification covers every batch committed since the last: the other servers read the table.
+            // One notification covers every batch committed since the last: the other servers read the table. It
+            // is sent first and its answer collected after this server's own apply, so that neither waits for
+            // the other.
             let ownHead = state.withLock { $0.ownHead }
+            var notifying = false
             if ownHead > notified, let current = connection {
                 do throws(PGError) {
-                    try current.execute(PostgresSQL.notify(head: ownHead))
-                    notified = ownHead
+                    try current.send(PostgresSQL.notify(head: ownHead))
+                    notifying = true
                 } catch {
                     link.lost(error)
                     connection = nil
                 }
             }
-            readDue = readDue || hasHole() || DispatchTime.now() >= lastRead + .seconds(1)
+            applyKnown()
+            // Answered before any read: a write of this server waits for nothing but its own commit.
+            let stopping = finishWaiters()
+            if notifying, let current = connection {
+                do throws(PGError) {
+                    try current.finish()
+                    notified = ownHead
+                    StageTrace.record(.notified, ownHead)
+                } catch {
+                    link.lost(error)
+                    connection = nil
+                }
+            }
+            if stopping { break }
+            let recheck = lastRead + .milliseconds(recheckMillis)
+            readDue = readDue || hasHole() || DispatchTime.now() >= recheck
             if readDue, let current = connection {
                 do throws(PGError) {
                     try catchUp(current)
@@ -119,26 +138,46 @@ final class PostgresFeed: Sendable {
                 applyKnown()
                 if finishWaiters() { break }
             }
-            let untilRead = Int((lastRead + .seconds(1)).uptimeNanoseconds / 1_000_000)
-                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000)
-            let timeout = connection == nil ? min(link.retryDelayMillis, 1_000) : max(0, min(untilRead, 1_000))
-            poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
-            if let current = connection {
-                do throws(PGError) {
-                    let applied = core.revision
-                    for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
-                        readDue = true
-                    }
-                } catch {
-                    link.lost(error)
-                    connection = nil
-                }
+            // A notification that came with a query's answer already sits in libpq's buffer, and the socket would
+            // not wake the wait for it: it is looked for before sleeping as well as after.
+            if !readDue, takeNotifications(&connection) {
+                readDue = true
+                continue
             }
+            // Sleeps until the next periodic read or the first waiter's deadline, whichever comes first.
+            let wakeAt = state.withLock { state in
+                state.waiters.reduce(lastRead + .milliseconds(recheckMillis)) { min($0, $1.deadline) }
+            }
+            let untilWake = Int(wakeAt.uptimeNanoseconds / 1_000_000)
+                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000) + 1
+            let timeout = connection == nil
+                ? min(link.retryDelayMillis, 1_000) : min(max(0, untilWake), Int(Int32.max))
+            poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
+            readDue = takeNotifications(&connection) || readDue
         }
         // The last writes handed over are applied, or answered as not applied, before the thread ends.
         applyKnown()
         _ = finishWaiters()
         stopped.signal()
+    }
+
+    /// Reads what arrived on the connection; true when a notification announces a revision not applied yet.
+    /// A broken connection is dropped (the next turn reconnects and reads).
+    private func takeNotifications(_ connection: inout PGConnection?) -> Bool {
+        guard let current = connection else { return false }
+        do throws(PGError) {
+            let applied = core.revision
+            var due = false
+            for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                due = true
+                StageTrace.record(.woken, UInt64(payload) ?? 0)
+            }
+            return due
+        } catch {
+            link.lost(error)
+            connection = nil
+            return false
+        }
     }
 
     /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
@@ -163,6 +202,7 @@ final class PostgresFeed: Sendable {
                 else { break }  // never skip: a hole waits for the next read
                 changes.append(change)
             }
+            StageTrace.record(.read, changes)
             if changes.isEmpty && floor > applied {
                 let reason = "this server applied revision \(applied), but the database keeps only changes after "
                     + "\(floor): restart it to load a fresh snapshot"

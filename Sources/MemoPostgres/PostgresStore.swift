@@ -29,12 +29,16 @@ public final class PostgresStore: CoreBackedStore {
     /// and loads the memos and the last `historyCapacity` changes in one snapshot.
     /// - Parameters:
     ///   - historyCapacity: the changes kept in memory and in the database; this server prunes older ones.
+    ///   - recheckMillis: how often the feed reads the changes table when no notification came (a notification is
+    ///     a hint that PostgreSQL drops while the feed's connection is down); tests set it long to see that a
+    ///     notification alone brings another server's change.
     ///   - log: receives one line per connection transition.
     /// - Throws: `MemoError.storage` when PostgreSQL cannot be reached or its schema is newer than this binary.
     public init(
         uri: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
         clock: @escaping @Sendable () -> Int64 = { Date().unixMicros },
+        recheckMillis: Int = 1_000,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
@@ -58,7 +62,8 @@ public final class PostgresStore: CoreBackedStore {
         }
         let (table, history) = try PostgresSchema.load(from: feedConnection, historyCapacity: historyCapacity)
         core = StoreCore(table: table, history: history)
-        feed = try PostgresFeed(core: core, link: feedLink, connection: feedConnection, log: log)
+        feed = try PostgresFeed(
+            core: core, link: feedLink, connection: feedConnection, recheckMillis: recheckMillis, log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
@@ -73,13 +78,14 @@ public final class PostgresStore: CoreBackedStore {
     private func run(_ initial: PGConnection, prunedUpTo floor: UInt64) {
         var connection: PGConnection? = initial
         var prunedUpTo = floor
+        var handedOver = core.revision
         while true {
             let (batch, finished) = queue.take(
                 limit: Self.maxBatch, waitingUntil: connection == nil ? writerLink.nextAttempt : .distantFuture)
             if connection == nil { connection = writerLink.connect(listening: false) }
             if !batch.isEmpty {
                 if let current = connection {
-                    if !commit(batch, on: current) { connection = nil }
+                    if !commit(batch, on: current, handedOver: &handedOver) { connection = nil }
                 } else {
                     let error = MemoError.storage("PostgreSQL is unavailable: \(writerLink.lastError)")
                     for request in batch { request.completion(.failure(error)) }
@@ -94,7 +100,12 @@ public final class PostgresStore: CoreBackedStore {
     }
 
     /// Sends one batch; returns false when the connection broke.
-    private func commit(_ batch: [WriteQueue.Request], on connection: PGConnection) -> Bool {
+    /// - Parameter handedOver: the newest revision this writer handed to the feed (its own changes and the others'
+    ///   its calls returned), which the feed applies in order even when it has not yet: the call asks only for
+    ///   the other servers' changes after it, not again for those the feed is still applying.
+    private func commit(
+        _ batch: [WriteQueue.Request], on connection: PGConnection, handedOver: inout UInt64
+    ) -> Bool {
         if let reason = feed.behind {
             for request in batch { request.completion(.failure(.storage(reason))) }
             return true
@@ -117,7 +128,8 @@ public final class PostgresStore: CoreBackedStore {
             do throws(PGError) {
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
-                    WriteCall.parameters(sent.map { batch[$0].op }, clock(), after: core.revision))
+                    WriteCall.parameters(
+                        sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)))
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
                 for (row, index) in sent.enumerated() {
@@ -125,6 +137,8 @@ public final class PostgresStore: CoreBackedStore {
                     if case .success(.change(let change)) = result { changes.append(change) }
                     results[index] = result
                 }
+                StageTrace.record(.committed, changes)
+                handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
             } catch {
                 // A broken connection may have committed or not: never answer success, the client retries
                 // creates by id and updates with their revision.

@@ -1,3 +1,4 @@
+import MemoCore
 import MemoNet
 import MemoWire
 import Synchronization
@@ -60,14 +61,20 @@ final class LoopContext {
         connections[ObjectIdentifier(connection)] = nil
     }
 
-    /// Hands one change to every subscriber on this loop that is due it.
-    func deliver(_ frame: SharedFrame) {
+    /// Hands changes (in revision order) to every subscriber on this loop that is due them, each subscriber's
+    /// socket written once for all of them.
+    func deliver(_ frames: [SharedFrame]) {
+        guard let last = frames.last else { return }
+        for frame in frames { StageTrace.record(.fanout, frame.revision) }
+        defer { for frame in frames { StageTrace.record(.written, frame.revision) } }
         for (key, subscriptions) in subscribers {
             guard let connection = connections[key] else { continue }
             var queued = false
-            for (requestID, after) in subscriptions where frame.revision > after {
-                connection.enqueue(.change(frame, requestID: requestID))
-                queued = true
+            for (requestID, after) in subscriptions where last.revision > after {
+                for frame in frames where frame.revision > after {
+                    connection.enqueue(.change(frame, requestID: requestID))
+                    queued = true
+                }
             }
             if queued { connection.flush() }
         }

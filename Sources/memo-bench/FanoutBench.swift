@@ -5,12 +5,9 @@ import MemoNet
 import MemoProbe
 import MemoWire
 
-/// Nanoseconds on the monotonic clock, comparable between processes on one machine.
-func monotonicNanos() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-}
+/// Nanoseconds on the monotonic clock, comparable between processes on one machine (and with the servers'
+/// stage traces).
+func monotonicNanos() -> UInt64 { StageTrace.monotonicNanos() }
 
 /// Delivery latencies of a fan-out run, per change and subscriber.
 struct FanoutResult {
@@ -62,10 +59,13 @@ struct FanoutResult {
 }
 
 /// Reads many connections with poll(2) from a few threads until each has seen `expected` items.
-/// `handle` gets a connection's index and its newly readable bytes decoded by the caller's reader.
+/// `readable` gets a connection's index and the time poll returned (monotonic nanoseconds): the moment its bytes
+/// were known to be there, before this thread spent time reading the other ready connections, so that a latency
+/// measured from it is the server's and the machine's rather than this client's own work on the other sockets
+/// (an item sent after that moment arrived between it and its read: time it at its read).
 func pollConnections(
     count: Int, threads: Int, descriptor: @escaping @Sendable (Int) -> Int32,
-    readable: @escaping @Sendable (Int) throws -> Bool, deadline: ContinuousClock.Instant
+    readable: @escaping @Sendable (Int, UInt64) throws -> Bool, deadline: ContinuousClock.Instant
 ) -> [any Error] {
     let errors = Recorder<(any Error)?>()
     for thread in 0..<threads {
@@ -79,8 +79,9 @@ func pollConnections(
                     fds = order.map { pollfd(fd: descriptor($0), events: Int16(POLLIN), revents: 0) }
                     let ready = poll(&fds, nfds_t(fds.count), 100)
                     if ready <= 0 { continue }
+                    let woke = monotonicNanos()
                     for (slot, index) in order.enumerated() where fds[slot].revents != 0 {
-                        if try readable(index) { open.remove(index) }
+                        if try readable(index, woke) { open.remove(index) }
                     }
                 }
                 errors.record(nil)
@@ -96,13 +97,17 @@ func pollConnections(
 struct FanoutBench {
     static let help = """
         usage: memo-bench fanout [--server HOST:PORT[,HOST:PORT...]] [--certs DIR] [--subscribers S]
-                                 [--changes K] [--rate R] [--server-pid PID] [--json]
+                                 [--changes K] [--rate R] [--server-pid PID] [--receipts FILE] [--json]
 
         Opens S subscribed connections (default 1000), then creates K memos (default 1000) at R per second
         (default 100), each carrying its send time. Reports the delivery latency p50/p99 over all deliveries
         and for the last subscriber of each change, and, with --server-pid, the server's CPU time per delivery.
         With several servers (over one PostgreSQL) the subscribers are spread over them, the writer writes
         through the first, and the latency is also reported per server: the others' is cross-server delivery.
+        A delivery is timed when poll says its connection is readable, not after this client has read the other
+        ready connections. --receipts writes one line per change and server: `revision server sent p50 last`
+        (monotonic nanoseconds: sent, the median and the last subscriber's receipt), to set beside the servers'
+        stage traces (MEMO_STAGE_TRACE, bench/postgres.sh).
         """
 
     var target: BenchTarget
@@ -110,6 +115,7 @@ struct FanoutBench {
     var changes = 1000
     var rate = 100
     var json = false
+    var receipts: String?
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         target = try BenchTarget(&arguments)
@@ -117,6 +123,7 @@ struct FanoutBench {
         changes = try arguments.integer("--changes", in: 1...10_000_000) ?? changes
         rate = try arguments.integer("--rate", in: 1...1_000_000) ?? rate
         json = arguments.flag("--json")
+        receipts = try arguments.option("--receipts")
         try arguments.finish()
     }
 
@@ -126,6 +133,8 @@ struct FanoutBench {
         let connection: ProbeConnection
         let subscription: UInt32
         var latencies: [Int: Double] = [:]
+        /// By change number: its revision, send time and receipt time, kept only for `--receipts`.
+        var receipts: [Int: (revision: UInt64, sent: UInt64, at: UInt64)] = [:]
         init(_ connection: ProbeConnection, _ subscription: UInt32) {
             self.connection = connection
             self.subscription = subscription
@@ -168,17 +177,20 @@ struct FanoutBench {
                 writerDone.record(error)
             }
         }
+        let keepReceipts = receipts != nil
         let errors = pollConnections(
             count: all.count, threads: 2, descriptor: { all[$0].connection.socket.fileDescriptor },
-            readable: { index in
+            readable: { index, woke in
                 let subscriber = all[index]
-                let now = monotonicNanos()
                 let frames = try subscriber.connection.readAvailable()
                 for frame in frames where frame.requestID == subscriber.subscription {
                     guard case .change(let change) = try Message(frame: frame) else { continue }
                     let parts = change.memo.content.split(separator: " ")
                     guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }
-                    subscriber.latencies[sequence] = Double(now &- sent) / 1e6
+                    // Sent after poll returned: it arrived between then and this read.
+                    let at = sent <= woke ? woke : monotonicNanos()
+                    subscriber.latencies[sequence] = Double(at - sent) / 1e6
+                    if keepReceipts { subscriber.receipts[sequence] = (change.revision, sent, at) }
                 }
                 return subscriber.latencies.count >= expected || subscriber.connection.peerClosed
             }, deadline: deadline)
@@ -189,6 +201,7 @@ struct FanoutBench {
             changes: changes, latencies: all.map(\.latencies),
             cpuSeconds: cpuAfter.flatMap { a in cpuBefore.map { a - $0 } })
         result.report(json: json, label: "fanout", subscribers: all.count, changes: changes, rate: rate)
+        if let receipts { try writeReceipts(all, servers: addresses.count, to: receipts) }
         guard addresses.count > 1 else { return }
         for (server, served) in addresses.enumerated() {
             let group = all.indices.filter { $0 % addresses.count == server }.map { all[$0].latencies }
@@ -196,6 +209,23 @@ struct FanoutBench {
                 json: json, label: server == 0 ? "fanout on the writer's server \(served)" : "fanout on \(served)",
                 subscribers: group.count, changes: changes, rate: rate)
         }
+    }
+}
+
+extension FanoutBench {
+    /// One line per change and server: its revision, send time, and the median and last receipt on that server.
+    func writeReceipts(_ subscribers: [Subscriber], servers: Int, to path: String) throws {
+        var text = ""
+        for server in 0..<servers {
+            let group = subscribers.indices.filter { $0 % servers == server }.map { subscribers[$0].receipts }
+            for change in 0..<changes {
+                let seen = group.compactMap { $0[change] }
+                guard let first = seen.first else { continue }
+                let times = seen.map(\.at).sorted()
+                text += "\(first.revision) \(server) \(first.sent) \(times[times.count / 2]) \(times.last!)\n"
+            }
+        }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
     }
 }
 

@@ -177,15 +177,15 @@ struct RedisBench {
         }
         let errors = pollConnections(
             count: all.count, threads: 2, descriptor: { all[$0].value.stream.socket.fileDescriptor },
-            readable: { index in
-                let now = monotonicNanos()
+            readable: { index, woke in
                 let table = latencies[index].value
                 for reply in try all[index].value.availableReplies() {
                     guard case .array(let items) = reply, items.count == 3, case .string(let payload) = items[2]
                     else { continue }
                     let parts = payload.split(separator: " ")
                     guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }
-                    table.values[sequence] = Double(now &- sent) / 1e6
+                    let at = sent <= woke ? woke : monotonicNanos()  // sent after poll returned: timed at its read
+                    table.values[sequence] = Double(at - sent) / 1e6
                 }
                 return table.values.count >= expected || all[index].value.stream.peerClosed
             }, deadline: deadline)

@@ -106,6 +106,7 @@ struct Serve {
         ServerLog.standardError("\(name): stopping; going-away sent to \(server.connectionCount) connections")
         server.shutdown()
         memoStore.close()
+        StageTrace.write()  // only with MEMO_STAGE_TRACE set (benchmarks)
         var summary = "stopped cleanly at revision \(memoStore.revision)"
         if let sqlite = memoStore as? SQLiteStore {
             summary += "; \(sqlite.transactionCount) transactions committed since start"

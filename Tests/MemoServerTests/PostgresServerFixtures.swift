@@ -17,12 +17,13 @@ final class SharedDatabaseServers {
     private(set) var stores: [PostgresStore] = []
     private(set) var servers: [MemoServer] = []
 
-    init(count: Int) throws {
+    /// - Parameter recheckMillis: how often each feed reads the changes table without a notification.
+    init(count: Int, recheckMillis: Int = 1_000) throws {
         cluster = try TestPostgres.shared()
         database = try cluster.makeDatabaseName()
         certificates = try TestCertificates()
         for _ in 0..<count {
-            let store = try PostgresStore(uri: cluster.uri(database))
+            let store = try PostgresStore(uri: cluster.uri(database), recheckMillis: recheckMillis)
             let configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
             stores.append(store)
             servers.append(try MemoServer.start(configuration, store: store, log: .silent))
