@@ -1,5 +1,7 @@
 import Foundation
 import MemoCore
+import MemoProbe
+import MemoTestSupport
 import MemoWire
 import Testing
 
