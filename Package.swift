@@ -37,8 +37,11 @@ let package = Package(
         .systemLibrary(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"]),
         .target(name: "MemoCLI"),
-        .target(name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet"]),
-        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
+        // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.
+        .target(name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet"]),
+        .target(
+            name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet", "MemoTransport"]),
+        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
         .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
         .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText"]),
