@@ -163,10 +163,11 @@ struct ServerConnectionMachine {
         close(phase == .closing ? closeReason : "hung up")
     }
 
-    /// The closing deadline passed: the peer did not take what was queued in time.
+    /// The closing deadline passed: the peer did not take what was queued in time (or the store did not answer).
+    /// The close keeps the reason closing began with.
     mutating func closingDeadlinePassed() -> Action {
         guard phase == .closing else { return .none }
-        return close("closing took too long (\(closeReason))")
+        return close(nil)
     }
 
     /// The linger deadline passed.
