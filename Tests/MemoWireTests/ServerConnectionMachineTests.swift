@@ -105,7 +105,10 @@ import Testing
 
     @Test func theClosingDeadlineDoesNothingOnceLingering() {
         var machine = openMachine()
+        // A linger timer that fires late (from an earlier life of the slot) must not close a live connection.
+        #expect(machine.lingerEnded() == .none)
         #expect(machine.beginClosing("done") == .startClosing)
+        #expect(machine.lingerEnded() == .none)
         drainToLinger(&machine)
         #expect(machine.closingDeadlinePassed() == .none)
         #expect(machine.lingerEnded() == .close)
