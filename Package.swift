@@ -43,7 +43,8 @@ let package = Package(
             name: "MemoServer", dependencies: ["MemoWire", "MemoSQLite", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
-        .target(name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
+        .target(
+            name: "MemoClient", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoTransport"]),
         .target(name: "MemoTUI", dependencies: ["MemoCore", "MemoText"]),
         .executableTarget(
             name: "memo-server",
