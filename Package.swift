@@ -52,12 +52,16 @@ let package = Package(
         .systemLibrary(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoCLI"),
+        // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.
+        .target(name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet"], swiftSettings: hotPathSettings),
         .target(
-            name: "MemoServer", dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet"],
+            name: "MemoServer", dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
             swiftSettings: hotPathSettings),
-        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet"]),
+        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
-        .target(name: "MemoClient", dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText"]),
+        .target(
+            name: "MemoClient",
+            dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoTransport"]),
         // memo-client's command line and what it prints (parsing, JSON, tables, exit codes), tested without a process.
         .target(
             name: "MemoClientCLI",
@@ -105,7 +109,7 @@ let package = Package(
         .testTarget(
             name: "MemoServerTests",
             dependencies: [
-                "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet",
+                "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet", "MemoTransport",
                 "MemoTestSupport",
             ]
         ),

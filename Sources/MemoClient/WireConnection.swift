@@ -1,5 +1,6 @@
 import MemoNet
 import MemoTLS
+import MemoTransport
 import MemoWire
 
 /// How a connection ended.
@@ -54,8 +55,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
     private var registration: Registration?
     private var phase = Phase.connecting
     private var decoder = FrameDecoder(maxFrameSize: WireConnection.receiveLimit)
-    private var cipherOut: [UInt8] = []
-    private var cipherOffset = 0
+    private var pump = TLSPump()
     private var plaintext: [UInt8] = []
     private var connectTimer: TimerHandle?
     /// Where reads land before the TLS engine takes them: one buffer for the connection's life, since allocating
@@ -137,9 +137,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         let buffer = readBuffer
         reading: while total < 4 << 20 {
             do throws(NetError) {
-                switch try socket.read(into: buffer) {
+                switch try TLSPump.read(from: socket, into: buffer, feeding: engine) {
                 case .bytes(let count):
-                    engine.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
                     total += count
                 case .wouldBlock:
                     break reading
@@ -282,36 +281,16 @@ final class WireConnection: EventHandler, @unchecked Sendable {
 
     private func flush() {
         guard let socket, phase != .closed else { return }
-        if cipherOffset == cipherOut.count {
-            cipherOut.removeAll(keepingCapacity: cipherOut.capacity <= 1 << 20)
-            cipherOffset = 0
+        // The read buffer lends itself as scratch: every read is fed to the engine before anything is flushed.
+        let result: TLSPump.FlushResult
+        do throws(NetError) {
+            result = try pump.flush(engine, to: socket, scratch: readBuffer)
+        } catch {
+            let reason = error.message.lowercasedFirst
+            end(phase == .ready ? .lost(reason) : .unreachable(reason))
+            return
         }
-        engine.takeOutbound(into: &cipherOut)
-        while cipherOffset < cipherOut.count {
-            let offset = cipherOffset
-            let attempt = cipherOut.withUnsafeBytes { bytes -> Result<TCPSocket.WriteResult, NetError> in
-                do throws(NetError) {
-                    return .success(try socket.write(UnsafeRawBufferPointer(rebasing: bytes[offset...])))
-                } catch {
-                    return .failure(error)
-                }
-            }
-            let result: TCPSocket.WriteResult
-            switch attempt {
-            case .success(let value): result = value
-            case .failure(let error):
-                let reason = error.message.lowercasedFirst
-                end(phase == .ready ? .lost(reason) : .unreachable(reason))
-                return
-            }
-            switch result {
-            case .wrote(let count): cipherOffset += count
-            case .wouldBlock:
-                setInterest([.readable, .writable])
-                return
-            }
-        }
-        setInterest(.readable)
+        setInterest(result == .blocked ? [.readable, .writable] : .readable)
     }
 
     private func setInterest(_ interest: Interest) {

@@ -1,6 +1,7 @@
 import Foundation
 import MemoNet
 import MemoTLS
+import MemoTransport
 
 /// A blocking TLS byte stream over a non-blocking socket, with a deadline on every wait: the transport of the
 /// probe client and of the benchmarks' Redis client.
@@ -21,6 +22,7 @@ public final class TLSStream {
     public let timeout: Duration
     public private(set) var peerClosed = false
     private var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    private var pump = TLSPump()
 
     /// Connects and completes the TLS handshake.
     public init(address: SocketAddress, context: TLSContext, timeout: Duration = .seconds(10)) throws {
@@ -48,20 +50,11 @@ public final class TLSStream {
     }
 
     private func flush() throws {
-        var out: [UInt8] = []
-        tls.takeOutbound(into: &out)
-        var offset = 0
         let deadline = ContinuousClock.now + timeout
-        while offset < out.count {
-            let result = try out.withUnsafeBytes { raw in
-                try socket.write(UnsafeRawBufferPointer(rebasing: raw[offset...]))
-            }
-            switch result {
-            case .wrote(let count): offset += count
-            case .wouldBlock:
-                guard try socket.wait(for: .writable, timeout: deadline - ContinuousClock.now) else {
-                    throw Failure.timedOut("the socket to take our bytes")
-                }
+        // The read buffer lends itself as scratch: what a read brings is fed to TLS before anything is flushed.
+        while try buffer.withUnsafeMutableBytes({ try pump.flush(tls, to: socket, scratch: $0) }) == .blocked {
+            guard try socket.wait(for: .writable, timeout: deadline - ContinuousClock.now) else {
+                throw Failure.timedOut("the socket to take our bytes")
             }
         }
     }
@@ -76,10 +69,10 @@ public final class TLSStream {
 
     /// Returns the plaintext that the socket holds now, without waiting.
     public func readAvailable() throws -> [UInt8] {
-        let result = try buffer.withUnsafeMutableBytes { try socket.read(into: $0) }
+        let result = try buffer.withUnsafeMutableBytes { try TLSPump.read(from: socket, into: $0, feeding: tls) }
         switch result {
-        case .bytes(let count):
-            buffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        case .bytes:
+            break
         case .wouldBlock:
             return []
         case .eof:

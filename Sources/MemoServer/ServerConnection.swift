@@ -2,28 +2,16 @@ import Foundation
 import MemoCore
 import MemoNet
 import MemoTLS
+import MemoTransport
 import MemoWire
 import Synchronization
 
 /// One client: a non-blocking socket, its TLS engine and its protocol session, driven by one event loop.
 ///
 /// Bytes flow socket -> TLS -> session (frames -> actions) on reads, and outbound queue -> TLS -> socket on
-/// writes. Everything here runs on the connection's loop; store completions hop back to it.
+/// writes. Everything here runs on the connection's loop; store completions hop back to it. The lifecycle (which
+/// phase, what an event leads to) is `ServerConnectionMachine`'s; this class feeds it events and runs its actions.
 final class ServerConnection: EventHandler {
-    enum Phase {
-        /// TLS and hello not done yet.
-        case handshaking
-        /// Serving requests.
-        case open
-        /// Not reading any more; closes once writes in flight are answered and everything is flushed.
-        case closing
-        /// Everything is sent and our side shut down; reading and discarding until the peer closes too, so that
-        /// a request still in flight from the peer does not make the kernel reset the connection (which would
-        /// destroy the error or going-away frame before the peer reads it).
-        case lingering
-        case closed
-    }
-
     let number: UInt64
     let peer: SocketAddress
     private let socket: TCPSocket
@@ -33,26 +21,20 @@ final class ServerConnection: EventHandler {
     private var loop: EventLoop { context.eventLoop }
     private var registration: Registration?
     private var session: ServerSession?
-    private(set) var phase = Phase.handshaking
+    private var machine = ServerConnectionMachine()
+    var phase: ServerConnectionMachine.Phase { machine.phase }
     private var outbound = OutboundQueue()
-    /// Ciphertext taken from TLS that the socket has not accepted yet.
-    private var pendingCipher: [UInt8] = []
-    private var pendingCipherOffset = 0
+    /// Ciphertext TLS made that the socket has not taken yet.
+    private var pump = TLSPump()
     private var deadline: TimerHandle?
     /// Runs while a frame is begun but not whole (see `ServerLimits.frameTimeout`).
     private var frameDeadline: TimerHandle?
-    private var closeReason = ""
     /// Set when the connection was accepted over the limit: it is told so once TLS is up.
     private let rejected: Bool
     private var commonName = "-"
     /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
-    /// Not reading from the peer, nor answering the frames it already sent, until what is queued for it drains
-    /// (backpressure, as TCP gives a blocking server): a peer that sends requests and never reads the answers
-    /// then holds at most about `highWater` bytes of them, however many it sends.
-    private var readingPaused = false
-    private var closeNotifySent = false
 
     init(
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
@@ -99,14 +81,14 @@ final class ServerConnection: EventHandler {
 
     func readable() {
         markActive()
-        guard phase == .handshaking || phase == .open else {
-            drainWhileClosing()
-            return
+        switch machine.readable() {
+        case .read: readAndAnswer()
+        case .discardInput: drainWhileClosing()
+        case let action: run(action)
         }
-        guard !readingPaused else {
-            setInterest(.writable)
-            return
-        }
+    }
+
+    private func readAndAnswer() {
         var peerClosed = false
         // At most an eighth of the outbound limit per wake-up (and 256 KiB): what is read is held until answered,
         // so it counts in what one connection can make the server hold.
@@ -116,7 +98,7 @@ final class ServerConnection: EventHandler {
             let result: TCPSocket.ReadResult
             do {
                 result = try ctx.readBuffer.withUnsafeMutableBytes { buffer throws(NetError) in
-                    try socket.read(into: buffer)
+                    try TLSPump.read(from: socket, into: buffer, feeding: tls)
                 }
             } catch {
                 abort("read failed: \(error)")
@@ -124,7 +106,6 @@ final class ServerConnection: EventHandler {
             }
             switch result {
             case .bytes(let count):
-                ctx.readBuffer.withUnsafeBytes { tls.feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
                 budget -= count
                 // A short read drained the socket: skip the read that would only say EAGAIN (one syscall per
                 // request at one request in flight). epoll is level-triggered, so anything that arrives
@@ -138,14 +119,7 @@ final class ServerConnection: EventHandler {
             }
         }
         processTLS()
-        if peerClosed, phase != .closed {
-            if session?.hasPendingWrites == true {
-                // Answer what is in flight (the peer may only have shut down its sending side).
-                beginClosing("peer closed the connection")
-            } else {
-                abort("peer closed the connection")
-            }
-        }
+        if peerClosed { run(machine.peerClosed(pendingWrites: session?.hasPendingWrites == true)) }
     }
 
     private func processTLS() {
@@ -161,7 +135,7 @@ final class ServerConnection: EventHandler {
                 return
             }
             handshakeCompleted()
-            guard phase == .handshaking || phase == .open else { return }
+            guard machine.isServing else { return }
         }
         let ctx = context.value
         ctx.plaintext.removeAll(keepingCapacity: true)
@@ -197,15 +171,15 @@ final class ServerConnection: EventHandler {
         let actions = session?.receive(plaintext, store: server.store, outputBudget: budget) ?? []
         let progressed = session?.framesReceived != framesBefore
         perform(actions)
-        if phase == .open || phase == .handshaking, session?.hasWholeFrame == true || outboundBytes > highWater {
-            readingPaused = true
-        }
+        // A peer that sends requests and never reads the answers then holds at most about `highWater` bytes of
+        // them, however many it sends.
+        machine.framesAnswered(hasWholeFrame: session?.hasWholeFrame == true, overHighWater: outboundBytes > highWater)
         updateFrameDeadline(progressed: progressed)
     }
 
     /// Answers the frames left buffered by `answer` once the peer has taken everything queued before them.
     private func answerBufferedFrames() {
-        guard phase == .open || phase == .handshaking, !readingPaused else { return }
+        guard machine.mayAnswerBufferedFrames else { return }
         answer(UnsafeRawBufferPointer(start: nil, count: 0), progress: true)
         flush()
     }
@@ -217,7 +191,7 @@ final class ServerConnection: EventHandler {
     /// Every byte held for the peer: queued frames with their overhead, records TLS has sealed, and ciphertext the
     /// socket has not taken, each counted by the memory it holds.
     var outboundBytes: Int {
-        outbound.heldBytes + tls.outboundRetainedBytes + (pendingCipher.isEmpty ? 0 : pendingCipher.capacity)
+        outbound.heldBytes + tls.outboundRetainedBytes + pump.retainedBytes
     }
 
     /// A peer that begins a frame must finish it within the frame timeout: without this, one that stops
@@ -225,7 +199,7 @@ final class ServerConnection: EventHandler {
     /// so a steady stream of pipelined frames that often ends mid-frame is never cut.
     private func updateFrameDeadline(progressed: Bool) {
         // While reading is paused the buffered bytes are whole frames we have not taken, not a slow peer.
-        guard phase == .open || phase == .handshaking, !readingPaused, let session, session.bufferedBytes > 0 else {
+        guard machine.frameDeadlineApplies(bufferedBytes: session?.bufferedBytes ?? 0) else {
             frameDeadline?.cancel()
             frameDeadline = nil
             return
@@ -240,7 +214,8 @@ final class ServerConnection: EventHandler {
 
     private func frameDeadlinePassed() {
         frameDeadline = nil
-        guard phase == .open || phase == .handshaking, let session, session.bufferedBytes > 0 else { return }
+        let action = machine.frameDeadlinePassed(bufferedBytes: session?.bufferedBytes ?? 0)
+        guard action == .notifyAndClose else { return }
         enqueue(.frame(Message.error(
             code: .frameTimeout,
             message: "a frame was begun and not finished within \(server.limits.frameTimeout) seconds"
@@ -291,11 +266,7 @@ final class ServerConnection: EventHandler {
             }
             switch action {
             case .send(let bytes):
-                if phase == .handshaking, session?.phase == .ready {
-                    phase = .open
-                    deadline?.cancel()
-                    deadline = nil
-                }
+                if phase == .handshaking, session?.phase == .ready { run(machine.helloAnswered()) }
                 enqueue(.frame(bytes))
             case .sendList(let requestID, let revision, let memos):
                 enqueue(.stream(ChunkStream(
@@ -336,7 +307,7 @@ final class ServerConnection: EventHandler {
         _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
     ) {
         for (requestID, result) in zip(requestIDs, results) {
-            guard phase != .closed, let (frame, line) = session?.completed(requestID: requestID, result) else {
+            guard machine.storeAnswered(), let (frame, line) = session?.completed(requestID: requestID, result) else {
                 return
             }
             if let line { logLine(line) }
@@ -381,14 +352,14 @@ final class ServerConnection: EventHandler {
     /// Queues a frame; a peer whose queue grows past the limit is dropped as a slow consumer.
     func enqueue(_ item: OutboundQueue.Item) {
         // Once lingering, our sending side is shut: answers to what is still being processed have nowhere to go.
-        guard phase != .closed, phase != .lingering else { return }
+        guard machine.acceptsOutput else { return }
         outbound.append(item)
         checkOutboundLimit()
     }
 
     /// Drops a peer that holds more than `--max-outbound` bytes (TLS records and overhead included).
     private func checkOutboundLimit() {
-        if outboundBytes > server.limits.maxOutboundBytes, phase == .open || phase == .handshaking {
+        if outboundBytes > server.limits.maxOutboundBytes, machine.isServing {
             // Drop what is queued (the client resumes from its revision) and say why, after the records already
             // encrypted; if the peer does not read even that, the closing deadline ends it.
             server.log("slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
@@ -409,11 +380,10 @@ final class ServerConnection: EventHandler {
 
     /// Gives back the TLS buffers of a connection idle since the last sweep (called by the loop's sweep).
     func releaseIfIdle(currentTick: UInt64) {
-        guard buffersHeld, lastActiveTick < currentTick, phase == .open || phase == .handshaking,
-            outbound.isEmpty, pendingCipherOffset == pendingCipher.count
-        else { return }
-        pendingCipher = []
-        pendingCipherOffset = 0
+        guard buffersHeld, lastActiveTick < currentTick, machine.isServing, outbound.isEmpty, pump.isEmpty else {
+            return
+        }
+        pump.releaseBuffers()
         session?.releaseBuffers()
         tls.releaseBuffers(force: true)
         buffersHeld = false
@@ -425,97 +395,38 @@ final class ServerConnection: EventHandler {
         markActive()
         let ctx = context.value
         while true {
-            if pendingCipherOffset < pendingCipher.count {
-                let result: TCPSocket.WriteResult
-                do {
-                    result = try pendingCipher.withUnsafeBytes { raw throws(NetError) in
-                        try socket.write(UnsafeRawBufferPointer(rebasing: raw[pendingCipherOffset...]))
-                    }
-                } catch {
-                    abort("write failed: \(error)")
-                    return
+            // Records TLS holds go straight to the socket through the loop's buffer; only what it refuses is kept.
+            let result: TLSPump.FlushResult
+            do {
+                result = try ctx.cipherBuffer.withUnsafeMutableBytes { scratch throws(NetError) in
+                    try pump.flush(tls, to: socket, scratch: scratch)
                 }
-                switch result {
-                case .wrote(let count):
-                    pendingCipherOffset += count
-                    if pendingCipherOffset == pendingCipher.count {
-                        pendingCipher.removeAll(keepingCapacity: pendingCipher.capacity <= 64 * 1024)
-                        pendingCipherOffset = 0
-                    }
-                    continue
-                case .wouldBlock:
-                    setInterest(readingPaused ? .writable : .all)
-                    return
-                }
-            }
-            if tls.hasOutbound {
-                // Straight from TLS to the socket through the loop's buffer; only what the socket refuses is kept.
-                let taken = ctx.cipherBuffer.withUnsafeMutableBytes { tls.takeOutbound(into: $0) }
-                let result: TCPSocket.WriteResult
-                do {
-                    result = try ctx.cipherBuffer.withUnsafeBytes { raw throws(NetError) in
-                        try socket.write(UnsafeRawBufferPointer(rebasing: raw[..<taken]))
-                    }
-                } catch {
-                    abort("write failed: \(error)")
-                    return
-                }
-                let written: Int
-                switch result {
-                case .wrote(let count): written = count
-                case .wouldBlock: written = 0
-                }
-                if written < taken {
-                    pendingCipher.append(contentsOf: ctx.cipherBuffer[written..<taken])
-                    setInterest(readingPaused ? .writable : .all)
-                    return
-                }
-                continue
-            }
-            if !outbound.isEmpty, tls.isHandshakeComplete {
-                ctx.writer.bytes.removeAll(keepingCapacity: true)
-                let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
-                if listsSent > 0 { session?.listsSent(listsSent) }
-                do throws(TLSError) {
-                    try tls.writePlaintext(ctx.writer.bytes)
-                } catch {
-                    abort("TLS write failed: \(error.kind.summary)")
-                    return
-                }
-                if ctx.writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize {
-                    ctx.writer = WireWriter(capacity: 64 * 1024)
-                }
-                continue
-            }
-            break
-        }
-        // Everything is written.
-        if phase == .closing, session?.hasPendingWrites != true {
-            if !closeNotifySent, tls.isHandshakeComplete {
-                // close_notify before the lingering close (RFC 8446 §6.1), so that the peer knows the stream ended
-                // whole rather than was cut; then the loop writes it.
-                closeNotifySent = true
-                tls.shutdown()
-                if tls.hasOutbound {
-                    flush()
-                    return
-                }
-            }
-            linger()
-            return
-        }
-        if readingPaused, phase != .closing {
-            // The peer took everything: answer the frames it sent meanwhile (on the next turn of the loop, not
-            // inside this flush), then read again.
-            readingPaused = false
-            if session?.hasWholeFrame == true {
-                setInterest(.none)
-                let bound = LoopBound(self, eventLoop: loop)
-                loop.execute { bound.value.answerBufferedFrames() }
+            } catch {
+                abort("write failed: \(error)")
                 return
             }
+            if result == .blocked {
+                run(machine.writeBlocked())
+                return
+            }
+            guard !outbound.isEmpty, tls.isHandshakeComplete else { break }
+            ctx.writer.bytes.removeAll(keepingCapacity: true)
+            let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
+            if listsSent > 0 { session?.listsSent(listsSent) }
+            do throws(TLSError) {
+                try tls.writePlaintext(ctx.writer.bytes)
+            } catch {
+                abort("TLS write failed: \(error.kind.summary)")
+                return
+            }
+            if ctx.writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize {
+                ctx.writer = WireWriter(capacity: 64 * 1024)
+            }
         }
-        setInterest(phase == .closing ? .none : .readable)
+        // Everything is written.
+        run(machine.drained(
+            pendingWrites: session?.hasPendingWrites == true, tlsComplete: tls.isHandshakeComplete,
+            hasWholeFrame: session?.hasWholeFrame == true))
     }
 
     private func setInterest(_ interest: Interest) {
@@ -532,16 +443,47 @@ final class ServerConnection: EventHandler {
     }
 
     func hangup() {
-        abort(phase == .closing ? closeReason : "hung up")
+        run(machine.hangup())
+    }
+
+    /// Runs what the machine asked for. `read`, `discardInput` and `notifyAndClose` are run where their event is
+    /// handled, since only that code knows what to read or what to say.
+    private func run(_ action: ServerConnectionMachine.Action) {
+        switch action {
+        case .none, .read, .discardInput, .notifyAndClose:
+            break
+        case .setInterest(let interest):
+            setInterest(interest)
+        case .cancelHandshakeDeadline:
+            deadline?.cancel()
+            deadline = nil
+        case .startClosing:
+            startClosing()
+        case .sendCloseNotify:
+            // Then the loop writes it; the flush that finds everything written lingers.
+            tls.shutdown()
+            flush()
+        case .linger:
+            linger()
+        case .answerBufferedFrames:
+            // The peer took everything: answer the frames it sent meanwhile (on the next turn of the loop, not
+            // inside this flush), then read again.
+            setInterest(.none)
+            let bound = LoopBound(self, eventLoop: loop)
+            loop.execute { bound.value.answerBufferedFrames() }
+        case .close:
+            finish()
+        }
     }
 
     // MARK: Closing
 
     /// Stops reading; closes once the writes in flight are answered and everything queued is written.
     func beginClosing(_ reason: String) {
-        guard phase == .handshaking || phase == .open else { return }
-        phase = .closing
-        closeReason = reason
+        run(machine.beginClosing(reason))
+    }
+
+    private func startClosing() {
         deadline?.cancel()
         frameDeadline?.cancel()
         frameDeadline = nil
@@ -549,33 +491,32 @@ final class ServerConnection: EventHandler {
         // A peer that does not read cannot hold the server up for long.
         let bound = LoopBound(self, eventLoop: loop)
         deadline = loop.schedule(after: .seconds(5)) {
-            bound.value.abort("closing took too long (\(bound.value.closeReason))")
+            bound.value.run(bound.value.machine.closingDeadlinePassed())
         }
         flush()
     }
 
     private func linger() {
-        phase = .lingering
         do {
             try socket.shutdownWrite()
         } catch {
-            finish()
+            run(machine.close(nil))
             return
         }
         setInterest(.readable)
         deadline?.cancel()
         let bound = LoopBound(self, eventLoop: loop)
-        deadline = loop.schedule(after: .seconds(2)) { bound.value.finish() }
+        deadline = loop.schedule(after: .seconds(2)) { bound.value.run(bound.value.machine.lingerEnded()) }
     }
 
     /// Sends going-away and closes gracefully (by default: server shutdown).
     func goAway(_ message: String, code: ErrorCode = .shuttingDown, reason: String = "server shutting down") {
-        guard phase == .handshaking || phase == .open else { return }
-        if tls.isHandshakeComplete, session != nil {
+        switch machine.goAway(sessionReady: tls.isHandshakeComplete && session != nil, reason: reason) {
+        case .notifyAndClose:
             enqueue(.frame(Message.goingAway(code: code, message: message).frame(requestID: 0)))
             beginClosing(reason)
-        } else {
-            abort(reason)
+        case let action:
+            run(action)
         }
     }
 
@@ -600,35 +541,32 @@ final class ServerConnection: EventHandler {
             switch result {
             case .bytes: continue
             case .wouldBlock: return
-            case .eof, nil: finish()
+            case .eof, nil: run(machine.discardedInputEnded())
             }
             return
         }
     }
 
     private func handshakeDeadlinePassed() {
-        guard phase == .handshaking else { return }
         let reason = "handshake not finished within \(server.limits.handshakeTimeout) s"
-        if tls.isHandshakeComplete {
+        switch machine.handshakeDeadlinePassed(tlsComplete: tls.isHandshakeComplete, reason: reason) {
+        case .notifyAndClose:
             enqueue(.frame(Message.error(
                 code: .handshakeTimeout,
                 message: "hello was not sent within \(server.limits.handshakeTimeout) seconds").frame(requestID: 0)))
             beginClosing(reason)
-        } else {
-            abort(reason)
+        case let action:
+            run(action)
         }
     }
 
     /// Closes at once.
     func abort(_ reason: String) {
-        guard phase != .closed else { return }
-        if closeReason.isEmpty || (phase != .closing && phase != .lingering) { closeReason = reason }
-        finish()
+        run(machine.close(reason))
     }
 
+    /// Runs the machine's `close`: the phase is already closed.
     private func finish() {
-        guard phase != .closed else { return }
-        phase = .closed
         deadline?.cancel()
         deadline = nil
         frameDeadline?.cancel()
@@ -638,7 +576,7 @@ final class ServerConnection: EventHandler {
         socket.close()
         context.value.removeAll(of: self)
         outbound.removeAll()
-        server.log("close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(closeReason)\"")
+        server.log("close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(machine.closeReason)\"")
         server.connectionClosed()
     }
 }

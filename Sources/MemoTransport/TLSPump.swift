@@ -1,0 +1,87 @@
+import MemoNet
+import MemoTLS
+
+/// Moves bytes between a non-blocking socket and a TLS engine: socket reads fed to the engine, the engine's records
+/// written to the socket, and what the socket refuses kept with its partial-write offset until it is writable.
+///
+/// The one copy of this code for the server's connections, the client's connection and the probe; each decides
+/// for itself what to do when the socket would block (wait for epoll, or wait in `poll` with a deadline).
+public struct TLSPump {
+    /// Ciphertext taken from TLS that the socket has not accepted yet; the first `pendingOffset` bytes are sent.
+    private var pending: [UInt8] = []
+    private var pendingOffset = 0
+
+    public enum FlushResult: Sendable, Equatable {
+        /// The engine holds no records and every byte taken from it is in the kernel.
+        case drained
+        /// The socket's send buffer is full: wait until it is writable and flush again.
+        case blocked
+    }
+
+    public init() {}
+
+    /// Reads once from `socket` into `buffer` and feeds what came to `tls`.
+    /// - Returns: the socket's answer (`.bytes` were fed already).
+    /// - Throws: the socket's error.
+    public static func read(
+        from socket: TCPSocket, into buffer: UnsafeMutableRawBufferPointer, feeding tls: TLSEngine
+    ) throws(NetError) -> TCPSocket.ReadResult {
+        let result = try socket.read(into: buffer)
+        if case .bytes(let count) = result {
+            tls.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+        return result
+    }
+
+    /// Writes what the socket refused before, then the engine's records, straight from `scratch` (only what the
+    /// socket refuses is copied), until everything is written or the socket would block.
+    /// - Parameter scratch: a buffer lent for the call; its contents are not kept.
+    /// - Throws: the socket's error.
+    public mutating func flush(
+        _ tls: TLSEngine, to socket: TCPSocket, scratch: UnsafeMutableRawBufferPointer
+    ) throws(NetError) -> FlushResult {
+        while true {
+            if pendingOffset < pending.count {
+                let offset = pendingOffset
+                // withUnsafeBytes only rethrows untyped: the error comes out as a Result.
+                let attempt = pending.withUnsafeBytes { raw in
+                    Result { () throws(NetError) in
+                        try socket.write(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                    }
+                }
+                guard case .wrote(let count) = try attempt.get() else { return .blocked }
+                pendingOffset += count
+                if pendingOffset == pending.count {
+                    // A burst's worth of capacity is kept; a huge one is given back.
+                    pending.removeAll(keepingCapacity: pending.capacity <= 64 * 1024)
+                    pendingOffset = 0
+                }
+                continue
+            }
+            guard tls.hasOutbound else { return .drained }
+            let taken = tls.takeOutbound(into: scratch)
+            let result = try socket.write(UnsafeRawBufferPointer(rebasing: scratch[..<taken]))
+            let written: Int
+            switch result {
+            case .wrote(let count): written = count
+            case .wouldBlock: written = 0
+            }
+            if written < taken {
+                pending.append(contentsOf: scratch[written..<taken])
+                return .blocked
+            }
+        }
+    }
+
+    /// True when no ciphertext waits for the socket (the engine may still hold records).
+    public var isEmpty: Bool { pendingOffset == pending.count }
+
+    /// The memory held for ciphertext the socket refused.
+    public var retainedBytes: Int { pending.isEmpty ? 0 : pending.capacity }
+
+    /// Gives back the buffer of refused ciphertext; call only when `isEmpty`.
+    public mutating func releaseBuffers() {
+        pending = []
+        pendingOffset = 0
+    }
+}

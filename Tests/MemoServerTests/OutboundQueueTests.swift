@@ -1,0 +1,118 @@
+import Foundation
+import MemoCore
+import MemoWire
+import Testing
+
+@testable import MemoServer
+
+/// `OutboundQueue` alone: what it counts, in what order it gives frames back, and how it empties.
+@Suite struct OutboundQueueTests {
+    private func frame(_ size: Int, _ byte: UInt8) -> [UInt8] { [UInt8](repeating: byte, count: size) }
+
+    /// Everything the queue gives, in `limit`-sized fills.
+    private func drain(_ queue: inout OutboundQueue, limit: Int = 64 * 1024) -> (bytes: [UInt8], lists: Int) {
+        var bytes: [UInt8] = []
+        var lists = 0
+        var writer = WireWriter(capacity: limit)
+        while !queue.isEmpty {
+            writer.bytes.removeAll(keepingCapacity: true)
+            lists += queue.fill(&writer, upTo: limit)
+            #expect(!writer.bytes.isEmpty, "a fill of a non-empty queue gave nothing")
+            bytes += writer.bytes
+        }
+        return (bytes, lists)
+    }
+
+    @Test func smallFramesShareOneTailAndCountTheirBytes() {
+        var queue = OutboundQueue()
+        #expect(queue.isEmpty)
+        #expect(queue.heldBytes == 0)
+        for index in 0..<100 { queue.append(.frame(frame(20, UInt8(index)))) }
+        #expect(queue.queuedBytes == 2000)
+        // Held: the tail's whole allocation, at least the bytes.
+        #expect(queue.heldBytes >= 2000)
+        let (bytes, _) = drain(&queue)
+        #expect(bytes == (0..<100).flatMap { frame(20, UInt8($0)) })
+        #expect(queue.queuedBytes == 0)
+        #expect(queue.heldBytes == 0)
+    }
+
+    @Test func aLargeFrameCountsItsOverheadAndKeepsItsPlace() {
+        var queue = OutboundQueue()
+        let large = frame(OutboundQueue.smallFrame + 1, 9)
+        queue.append(.frame(frame(10, 1)))
+        queue.append(.frame(large))
+        queue.append(.frame(frame(10, 2)))
+        // The first small frame moved behind the items as a frame of its own, with its overheads.
+        let overhead = OutboundQueue.arrayOverhead + OutboundQueue.itemOverhead
+        #expect(queue.queuedBytes == 10 + overhead + large.count + overhead + 10)
+        let (bytes, _) = drain(&queue)
+        #expect(bytes == frame(10, 1) + large + frame(10, 2))
+        #expect(queue.queuedBytes == 0)
+    }
+
+    @Test func fillsStopNearTheLimitAndTheNextContinues() {
+        var queue = OutboundQueue()
+        for index in 0..<10 { queue.append(.frame(frame(1000, UInt8(index)))) }
+        var writer = WireWriter(capacity: 4096)
+        queue.fill(&writer, upTo: 2500)
+        #expect(writer.bytes.count == 2500)
+        #expect(queue.queuedBytes == 7500)
+        #expect(!queue.isEmpty)
+        let (rest, _) = drain(&queue, limit: 2500)
+        #expect(writer.bytes + rest == (0..<10).flatMap { frame(1000, UInt8($0)) })
+    }
+
+    @Test func aListStreamIsMadeChunkByChunkAndCountedWhenFinished() throws {
+        let memos = (0..<50).map {
+            Memo(id: UUID(), content: String(repeating: "m", count: 100), insertMicros: Int64($0),
+                 updateMicros: Int64($0), revision: UInt64($0 + 1))
+        }
+        var queue = OutboundQueue()
+        for (requestID, snapshot) in [(UInt32(5), false), (6, true)] {
+            queue.append(.stream(ChunkStream(
+                requestID: requestID, revision: 50, memos: memos, snapshot: snapshot, maxFrameSize: 1024)))
+        }
+        #expect(queue.queuedBytes == 2 * OutboundQueue.itemOverhead)
+        let (bytes, lists) = drain(&queue, limit: 1)
+        // Only `list` answers are counted (a snapshot is a subscription's, not a list in flight).
+        #expect(lists == 1)
+        #expect(queue.queuedBytes == 0)
+        var decoder = FrameDecoder(maxFrameSize: 1024)
+        decoder.append(bytes)
+        var listed = 0
+        var snapshotted = 0
+        while let frame = try decoder.next() {
+            switch try Message(frame: frame) {
+            case .memos(_, _, let part): listed += part.count
+            case .snapshot(_, _, let part): snapshotted += part.count
+            default: Issue.record("unexpected frame \(frame.type)")
+            }
+        }
+        #expect(listed == 50)
+        #expect(snapshotted == 50)
+    }
+
+    @Test func aSharedChangeIsPatchedWithEachSubscribersRequestID() throws {
+        let memo = Memo(id: UUID(), content: "c", insertMicros: 1, updateMicros: 1, revision: 3)
+        let shared = SharedFrame(change: Change(revision: 3, kind: .created, memo: memo))
+        var queue = OutboundQueue()
+        queue.append(.change(shared, requestID: 77))
+        #expect(queue.queuedBytes == shared.bytes.count + OutboundQueue.itemOverhead)
+        let (bytes, _) = drain(&queue)
+        var decoder = FrameDecoder()
+        decoder.append(bytes)
+        #expect(try #require(try decoder.next()).requestID == 77)
+    }
+
+    @Test func removeAllEmptiesEverything() {
+        var queue = OutboundQueue()
+        queue.append(.frame(frame(10, 1)))
+        queue.append(.frame(frame(OutboundQueue.smallFrame * 2, 2)))
+        queue.append(.frame(frame(10, 3)))
+        queue.removeAll()
+        #expect(queue.isEmpty)
+        #expect(queue.queuedBytes == 0)
+        #expect(queue.heldBytes == 0)
+    }
+}

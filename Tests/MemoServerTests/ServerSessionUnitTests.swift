@@ -1,0 +1,130 @@
+import Foundation
+import MemoCore
+import MemoWire
+import Synchronization
+import Testing
+
+@testable import MemoServer
+
+/// `ServerSession` fed bytes directly: no socket, no TLS, the in-memory store.
+@Suite struct ServerSessionUnitTests {
+    private let store = MemoryStore(clock: { 1_700_000_000_000_000 })
+
+    private func session() -> ServerSession {
+        ServerSession(limits: ServerLimits(), role: .readWrite, serverName: "unit")
+    }
+
+    private func hello(_ id: UInt32 = 1) -> [UInt8] {
+        Message.hello(minVersion: 1, maxVersion: WireProtocol.version, client: "unit").frame(requestID: id)
+    }
+
+    /// The frames a list of actions sends, decoded.
+    private func sent(_ actions: [SessionAction]) throws -> [Message] {
+        var messages: [Message] = []
+        for case .send(let bytes) in actions {
+            var decoder = FrameDecoder()
+            decoder.append(bytes)
+            let frame = try #require(try decoder.next())
+            messages.append(try Message(frame: frame))
+        }
+        return messages
+    }
+
+    private func feed(_ session: inout ServerSession, _ bytes: [UInt8]) -> [SessionAction] {
+        bytes.withUnsafeBytes { session.receive($0, store: store) }
+    }
+
+    @Test func framesFedOneByteAtATimeAreAnsweredAsWholeOnes() throws {
+        let id = UUID()
+        let stream = hello(1) + Message.ping(nonce: 42).frame(requestID: 2)
+            + Message.create(id: id, insertMicros: nil, content: "한글 memo").frame(requestID: 3)
+        let pingEnd = hello(1).count + Message.ping(nonce: 42).frame(requestID: 2).count
+        let frameEnds = [hello(1).count, pingEnd, stream.count]
+
+        var whole = session()
+        let wholeActions = feed(&whole, stream)
+
+        var bytewise = session()
+        var actions: [SessionAction] = []
+        var sinceFrameEnd = 0
+        for (index, byte) in stream.enumerated() {
+            let step = feed(&bytewise, [byte])
+            let isEnd = frameEnds.contains(index + 1)
+            sinceFrameEnd = isEnd ? 0 : sinceFrameEnd + 1
+            // Nothing happens until a frame's last byte; then exactly its answer. The partial frame is held.
+            #expect(step.isEmpty == !isEnd, "after byte \(index + 1)")
+            #expect(bytewise.bufferedBytes == sinceFrameEnd, "after byte \(index + 1)")
+            actions += step
+        }
+        #expect(bytewise.bufferedBytes == 0)
+        #expect(bytewise.phase == .ready)
+        #expect(bytewise.framesReceived == 3)
+        #expect(try sent(actions) == sent(wholeActions))
+        #expect(try sent(actions).count == 2)  // welcome and pong; the create went to the store
+        guard case .submit(3, .create(let createdID, let content, _, _)) = try #require(actions.last) else {
+            Issue.record("the create was not submitted: \(actions)")
+            return
+        }
+        #expect(createdID == id)
+        #expect(Array(content.utf8) == Array("한글 memo".utf8))
+        #expect(bytewise.hasPendingWrites)
+    }
+
+    @Test func aPartialFrameIsBufferedAndNotAnswered() {
+        var session = session()
+        let frame = hello()
+        #expect(feed(&session, Array(frame.dropLast())).isEmpty)
+        #expect(session.bufferedBytes == frame.count - 1)
+        #expect(session.phase == .awaitingHello)
+        #expect(feed(&session, [frame.last!]).count == 1)
+        #expect(session.bufferedBytes == 0)
+        #expect(session.phase == .ready)
+    }
+
+    @Test func aWriteAnsweredByTheStoreIsNoLongerPending() throws {
+        var session = session()
+        _ = feed(&session, hello())
+        let actions = feed(&session, Message.create(id: UUID(), insertMicros: nil, content: "x").frame(requestID: 7))
+        guard case .submit(7, let op) = try #require(actions.first) else {
+            Issue.record("no submit: \(actions)")
+            return
+        }
+        #expect(session.hasPendingWrites)
+        // The memory store answers at once, on this thread.
+        let answer = Mutex<Result<WriteOutcome, MemoError>?>(nil)
+        store.submit([op]) { results in answer.withLock { $0 = results[0] } }
+        let (frame, line) = session.completed(requestID: 7, try #require(answer.withLock { $0 }))
+        #expect(line == nil)
+        #expect(!session.hasPendingWrites)
+        var decoder = FrameDecoder()
+        decoder.append(frame)
+        guard case .memo(let memo) = try Message(frame: try #require(try decoder.next())) else {
+            Issue.record("the answer is not a memo")
+            return
+        }
+        #expect(memo.content == "x")
+    }
+
+    @Test func theOutputBudgetLeavesWholeFramesBuffered() {
+        var session = session()
+        _ = feed(&session, hello())
+        let pings = (0..<3).flatMap { Message.ping(nonce: UInt64($0)).frame(requestID: 10 + UInt32($0)) }
+        let first = pings.withUnsafeBytes { session.receive($0, store: store, outputBudget: 1) }
+        #expect(first.count == 1)
+        #expect(session.hasWholeFrame)
+        let rest = session.receive(UnsafeRawBufferPointer(start: nil, count: 0), store: store)
+        #expect(rest.count == 2)
+        #expect(!session.hasWholeFrame)
+    }
+
+    @Test func aRequestBeforeHelloIsRefusedAndCloses() throws {
+        var session = session()
+        let actions = feed(&session, Message.ping(nonce: 1).frame(requestID: 1))
+        guard case .close = try #require(actions.last) else {
+            Issue.record("no close: \(actions)")
+            return
+        }
+        #expect(session.phase == .closed)
+        #expect(feed(&session, hello()).isEmpty)
+    }
+}
