@@ -81,7 +81,8 @@ extension ClientConnectionMachine {
 
     /// The frames of one read: the welcome first, a going-away wherever it comes, then answers and subscription
     /// events in order (each subscription's events of the read delivered as one batch).
-    mutating func received(_ frames: [Frame], now: ContinuousClock.Instant) -> [Action] {
+    mutating func received(_ frames: [Frame], attempt: Int, now: ContinuousClock.Instant) -> [Action] {
+        guard attempt == self.attempt else { return [] }
         var actions: [Action] = []
         var rest: [Frame] = []
         for frame in frames {

@@ -48,9 +48,10 @@ struct ClientConnectionMachine {
     }
 
     enum Action {
-        /// Open a connection to this address (`host:port`); its events come back to the machine. The I/O side
-        /// reports an address or TLS set-up it cannot use as `attemptFailed`.
-        case connect(server: String)
+        /// Open a connection to this address (`host:port`); its events come back to the machine with `attempt`,
+        /// so that a late event of an earlier connection is told apart. The I/O side reports an address or TLS
+        /// set-up it cannot use as `attemptFailed`.
+        case connect(server: String, attempt: Int)
         /// Write one frame's bytes on the current connection.
         case send([UInt8])
         /// Send `subscribe` with this id for subscription `token`, from where its owner says once every earlier
@@ -176,26 +177,26 @@ struct ClientConnectionMachine {
             timeout = max(.milliseconds(1), min(timeout, firstDeadline - now))
         }
         actions.append(.schedule(.connect(attempt: attempt), after: timeout))
-        actions.append(.connect(server: currentServer))
+        actions.append(.connect(server: currentServer, attempt: attempt))
     }
 
     /// The I/O side could not start the attempt (the address does not parse, TLS could not be set up).
-    mutating func attemptFailed(_ end: ConnectionEnd, now: ContinuousClock.Instant) -> [Action] {
-        guard phase == .connecting else { return [] }
+    mutating func attemptFailed(_ end: ConnectionEnd, attempt: Int, now: ContinuousClock.Instant) -> [Action] {
+        guard attempt == self.attempt, phase == .connecting else { return [] }
         var actions: [Action] = []
         ended(end, now: now, into: &actions)
         return actions
     }
 
     /// TCP is connected; the TLS handshake starts.
-    mutating func connected() -> [Action] {
-        if phase == .connecting { phase = .handshaking }
+    mutating func connected(attempt: Int) -> [Action] {
+        if attempt == self.attempt, phase == .connecting { phase = .handshaking }
         return []
     }
 
     /// The TLS handshake is done: say hello.
-    mutating func handshakeDone() -> [Action] {
-        guard phase == .handshaking || phase == .connecting else { return [] }
+    mutating func handshakeDone(attempt: Int) -> [Action] {
+        guard attempt == self.attempt, phase == .handshaking || phase == .connecting else { return [] }
         phase = .awaitingWelcome
         let hello = Message.hello(
             minVersion: WireProtocol.version, maxVersion: WireProtocol.version, client: configuration.clientName)
@@ -203,8 +204,8 @@ struct ClientConnectionMachine {
     }
 
     /// The transport ended by itself.
-    mutating func transportEnded(_ end: TransportEnd, now: ContinuousClock.Instant) -> [Action] {
-        guard phase != .idle else { return [] }
+    mutating func transportEnded(_ end: TransportEnd, attempt: Int, now: ContinuousClock.Instant) -> [Action] {
+        guard attempt == self.attempt, phase != .idle else { return [] }
         let ready = phase == .ready
         let reason: ConnectionEnd
         switch end {

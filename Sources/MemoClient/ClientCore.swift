@@ -129,7 +129,7 @@ final class ClientCore: @unchecked Sendable {
     private func run(_ actions: [Action]) {
         for action in actions {
             switch action {
-            case .connect(let server): connect(to: server)
+            case .connect(let server, let attempt): connect(to: server, attempt: attempt)
             case .send(let frame): connection?.send(frame)
             case .subscribe(let token, let id):
                 guard let start = subscribers[token]?.start else { continue }
@@ -167,8 +167,8 @@ final class ClientCore: @unchecked Sendable {
         if machine.closed { subscribers.removeAll() }
     }
 
-    /// Opens a connection to `server` and wires its events to the machine.
-    private func connect(to server: String) {
+    /// Opens a connection to `server` and wires its events (as attempt `attempt`'s) to the machine.
+    private func connect(to server: String, attempt: Int) {
         let address: SocketAddress
         let engine: TLSEngine
         do {
@@ -176,33 +176,33 @@ final class ClientCore: @unchecked Sendable {
                 let hostPort = try HostPort(parsing: server, defaultPort: ClientConfiguration.defaultPort)
                 address = try SocketAddress(parsing: hostPort.description)
             } catch let error as HostPort.SyntaxError {
-                return attemptFailed(.unresolved(error.description))
+                return attemptFailed(.unresolved(error.description), attempt: attempt)
             } catch let error as NetError {
-                return attemptFailed(.unresolved(error.message.lowercasedFirst))
+                return attemptFailed(.unresolved(error.message.lowercasedFirst), attempt: attempt)
             }
             engine = try TLSEngine(context: tls, serverName: ClientConfiguration.host(of: server))
         } catch let error as TLSError {
-            return attemptFailed(.tlsRefused(error))
+            return attemptFailed(.tlsRefused(error), attempt: attempt)
         } catch {
-            return attemptFailed(.unreachable("\(error)"))
+            return attemptFailed(.unreachable("\(error)"), attempt: attempt)
         }
         let connection = WireConnection(loop: loop, address: address, engine: engine)
         self.connection = connection
-        connection.onConnected = { [unowned self] in handle { machine, _ in machine.connected() } }
-        connection.onHandshakeDone = { [unowned self] in handle { machine, _ in machine.handshakeDone() } }
+        connection.onConnected = { [unowned self] in handle { machine, _ in machine.connected(attempt: attempt) } }
+        connection.onHandshakeDone = { [unowned self] in
+            handle { machine, _ in machine.handshakeDone(attempt: attempt) }
+        }
         connection.onFrames = { [unowned self] frames in
-            handle { machine, now in machine.received(frames, now: now) }
+            handle { machine, now in machine.received(frames, attempt: attempt, now: now) }
         }
         connection.onEnd = { [unowned self, unowned connection] end in
-            // Only the current connection's end counts; an earlier one's was taken when it was replaced.
-            guard self.connection === connection else { return }
-            self.connection = nil
-            handle { machine, now in machine.transportEnded(end, now: now) }
+            if self.connection === connection { self.connection = nil }
+            handle { machine, now in machine.transportEnded(end, attempt: attempt, now: now) }
         }
         connection.start()
     }
 
-    private func attemptFailed(_ end: ConnectionEnd) {
-        handle { machine, now in machine.attemptFailed(end, now: now) }
+    private func attemptFailed(_ end: ConnectionEnd, attempt: Int) {
+        handle { machine, now in machine.attemptFailed(end, attempt: attempt, now: now) }
     }
 }

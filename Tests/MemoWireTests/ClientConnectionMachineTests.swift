@@ -20,9 +20,9 @@ struct ClientConnectionMachineTests {
         #expect(started.contains { if case .reportAttempts(1) = $0 { true } else { false } })
         #expect(driver.machine.phase == .connecting)
 
-        #expect(driver.machine.connected().isEmpty)
+        #expect(driver.connected().isEmpty)
         #expect(driver.machine.phase == .handshaking)
-        let hello = driver.sent(driver.machine.handshakeDone())
+        let hello = driver.sent(driver.handshakeDone())
         #expect(hello.map(\.id) == [ClientConnectionMachine.helloRequestID])
         guard case .hello(_, _, let client)? = hello.first?.message else {
             Issue.record("no hello")
@@ -48,8 +48,8 @@ struct ClientConnectionMachineTests {
     @Test func welcomeThatDoesNotComeTimesTheAttemptOutAndTheCallerHearsIt() {
         var driver = Driver()
         _ = driver.start(waitingFor: .seconds(30))
-        _ = driver.machine.connected()
-        _ = driver.machine.handshakeDone()
+        _ = driver.connected()
+        _ = driver.handshakeDone()
         // A deadline of an earlier attempt means nothing.
         #expect(driver.fire(.connect(attempt: 0)).isEmpty)
         driver.advance(.seconds(4))
@@ -67,8 +67,8 @@ struct ClientConnectionMachineTests {
         driver.advance(.seconds(10))
         _ = driver.end(.endOfStream)
         _ = driver.fire(.reconnect)
-        _ = driver.machine.connected()
-        _ = driver.machine.handshakeDone()
+        _ = driver.connected()
+        _ = driver.handshakeDone()
         let timedOut = driver.fire(.connect(attempt: 2))
         #expect(driver.failures(timedOut).map { $0?.name } == ["timedOut"])
         #expect(driver.scheduled(.reconnect, in: timedOut) == .milliseconds(100))
@@ -156,8 +156,8 @@ struct ClientConnectionMachineTests {
         driver.advance(.seconds(6))
         _ = driver.end(.endOfStream)
         _ = driver.fire(.reconnect)
-        _ = driver.machine.connected()
-        _ = driver.machine.handshakeDone()
+        _ = driver.connected()
+        _ = driver.handshakeDone()
         // The welcome, the resend it triggers, and a going-away in the same read.
         let read = driver.receive([
             Driver.welcome(), Driver.frame(.goingAway(code: .shuttingDown, message: "restarting"), id: 0),
@@ -183,6 +183,27 @@ struct ClientConnectionMachineTests {
         #expect(driver.sentIDs(next).filter { $0 != ClientConnectionMachine.helloRequestID } == [second.id, third.id])
         #expect(driver.machine.requests[second.id]?.attempts == 3)
         #expect(driver.machine.requests[third.id]?.attempts == 1)
+    }
+
+    @Test func lateEventsOfAnEarlierConnectionAreIgnored() {
+        var driver = Driver()
+        _ = driver.start()
+        _ = driver.goLive()
+        let request = driver.submit(.ping(nonce: 1))
+        // We close the first connection (the server broke a rule); its own end and frames may still be on the way.
+        _ = driver.receive(.error(code: .internalError, message: "oops"), id: 0)
+        _ = driver.fire(.reconnect)
+        #expect(driver.machine.attempt == 2)
+        #expect(driver.machine.transportEnded(.endOfStream, attempt: 1, now: driver.now).isEmpty)
+        #expect(driver.machine.received([Driver.frame(.pong(nonce: 1), id: request.id)], attempt: 1, now: driver.now)
+            .isEmpty)
+        #expect(driver.machine.handshakeDone(attempt: 1).isEmpty)
+        #expect(driver.machine.phase == .connecting)
+        // The request waits for the new connection, and is answered only by what comes on it.
+        #expect(driver.sentIDs(driver.goLive()) == [ClientConnectionMachine.helloRequestID, request.id])
+        let pong = Driver.frame(.pong(nonce: 1), id: request.id)
+        #expect(driver.machine.received([pong], attempt: 1, now: driver.now).isEmpty)
+        #expect(driver.completions(driver.receive([pong])).map(\.attempts) == [2])
     }
 
     @Test func backoffGrowsWhileAttemptsFailAndResetsOnlyAfterFiveHealthySeconds() {
@@ -320,7 +341,7 @@ struct ClientConnectionMachineTests {
     @Test func tlsRefusalEndsAFirstConnectionWithExitFive() {
         var driver = Driver()
         _ = driver.start(waitingFor: .seconds(30))
-        _ = driver.machine.connected()
+        _ = driver.connected()
         let refusal = TLSError(kind: .certificateRevoked, operation: "TLS handshake (client)")
         let ended = driver.end(.tls(refusal))
         // Not retried: certificates do not fix themselves.
@@ -358,24 +379,24 @@ struct ClientConnectionMachineTests {
     @Test func firstFrameOtherThanWelcomeRejectsOrLosesTheConnection() {
         var driver = Driver()
         _ = driver.start(waitingFor: .seconds(30))
-        _ = driver.machine.connected()
-        _ = driver.machine.handshakeDone()
+        _ = driver.connected()
+        _ = driver.handshakeDone()
         let full = driver.receive(.error(code: .tooManyConnections, message: "full"), id: 1)
         #expect(driver.closesConnection(full) == false)
         // Full is worth waiting for while the caller's deadline allows.
         #expect(driver.firstOutcomes(full).isEmpty)
         #expect(driver.failures(full).first??.name == "rejected")
         _ = driver.fire(.reconnect)
-        _ = driver.machine.connected()
-        _ = driver.machine.handshakeDone()
+        _ = driver.connected()
+        _ = driver.handshakeDone()
         let odd = driver.receive(.pong(nonce: 1), id: 1)
         #expect(driver.firstOutcomes(odd).map { $0?.name } == ["lost"])
 
         // Close-notify before the welcome is a server shutting down; after it, a lost connection.
         var closing = Driver()
         _ = closing.start()
-        _ = closing.machine.connected()
-        _ = closing.machine.handshakeDone()
+        _ = closing.connected()
+        _ = closing.handshakeDone()
         #expect(closing.failures(closing.end(.closeNotify)).first??.name == "rejected")
         _ = closing.fire(.reconnect)
         _ = closing.goLive()

@@ -43,22 +43,32 @@ struct ClientMachineDriver {
 
     /// TCP, TLS and the welcome in one read.
     mutating func goLive(revision: UInt64 = 0, maxFrameSize: UInt32 = 1 << 20) -> [Action] {
-        var actions = machine.connected()
-        actions += machine.handshakeDone()
-        actions += machine.received([Self.welcome(revision: revision, maxFrameSize: maxFrameSize)], now: now)
+        var actions = connected()
+        actions += handshakeDone()
+        actions += receive([Self.welcome(revision: revision, maxFrameSize: maxFrameSize)])
         return actions
     }
 
+    // The current connection's events (the machine's latest attempt).
+
+    mutating func connected() -> [Action] {
+        machine.connected(attempt: machine.attempt)
+    }
+
+    mutating func handshakeDone() -> [Action] {
+        machine.handshakeDone(attempt: machine.attempt)
+    }
+
     mutating func receive(_ frames: [Frame]) -> [Action] {
-        machine.received(frames, now: now)
+        machine.received(frames, attempt: machine.attempt, now: now)
     }
 
     mutating func receive(_ message: Message, id: UInt32) -> [Action] {
-        machine.received([Self.frame(message, id: id)], now: now)
+        receive([Self.frame(message, id: id)])
     }
 
     mutating func end(_ end: TransportEnd) -> [Action] {
-        machine.transportEnded(end, now: now)
+        machine.transportEnded(end, attempt: machine.attempt, now: now)
     }
 
     mutating func fire(_ deadline: Deadline) -> [Action] {
@@ -118,7 +128,7 @@ struct ClientMachineDriver {
 
     func connects(_ actions: [Action]) -> [String] {
         actions.compactMap { action in
-            guard case .connect(let server) = action else { return nil }
+            guard case .connect(let server, _) = action else { return nil }
             return server
         }
     }
