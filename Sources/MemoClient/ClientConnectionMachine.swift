@@ -2,23 +2,6 @@ import MemoCore
 import MemoTLS
 import MemoWire
 
-/// How a transport (socket, TLS, frames) ended, before the lifecycle says what that means: the same end of
-/// stream is a lost connection after the welcome and an unreachable server before it.
-enum TransportEnd: Sendable {
-    /// The socket failed (connect, read or write), with the system's reason.
-    case io(String)
-    /// The server closed the TCP connection.
-    case endOfStream
-    /// The socket hung up.
-    case hangUp
-    /// The server sent TLS close_notify.
-    case closeNotify
-    /// TLS failed: a handshake refused on either side, or a record that did not verify.
-    case tls(TLSError)
-    /// A frame broke the framing rules (its length over our limit).
-    case badFrame(String)
-}
-
 /// The client connection's lifecycle as a value: one connection at a time (connecting, handshaking, awaiting
 /// the welcome, ready, going away), the attempts and their backoff, failover across addresses, the requests
 /// waiting for an answer (which are resent on the next connection and which never are) and the subscriptions
@@ -206,23 +189,8 @@ struct ClientConnectionMachine {
     /// The transport ended by itself.
     mutating func transportEnded(_ end: TransportEnd, attempt: Int, now: ContinuousClock.Instant) -> [Action] {
         guard attempt == self.attempt, phase != .idle else { return [] }
-        let ready = phase == .ready
-        let reason: ConnectionEnd
-        switch end {
-        case .io(let text): reason = ready ? .lost(text) : .unreachable(text)
-        case .endOfStream:
-            reason = ready ? .lost("the server closed the connection")
-                : .unreachable("the server closed the connection during the handshake")
-        case .hangUp: reason = ready ? .lost("connection hung up") : .unreachable("connection hung up")
-        case .closeNotify:
-            reason = ready ? .lost("the server closed the connection") : .rejected(.shuttingDown, "closed")
-        // Before or after the welcome alike: a TLS failure is reported as one (exit 5, with its reason), not as
-        // a lost connection to be retried at once.
-        case .tls(let error): reason = .tlsRefused(error)
-        case .badFrame(let text): reason = .lost("bad frame from the server: \(text)")
-        }
         var actions: [Action] = []
-        ended(reason, now: now, into: &actions)
+        ended(ConnectionEnd(end, afterWelcome: phase == .ready), now: now, into: &actions)
         return actions
     }
 
@@ -377,18 +345,5 @@ struct ClientConnectionMachine {
     mutating func hurryFirstConnection(now: ContinuousClock.Instant, into actions: inout [Action]) {
         guard phase == .idle, reconnectPending, !everLive else { return }
         makeAttempt(now: now, into: &actions)
-    }
-}
-
-extension ConnectionEnd {
-    /// Whether a first connection that ended so is worth another try before its deadline: nobody listening yet,
-    /// or a server that is starting, stopping or full. A name that does not resolve, TLS and certificate
-    /// failures are not: waiting would only delay the same answer.
-    var isWorthRetrying: Bool {
-        switch self {
-        case .unreachable: return true
-        case .rejected(let code, _): return code == .shuttingDown || code == .tooManyConnections
-        case .unresolved, .timedOut, .tlsRefused, .lost, .closedByClient: return false
-        }
     }
 }

@@ -2,33 +2,6 @@ import MemoNet
 import MemoTLS
 import MemoWire
 
-/// How a connection ended.
-enum ConnectionEnd: Sendable {
-    /// No TCP connection: refused, no route, reset during the handshake.
-    case unreachable(String)
-    /// The server's address is malformed or its name does not resolve.
-    case unresolved(String)
-    /// The attempt (TCP, TLS and hello) took longer than the connect timeout.
-    case timedOut
-    /// TLS failed: certificates refused on either side, or a record that did not verify (before or after the
-    /// welcome).
-    case tlsRefused(TLSError)
-    /// The server refused the conversation before welcoming us (`error` or `going-away` in place of `welcome`).
-    case rejected(ErrorCode, String)
-    /// The connection was lost after the welcome (end of stream, reset, broken TLS, protocol violation).
-    case lost(String)
-    /// We closed it.
-    case closedByClient
-}
-
-/// What the server said in `welcome`.
-struct Welcome: Sendable {
-    var revision: UInt64
-    var maxFrameSize: UInt32
-    var role: Role
-    var serverName: String
-}
-
 /// One TCP connection carrying TLS carrying frames, driven by an event loop: connect, TLS handshake, then frames
 /// both ways until it ends. It moves bytes only: what the frames mean, the hello and welcome, deadlines and
 /// going-away belong to `ClientConnectionMachine`, which `ClientCore` feeds with these callbacks.
