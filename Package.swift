@@ -55,7 +55,8 @@ let package = Package(
         // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.
         .target(name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet"], swiftSettings: hotPathSettings),
         .target(
-            name: "MemoServer", dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
+            name: "MemoServer",
+            dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
             swiftSettings: hotPathSettings),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
@@ -109,14 +110,15 @@ let package = Package(
         .testTarget(
             name: "MemoServerTests",
             dependencies: [
-                "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet", "MemoTransport",
+                "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet",
+                "MemoTransport",
                 "MemoTestSupport",
             ]
         ),
         .testTarget(
             name: "MemoClientTests",
             dependencies: [
-                "MemoClient", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer",
+                "MemoClient", "MemoClientCLI", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer",
                 "MemoTestSupport",
             ]
         ),

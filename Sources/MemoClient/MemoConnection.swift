@@ -73,9 +73,7 @@ public final class MemoConnection: Sendable {
         let end: ConnectionEnd? = await withCheckedContinuation { continuation in
             let deadline = ContinuousClock.now + configuration.connectTimeout
             client.loop.execute {
-                core.onFirstOutcome = { continuation.resume(returning: $0) }
-                core.firstDeadline = deadline
-                core.attempt()
+                core.start(firstDeadline: deadline) { continuation.resume(returning: $0) }
             }
         }
         if let end { throw client.error(for: end) }
@@ -88,7 +86,7 @@ public final class MemoConnection: Sendable {
     public static func start(_ configuration: ClientConfiguration) throws -> MemoConnection {
         let client = try MemoConnection(configuration: configuration)
         let core = client.core
-        client.loop.execute { core.attempt() }
+        client.loop.execute { core.start() }
         return client
     }
 

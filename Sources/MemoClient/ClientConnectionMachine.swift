@@ -1,0 +1,349 @@
+import MemoCore
+import MemoTLS
+import MemoWire
+
+/// The client connection's lifecycle as a value: one connection at a time (connecting, handshaking, awaiting
+/// the welcome, ready, going away), the attempts and their backoff, failover across addresses, the requests
+/// waiting for an answer (which are resent on the next connection and which never are) and the subscriptions
+/// restarted on every connection from where their owner says.
+///
+/// Its methods take an event with the time it happened and return what to do; `ClientCore` and
+/// `WireConnection` only do it. Nothing here touches a socket, a clock or a timer, so every transition is
+/// tested event by event (`ClientConnectionMachineTests`).
+struct ClientConnectionMachine {
+    /// Where the current connection stands.
+    enum Phase: Equatable {
+        /// No connection: before the first attempt, between attempts, or closed.
+        case idle
+        case connecting, handshaking, awaitingWelcome, ready
+    }
+
+    /// A timer the machine asks for; it comes back as `deadlinePassed`.
+    enum Deadline: Hashable {
+        /// Attempt `attempt` (TCP, TLS and hello) took longer than the connect timeout.
+        case connect(attempt: Int)
+        /// The server said going-away on attempt `attempt` and has not closed.
+        case goingAway(attempt: Int)
+        /// Time for the next attempt.
+        case reconnect
+        /// The request's answer is overdue.
+        case request(UInt32)
+    }
+
+    enum Action {
+        /// Open a connection to this address (`host:port`); its events come back to the machine with `attempt`,
+        /// so that a late event of an earlier connection is told apart. The I/O side reports an address or TLS
+        /// set-up it cannot use as `attemptFailed`.
+        case connect(server: String, attempt: Int)
+        /// Write one frame's bytes on the current connection.
+        case send([UInt8])
+        /// Send `subscribe` with this id for subscription `token`, from where its owner says once every earlier
+        /// action has run (a delivered history-gone has reset it to a snapshot; a lost connection resumes after
+        /// the last revision applied).
+        case subscribe(token: Int, requestID: UInt32)
+        /// Close the current connection without reporting its end (the machine has already taken it): with
+        /// close_notify when `polite` and the handshake is done.
+        case closeConnection(polite: Bool)
+        case schedule(Deadline, after: Duration)
+        case cancel(Deadline)
+        /// The request's answer (or failure), and how many times it was sent.
+        case complete(UInt32, Result<Reply, any Error>, attempts: Int)
+        /// The events of one read for one subscription, in order.
+        case deliver(token: Int, [SubscriptionEvent])
+        case reportState(ConnectionState)
+        /// Attempts since the connection was last live (0 while live).
+        case reportAttempts(Int)
+        /// Why the last attempt failed or the connection was lost; nil once live again.
+        case reportFailure(ConnectionEnd?)
+        case welcomed(Welcome)
+        /// The outcome of the first connection, for a caller waiting on it (nil: live).
+        case firstOutcome(ConnectionEnd?)
+    }
+
+    struct PendingRequest {
+        let message: Message
+        let frame: [UInt8]
+        let timeout: Duration
+        var attempts = 0
+        /// The attempt whose connection carried it; nil when it is still to be sent.
+        var sentOn: Int?
+        var chunks: [Memo] = []
+    }
+
+    struct Subscription {
+        /// The id of its current run on the server; nil while not running.
+        var requestID: UInt32?
+    }
+
+    /// The request id of `hello`; no other request is sent before `welcome` answers it.
+    static let helloRequestID: UInt32 = 1
+    /// How long a server that said going-away may take to close.
+    static let goingAwayGrace: Duration = .seconds(10)
+
+    let configuration: ClientConfiguration
+    private let servers: [String]
+    /// The jitter factor of each backoff delay, in [0.5, 1] (fixed in tests).
+    private let random: () -> Double
+
+    private(set) var phase = Phase.idle
+    /// The server sent `going-away` with this code: nothing new may be sent, but answers still come until it
+    /// closes.
+    var goingAwayCode: ErrorCode?
+    var goingAway: Bool { goingAwayCode != nil }
+    private(set) var closed = false
+    /// Counts attempts ever made; the current connection's number, which its deadlines and requests carry.
+    private(set) var attempt = 0
+    private var attemptsSinceLive = 0
+    /// Failed attempts in a row, for the backoff.
+    private(set) var failures = 0
+    /// Which of `servers` the next attempt uses.
+    private(set) var serverIndex = 0
+    private var everLive = false
+    /// When the current connection was welcomed: only one that stays up `healthyAfter` resets the backoff, so
+    /// that a server (or a path) that welcomes and then fails at once is retried with growing delays.
+    private var liveSince: ContinuousClock.Instant?
+    private var reconnectPending = false
+    /// Why the last attempt failed, for requests that time out while not connected.
+    private(set) var lastFailure: ConnectionEnd?
+    /// A caller waits for the first connection's outcome (`MemoConnection.connect`).
+    private var awaitingFirstOutcome = false
+    /// Until when a first connection that cannot reach the server is tried again (with backoff) before the
+    /// caller hears of the failure: a server that is still starting is worth waiting for.
+    private var firstDeadline: ContinuousClock.Instant?
+    private(set) var welcome: Welcome?
+    private var reportedState = ConnectionState.connecting
+    var nextID: UInt32 = 2
+    var requests: [UInt32: PendingRequest] = [:]
+    var subscriptions: [Int: Subscription] = [:]
+    var subscriptionByRequest: [UInt32: Int] = [:]
+
+    init(configuration: ClientConfiguration, random: @escaping () -> Double = { Double.random(in: 0.5...1) }) {
+        self.configuration = configuration
+        self.servers = configuration.servers
+        self.random = random
+    }
+
+    /// Ready for requests: welcomed, and the server has not said going-away.
+    var isReady: Bool { phase == .ready && !goingAway }
+
+    // MARK: - Connecting
+
+    /// Makes the first attempt. With `firstDeadline`, a caller waits for the outcome (`firstOutcome`), and a
+    /// server not reachable yet is tried again until then.
+    mutating func start(firstDeadline: ContinuousClock.Instant?, now: ContinuousClock.Instant) -> [Action] {
+        if let firstDeadline {
+            awaitingFirstOutcome = true
+            self.firstDeadline = firstDeadline
+        }
+        var actions: [Action] = []
+        makeAttempt(now: now, into: &actions)
+        return actions
+    }
+
+    /// The address the next attempt connects to: one of the configured servers, in turn.
+    private var currentServer: String { servers[serverIndex % servers.count] }
+
+    mutating func makeAttempt(now: ContinuousClock.Instant, into actions: inout [Action]) {
+        guard !closed, phase == .idle else { return }
+        if reconnectPending {
+            reconnectPending = false
+            actions.append(.cancel(.reconnect))
+        }
+        attempt += 1
+        attemptsSinceLive += 1
+        actions.append(.reportAttempts(attemptsSinceLive))
+        report(everLive ? .reconnecting : .connecting, into: &actions)
+        phase = .connecting
+        goingAwayCode = nil
+        var timeout = configuration.connectTimeout
+        if awaitingFirstOutcome, let firstDeadline {
+            timeout = max(.milliseconds(1), min(timeout, firstDeadline - now))
+        }
+        actions.append(.schedule(.connect(attempt: attempt), after: timeout))
+        actions.append(.connect(server: currentServer, attempt: attempt))
+    }
+
+    /// The I/O side could not start the attempt (the address does not parse, TLS could not be set up).
+    mutating func attemptFailed(_ end: ConnectionEnd, attempt: Int, now: ContinuousClock.Instant) -> [Action] {
+        guard attempt == self.attempt, phase == .connecting else { return [] }
+        var actions: [Action] = []
+        ended(end, now: now, into: &actions)
+        return actions
+    }
+
+    /// TCP is connected; the TLS handshake starts.
+    mutating func connected(attempt: Int) -> [Action] {
+        if attempt == self.attempt, phase == .connecting { phase = .handshaking }
+        return []
+    }
+
+    /// The TLS handshake is done: say hello.
+    mutating func handshakeDone(attempt: Int) -> [Action] {
+        guard attempt == self.attempt, phase == .handshaking || phase == .connecting else { return [] }
+        phase = .awaitingWelcome
+        let hello = Message.hello(
+            minVersion: WireProtocol.version, maxVersion: WireProtocol.version, client: configuration.clientName)
+        return [.send(hello.frame(requestID: Self.helloRequestID))]
+    }
+
+    /// The transport ended by itself.
+    mutating func transportEnded(_ end: TransportEnd, attempt: Int, now: ContinuousClock.Instant) -> [Action] {
+        guard attempt == self.attempt, phase != .idle else { return [] }
+        var actions: [Action] = []
+        ended(ConnectionEnd(end, afterWelcome: phase == .ready), now: now, into: &actions)
+        return actions
+    }
+
+    mutating func deadlinePassed(_ deadline: Deadline, now: ContinuousClock.Instant) -> [Action] {
+        var actions: [Action] = []
+        switch deadline {
+        case .connect(let number):
+            guard number == attempt, phase != .idle, phase != .ready else { return [] }
+            actions.append(.closeConnection(polite: false))
+            ended(.timedOut, now: now, into: &actions)
+        case .goingAway(let number):
+            guard number == attempt, phase != .idle, let code = goingAwayCode else { return [] }
+            // The server closes once its writes in flight are answered; it did not.
+            let reason = ConnectionEnd.lost("the server went away (\(code.name)) and did not close")
+            closeConnection(as: reason, now: now, into: &actions)
+        case .reconnect:
+            guard reconnectPending else { return [] }
+            reconnectPending = false
+            makeAttempt(now: now, into: &actions)
+        case .request(let id):
+            expire(id, into: &actions)
+        }
+        return actions
+    }
+
+    /// Closes for good: the connection, the attempts, every request (`ClientError.closed`).
+    mutating func close() -> [Action] {
+        guard !closed else { return [] }
+        closed = true
+        var actions: [Action] = []
+        if reconnectPending {
+            reconnectPending = false
+            actions.append(.cancel(.reconnect))
+        }
+        if phase != .idle {
+            actions.append(.closeConnection(polite: true))
+            ended(.closedByClient, now: nil, into: &actions)
+        }
+        failAll(ClientError.closed, into: &actions)
+        subscriptions.removeAll()
+        report(.offline, into: &actions)
+        if awaitingFirstOutcome {
+            awaitingFirstOutcome = false
+            actions.append(.firstOutcome(.closedByClient))
+        }
+        return actions
+    }
+
+    // MARK: - Steps
+
+    mutating func report(_ state: ConnectionState, into actions: inout [Action]) {
+        guard state != reportedState else { return }
+        reportedState = state
+        actions.append(.reportState(state))
+    }
+
+    mutating func live(_ welcome: Welcome, now: ContinuousClock.Instant, into actions: inout [Action]) {
+        phase = .ready
+        actions.append(.cancel(.connect(attempt: attempt)))
+        everLive = true
+        liveSince = now
+        lastFailure = nil
+        actions.append(.reportFailure(nil))
+        attemptsSinceLive = 0
+        actions.append(.reportAttempts(0))
+        self.welcome = welcome
+        actions.append(.welcomed(welcome))
+        report(.live, into: &actions)
+        if awaitingFirstOutcome {
+            awaitingFirstOutcome = false
+            actions.append(.firstOutcome(nil))
+        }
+        for token in subscriptions.keys.sorted() { startSubscription(token, into: &actions) }
+        for id in requests.keys.sorted() { transmit(id, into: &actions) }
+    }
+
+    /// Closes the current connection ourselves (with close_notify when `polite`) and takes its end as `reason`.
+    mutating func closeConnection(
+        as reason: ConnectionEnd, polite: Bool = true, now: ContinuousClock.Instant, into actions: inout [Action]
+    ) {
+        actions.append(.closeConnection(polite: polite))
+        ended(reason, now: now, into: &actions)
+    }
+
+    /// The current connection is over: forget what was sent on it, then retry, fail over, or give up.
+    /// `now` is nil only when the client closes (nothing is retried then).
+    private mutating func ended(_ end: ConnectionEnd, now: ContinuousClock.Instant?, into actions: inout [Action]) {
+        var healthy = false
+        if let liveSince, let now { healthy = now - liveSince >= configuration.reconnect.healthyAfter }
+        actions.append(.cancel(.connect(attempt: attempt)))
+        if goingAway { actions.append(.cancel(.goingAway(attempt: attempt))) }
+        phase = .idle
+        goingAwayCode = nil
+        liveSince = nil
+        welcome = nil
+        subscriptionByRequest.removeAll()
+        for token in subscriptions.keys { subscriptions[token]?.requestID = nil }
+        for id in requests.keys {
+            requests[id]?.sentOn = nil
+            requests[id]?.chunks.removeAll()
+        }
+        guard !closed, let now else { return }
+        if case .closedByClient = end { return }
+        lastFailure = end
+        actions.append(.reportFailure(end))
+        failures = healthy ? 0 : failures + 1
+        var delay = configuration.reconnect.delay(afterFailures: failures, random: random())
+        // Given several servers, a lost or failed connection moves on to the next one (with the backoff above:
+        // at once after a healthy connection), and a first connection fails only once each was tried.
+        if servers.count > 1 {
+            serverIndex += 1
+            if awaitingFirstOutcome, serverIndex < servers.count {
+                scheduleAttempt(after: .zero, into: &actions)
+                return
+            }
+        }
+        if awaitingFirstOutcome {
+            // A caller that waits for the first connection wants its failure, not endless retries: only a server
+            // not (yet) reachable is tried again, and only until the deadline.
+            if end.isWorthRetrying, let firstDeadline, firstDeadline - now > .milliseconds(20) {
+                // The last try is made just before the deadline rather than given up one backoff early.
+                let wait = min(delay, firstDeadline - now - .milliseconds(10))
+                report(.connecting, into: &actions)
+                scheduleAttempt(after: wait, into: &actions)
+                return
+            }
+            awaitingFirstOutcome = false
+            actions.append(.firstOutcome(end))
+            actions.append(contentsOf: close())
+            return
+        }
+        if case .tlsRefused(let error) = end {
+            // Certificates and TLS do not fix themselves on a retry: the waiting requests get the reason now, and
+            // the next try comes now and then, not several times a second.
+            failAll(ClientError.tlsRefused(server: configuration.server, error), into: &actions)
+            delay = max(delay, configuration.reconnect.refusedDelay)
+        }
+        if delay != .zero {
+            report(everLive ? .reconnecting : .offline, into: &actions)
+            if case .tlsRefused = end { report(.offline, into: &actions) }
+        }
+        scheduleAttempt(after: delay, into: &actions)
+    }
+
+    private mutating func scheduleAttempt(after delay: Duration, into actions: inout [Action]) {
+        reconnectPending = true
+        actions.append(.schedule(.reconnect, after: delay))
+    }
+
+    /// Someone is waiting for an answer before the first connection was ever made: try now rather than at the
+    /// end of the backoff.
+    mutating func hurryFirstConnection(now: ContinuousClock.Instant, into actions: inout [Action]) {
+        guard phase == .idle, reconnectPending, !everLive else { return }
+        makeAttempt(now: now, into: &actions)
+    }
+}

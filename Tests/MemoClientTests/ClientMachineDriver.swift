@@ -1,0 +1,188 @@
+import Foundation
+import MemoCore
+import MemoTLS
+import MemoWire
+import Testing
+
+@testable import MemoClient
+
+/// Drives a `ClientConnectionMachine` event by event with a clock of its own, and reads its actions the way
+/// `ClientCore` runs them (no sockets, no timers: each test runs in microseconds).
+struct ClientMachineDriver {
+    typealias Action = ClientConnectionMachine.Action
+    typealias Deadline = ClientConnectionMachine.Deadline
+
+    var machine: ClientConnectionMachine
+    var now = ContinuousClock.now
+    /// Where each subscription starts when a `subscribe` action runs (the owner's last applied revision).
+    var starts: [Int: UInt64?] = [:]
+
+    static func configuration(
+        servers: String = "alpha:7420", policy: ReconnectPolicy = ReconnectPolicy()
+    ) -> ClientConfiguration {
+        ClientConfiguration(
+            server: servers, caPath: "/nonexistent/ca.crt", certificatePath: "/nonexistent/client.crt",
+            keyPath: "/nonexistent/client.key", requestTimeout: .seconds(10), connectTimeout: .seconds(4),
+            reconnect: policy)
+    }
+
+    init(servers: String = "alpha:7420", policy: ReconnectPolicy = ReconnectPolicy()) {
+        // A jitter factor of 1: delays are the policy's own, so growth can be checked exactly.
+        machine = ClientConnectionMachine(configuration: Self.configuration(servers: servers, policy: policy)) { 1 }
+    }
+
+    mutating func advance(_ duration: Duration) {
+        now += duration
+    }
+
+    // MARK: - Events
+
+    mutating func start(waitingFor wait: Duration? = nil) -> [Action] {
+        machine.start(firstDeadline: wait.map { now + $0 }, now: now)
+    }
+
+    /// TCP, TLS and the welcome in one read.
+    mutating func goLive(revision: UInt64 = 0, maxFrameSize: UInt32 = 1 << 20) -> [Action] {
+        var actions = connected()
+        actions += handshakeDone()
+        actions += receive([Self.welcome(revision: revision, maxFrameSize: maxFrameSize)])
+        return actions
+    }
+
+    // The current connection's events (the machine's latest attempt).
+
+    mutating func connected() -> [Action] {
+        machine.connected(attempt: machine.attempt)
+    }
+
+    mutating func handshakeDone() -> [Action] {
+        machine.handshakeDone(attempt: machine.attempt)
+    }
+
+    mutating func receive(_ frames: [Frame]) -> [Action] {
+        machine.received(frames, attempt: machine.attempt, now: now)
+    }
+
+    mutating func receive(_ message: Message, id: UInt32) -> [Action] {
+        receive([Self.frame(message, id: id)])
+    }
+
+    mutating func end(_ end: TransportEnd) -> [Action] {
+        machine.transportEnded(end, attempt: machine.attempt, now: now)
+    }
+
+    mutating func fire(_ deadline: Deadline) -> [Action] {
+        machine.deadlinePassed(deadline, now: now)
+    }
+
+    mutating func submit(_ message: Message, timeout: Duration? = nil) -> (id: UInt32, actions: [Action]) {
+        machine.submit(message, timeout: timeout, now: now)
+    }
+
+    // MARK: - Frames
+
+    static func frame(_ message: Message, id: UInt32) -> Frame {
+        var decoder = FrameDecoder()
+        decoder.append(message.frame(requestID: id))
+        return try! decoder.next()!
+    }
+
+    static func welcome(revision: UInt64 = 0, maxFrameSize: UInt32 = 1 << 20) -> Frame {
+        frame(.welcome(version: WireProtocol.version, revision: revision, maxFrameSize: maxFrameSize,
+                       role: .readWrite, server: "test"), id: ClientConnectionMachine.helloRequestID)
+    }
+
+    static func memo(_ n: Int, revision: UInt64) -> Memo {
+        Memo(id: UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", n))!, content: "memo \(n)",
+             insertMicros: Int64(n), updateMicros: Int64(n), revision: revision)
+    }
+
+    // MARK: - Reading actions
+
+    /// The messages the actions write, in order, with their request ids (`subscribe` resolved from `starts`).
+    func sent(_ actions: [Action]) -> [(id: UInt32, message: Message)] {
+        actions.compactMap { action in
+            switch action {
+            case .send(let bytes):
+                var decoder = FrameDecoder()
+                decoder.append(bytes)
+                let frame = try! decoder.next()!
+                return (frame.requestID, try! Message(frame: frame))
+            case .subscribe(let token, let id):
+                return (id, .subscribe(after: starts[token] ?? nil))
+            default: return nil
+            }
+        }
+    }
+
+    func sentIDs(_ actions: [Action]) -> [UInt32] {
+        sent(actions).map(\.id)
+    }
+
+    func completions(_ actions: [Action]) -> [(id: UInt32, result: Result<Reply, any Error>, attempts: Int)] {
+        actions.compactMap { action in
+            guard case .complete(let id, let result, let attempts) = action else { return nil }
+            return (id, result, attempts)
+        }
+    }
+
+    func connects(_ actions: [Action]) -> [String] {
+        actions.compactMap { action in
+            guard case .connect(let server, _) = action else { return nil }
+            return server
+        }
+    }
+
+    func scheduled(_ deadline: Deadline, in actions: [Action]) -> Duration? {
+        for case .schedule(let scheduled, let delay) in actions where scheduled == deadline { return delay }
+        return nil
+    }
+
+    func states(_ actions: [Action]) -> [ConnectionState] {
+        actions.compactMap { action in
+            guard case .reportState(let state) = action else { return nil }
+            return state
+        }
+    }
+
+    func deliveries(_ actions: [Action]) -> [(token: Int, events: [SubscriptionEvent])] {
+        actions.compactMap { action in
+            guard case .deliver(let token, let events) = action else { return nil }
+            return (token, events)
+        }
+    }
+
+    func failures(_ actions: [Action]) -> [ConnectionEnd?] {
+        actions.compactMap { action in
+            guard case .reportFailure(let end) = action else { return nil }
+            return .some(end)
+        }
+    }
+
+    func firstOutcomes(_ actions: [Action]) -> [ConnectionEnd?] {
+        actions.compactMap { action in
+            guard case .firstOutcome(let end) = action else { return nil }
+            return .some(end)
+        }
+    }
+
+    func closesConnection(_ actions: [Action]) -> Bool? {
+        for case .closeConnection(let polite) in actions { return polite }
+        return nil
+    }
+}
+
+extension ConnectionEnd {
+    /// A short name for expectations.
+    var name: String {
+        switch self {
+        case .unreachable: return "unreachable"
+        case .unresolved: return "unresolved"
+        case .timedOut: return "timedOut"
+        case .tlsRefused: return "tlsRefused"
+        case .rejected: return "rejected"
+        case .lost: return "lost"
+        case .closedByClient: return "closedByClient"
+        }
+    }
+}
