@@ -43,6 +43,8 @@ public final class SceneCoordinator: Sendable {
 
     private let storage: any MemoStorage
     private let dateFormat: MemoDateFormat
+    /// Whether a newer keystroke waits (the list's filtering gives way to it).
+    private let inputWaiting: @Sendable () -> Bool
     /// The words of the user's language, for every scene.
     public let strings: Strings
     private let live = Mutex(Live())
@@ -58,9 +60,15 @@ public final class SceneCoordinator: Sendable {
     /// Transitions that could not be applied (no replay); the stack is unchanged then.
     public let navigationErrors = Subject<NavigationError>()
 
-    /// - Parameter strings: the table of words; by default the one for the date format's locale.
-    public init(storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil) {
+    /// - Parameters:
+    ///   - strings: the table of words; by default the one for the date format's locale.
+    ///   - inputWaiting: whether a newer keystroke has arrived; the list's filtering gives way to it.
+    public init(
+        storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil,
+        inputWaiting: @escaping @Sendable () -> Bool = { false }
+    ) {
         self.storage = storage
+        self.inputWaiting = inputWaiting
         self.dateFormat = dateFormat
         self.strings = strings ?? Strings.forLocale(dateFormat.locale)
         let subscription = inbox.subscribe { [weak self] request in self?.handle(request) }
@@ -179,7 +187,7 @@ public final class SceneCoordinator: Sendable {
     private func makeModel(for scene: Scene) -> (model: SceneModel, subscriptions: [Subscription]) {
         switch scene {
         case .list:
-            let model = ListViewModel(storage: storage, strings: strings)
+            let model = ListViewModel(storage: storage, strings: strings, superseded: inputWaiting)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .open(let id): self?.inbox.send(.transition(.push(.detail(id))))

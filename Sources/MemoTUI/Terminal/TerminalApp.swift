@@ -25,17 +25,23 @@ public enum TerminalApp {
         defer { terminal.leave() }
 
         let (events, continuation) = AsyncStream<Event>.makeStream()
+        // Keys read but not yet taken from the stream: while one waits, the key in hand is superseded (the list's
+        // filter stops searching for it, and no frame is drawn for it).
+        let keysWaiting = Atomic<Int>(0)
         let signals = SignalWatcher(terminal: terminal, beforeExit: options.onSignalExit) {
             continuation.yield(.resize)
         }
         defer { signals.cancel() }
         let reader = try InputReader(fd: terminal.input, escapeTimeout: options.escapeTimeoutMilliseconds) { key in
+            keysWaiting.add(1, ordering: .relaxed)
             continuation.yield(.key(key))
         }
         reader.start()
         defer { reader.stop() }
 
-        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat, strings: options.strings)
+        let coordinator = SceneCoordinator(
+            storage: storage, dateFormat: options.dateFormat, strings: options.strings,
+            inputWaiting: { keysWaiting.load(ordering: .relaxed) > 0 })
         defer { coordinator.stop() }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         let sceneWatch = Mutex<Subscription?>(nil)
@@ -67,6 +73,8 @@ public enum TerminalApp {
         var renderer = Renderer(colorEnabled: options.colorEnabled)
         var size = terminal.size()
         func draw() {
+            // A filter keystroke that gave way to a newer one is finished before it is drawn.
+            if case .list(let list)? = coordinator.currentModel { list.settleFilter() }
             let grid = SceneView.render(
                 coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
                 height: size.height)
@@ -78,6 +86,7 @@ public enum TerminalApp {
             case .key(.control("c")):
                 return
             case .key(let key):
+                keysWaiting.subtract(1, ordering: .relaxed)
                 let command = await SceneView.handle(
                     key, model: coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
                     height: size.height)
@@ -107,6 +116,7 @@ public enum TerminalApp {
                 break
             }
             if coordinator.quitRequested.value == true { return }
+            if keysWaiting.load(ordering: .relaxed) > 0 { continue }
             draw()
         }
     }

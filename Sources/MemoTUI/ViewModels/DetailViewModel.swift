@@ -50,9 +50,11 @@ public final class DetailViewModel: Sendable {
         self.store = store
         deleteAction = Action { memo in try await storage.delete(id: memo.id, expectedRevision: memo.revision) }
         let events = events
-        subscription = storage.memoList().subscribe { memos in
+        subscription = storage.watchList { delta in
+            // Edits that do not name this memo cost nothing more than looking at their ids.
+            guard let listed = Self.listed(memoID, after: delta) else { return }
             let gone = store.update { state -> Bool in
-                if let memo = memos.first(where: { $0.id == memoID }) {
+                if let memo = listed {
                     state.memo = memo
                     state.contents = Self.contents(of: memo, dateFormat: dateFormat, strings: strings)
                     return false
@@ -68,6 +70,28 @@ public final class DetailViewModel: Sendable {
     }
 
     public func close() { subscription?.cancel() }
+
+    /// The memo as `delta` leaves it: `.some(nil)` when it is not (or no longer) listed, nil when the delta says
+    /// nothing about it.
+    static func listed(_ id: UUID, after delta: ListDelta) -> Memo?? {
+        switch delta {
+        case .reset(let memos):
+            return .some(memos.first { $0.id == id })
+        case .edits(let edits):
+            var listed: Memo?? = nil
+            for edit in edits {
+                switch edit {
+                case .insert(let memo, _) where memo.id == id, .update(let memo, _) where memo.id == id:
+                    listed = .some(memo)
+                case .remove(let memo, _) where memo.id == id:
+                    listed = .some(nil)
+                default:
+                    break
+                }
+            }
+            return listed
+        }
+    }
 
     /// The text, the insert date, and the revision with the update date (a memo written here and not yet
     /// confirmed has no revision yet: revision 0).
