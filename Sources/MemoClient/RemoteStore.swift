@@ -32,10 +32,14 @@ public final class RemoteStore: MemoStorage {
     // Ordering: every change of the mirror (a read's events on the loop, a local write on a writer's task) queues
     // what it did to `list`, `deltas` and `pendingWrites` under the mirror's lock, and delivers after releasing it
     // (`ShownDeliveries`). Queued under one lock, delivered by whichever thread comes first, each subscriber gets
-    // the lists and edits in the order the mirror went through them, each once: no versions, no atomics.
+    // the lists and edits in the order the mirror went through them, each once: no versions, no counters.
     private let list: Subject<[Memo]>
     /// The list as position edits (no replay: `watchList` starts each watcher with a reset read under the lock).
     private let deltas = Subject<ListDelta>()
+    /// Set for good by the first `memoList()`: from then on the whole list is built after every change (O(N)),
+    /// for whoever holds the subject, subscribed or not yet. Set before the mirror's lock is taken to send the
+    /// first list, so that every change the lock orders after it sees it.
+    private let listHeld = Atomic<Bool>(false)
     /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
     public let changes = Subject<Change>()
     /// Everything the mirror did, in order: resets, change batches, becoming fresh, resubscribing.
@@ -147,7 +151,7 @@ public final class RemoteStore: MemoStorage {
     }
 
     /// Queues, under the mirror's lock, what a change of the mirror did: the edits for list watchers, the whole
-    /// list for `memoList()` subscribers (only when there are any: building it is O(N)), the pending ids.
+    /// list once `memoList()` was asked for (building it is O(N)), the pending ids.
     private func enqueueShown(_ delta: ListDelta?, of mirror: borrowing Mirror) -> ShownDeliveries {
         var deliveries = ShownDeliveries()
         // A write can leave the pending set without changing the list (a create and its delete, both applied).
@@ -155,7 +159,7 @@ public final class RemoteStore: MemoStorage {
         if pendingWrites.value != pendingIDs { deliveries.pendingIDs = pendingWrites.enqueue(pendingIDs) }
         guard let delta else { return deliveries }
         deliveries.delta = deltas.enqueue(delta)
-        if list.subscriberCount > 0 { deliveries.list = list.enqueue(mirror.list) }
+        if listHeld.load(ordering: .relaxed) { deliveries.list = list.enqueue(mirror.list) }
         return deliveries
     }
 
@@ -211,10 +215,11 @@ public final class RemoteStore: MemoStorage {
 
     // MARK: - MemoStorage
 
-    /// The whole list, re-sent after every change while someone subscribes; each call brings its value up to
-    /// date first (the list is not built for nobody).
+    /// The whole list, re-sent after every change once someone asked for it (until then it is not built: the
+    /// front end watches position edits).
     public func memoList() -> Subject<[Memo]> {
         startMirror()
+        listHeld.store(true, ordering: .relaxed)
         let pending = mirror.withLock { list.enqueue($0.list) }
         list.deliver(pending)
         return list

@@ -9,6 +9,8 @@ public enum TerminalApp {
         case key(Key)
         case resize
         case redraw
+        /// View-model work a store handed over (`FrontEndExecutor`): run here, between keys.
+        case run(@Sendable () -> Void)
     }
 
     /// Runs the list, detail and compose scenes over `storage` until the user quits.
@@ -41,7 +43,8 @@ public enum TerminalApp {
 
         let coordinator = SceneCoordinator(
             storage: storage, dateFormat: options.dateFormat, strings: options.strings,
-            inputWaiting: { keysWaiting.load(ordering: .relaxed) > 0 })
+            inputWaiting: { keysWaiting.load(ordering: .relaxed) > 0 },
+            executor: FrontEndExecutor { work in continuation.yield(.run(work)) })
         defer { coordinator.stop() }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         let sceneWatch = Mutex<Subscription?>(nil)
@@ -114,6 +117,10 @@ public enum TerminalApp {
                 renderer.invalidate()
             case .redraw:
                 break
+            case .run(let work):
+                // The state it changes asks for its own redraw.
+                work()
+                continue
             }
             if coordinator.quitRequested.value == true { return }
             if keysWaiting.load(ordering: .relaxed) > 0 { continue }

@@ -41,7 +41,11 @@ public final class DetailViewModel: Sendable {
     public let deleteAction: Action<Memo, Memo>
     public let strings: Strings
 
-    public init(memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english) {
+    /// - Parameter executor: where the store's edits are looked at (the terminal app's event loop; inline by default).
+    public init(
+        memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english,
+        executor: FrontEndExecutor = .inline
+    ) {
         self.memoID = memoID
         self.strings = strings
         self.storage = storage
@@ -53,20 +57,30 @@ public final class DetailViewModel: Sendable {
         subscription = storage.watchList { delta in
             // Edits that do not name this memo cost nothing more than looking at their ids.
             guard let listed = Self.listed(memoID, after: delta) else { return }
-            let gone = store.update { state -> Bool in
-                if let memo = listed {
-                    state.memo = memo
-                    state.contents = Self.contents(of: memo, dateFormat: dateFormat, strings: strings)
-                    return false
-                }
-                if state.isGone { return false }
-                state.isGone = true
-                state.confirmingDelete = false
-                state.message = strings.deletedElsewhere
-                return true
+            executor.run {
+                Self.follow(listed, store: store, events: events, dateFormat: dateFormat, strings: strings)
             }
-            if gone { events.send(.gone(deletedHere: false)) }
         }
+    }
+
+    /// Shows the memo as the list now has it, or says it is gone (once).
+    private static func follow(
+        _ listed: Memo?, store: StateStore<DetailState>, events: Subject<DetailEvent>,
+        dateFormat: MemoDateFormat, strings: Strings
+    ) {
+        let gone = store.update { state -> Bool in
+            if let memo = listed {
+                state.memo = memo
+                state.contents = Self.contents(of: memo, dateFormat: dateFormat, strings: strings)
+                return false
+            }
+            if state.isGone { return false }
+            state.isGone = true
+            state.confirmingDelete = false
+            state.message = strings.deletedElsewhere
+            return true
+        }
+        if gone { events.send(.gone(deletedHere: false)) }
     }
 
     public func close() { subscription?.cancel() }

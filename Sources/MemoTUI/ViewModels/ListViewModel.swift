@@ -62,11 +62,13 @@ public final class ListViewModel: Sendable {
     /// The words of the user's language.
     public let strings: Strings
 
-    /// - Parameter superseded: whether a newer keystroke has arrived (the terminal's input counts them); a filter
-    ///   keystroke's search stops when it says so, and the newer keystroke searches for its own text.
+    /// - Parameters:
+    ///   - superseded: whether a newer keystroke has arrived (the terminal's input counts them); a filter
+    ///     keystroke's search stops when it says so, and the newer keystroke searches for its own text.
+    ///   - executor: where the store's edits are applied (the terminal app's event loop; inline by default).
     public init(
         storage: any MemoStorage, strings: Strings = .english,
-        superseded: @escaping @Sendable () -> Bool = { false }
+        superseded: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline
     ) {
         self.storage = storage
         self.strings = strings
@@ -77,7 +79,7 @@ public final class ListViewModel: Sendable {
             try await storage.delete(id: memo.id, expectedRevision: memo.revision)
         }
         listSubscription = storage.watchList { delta in
-            store.update { state in Self.apply(delta, to: &state) }
+            executor.run { store.update { state in Self.apply(delta, to: &state) } }
         }
     }
 
