@@ -98,3 +98,38 @@ struct ListViewModelEditsTests {
 private final class Flag: Sendable {
     let value = Atomic<Bool>(false)
 }
+
+/// The executor hop: what the store delivers waits on the front end's queue, and runs there in order.
+@Suite("TUI front-end executor: store deliveries run where the front end runs them")
+struct FrontEndExecutorTests {
+    @Test func theStoresEditsWaitForTheFrontEndAndApplyInOrder() async throws {
+        let store = TUIFixtures.store(["one"])
+        let queue = WorkQueue()
+        let list = ListViewModel(storage: store, executor: FrontEndExecutor { queue.add($0) })
+        defer { list.close() }
+        // Even the first list waits for the front end.
+        #expect(list.current.memos.isEmpty)
+        queue.runAll()
+        #expect(list.current.memos.map(\.content) == ["one"])
+        let made = try await store.create(content: "two", id: nil, insertDate: nil)
+        _ = try await store.update(id: made.id, content: "two, edited", expectedRevision: nil)
+        // The store has answered; the view model has not been touched on the writer's thread.
+        #expect(list.current.memos.map(\.content) == ["one"])
+        #expect(queue.count == 2)
+        queue.runAll()
+        #expect(list.current.memos.map(\.content) == ["two, edited", "one"])
+    }
+}
+
+/// A front end's queue that a test runs by hand.
+private final class WorkQueue: Sendable {
+    private let work = Mutex<[@Sendable () -> Void]>([])
+
+    var count: Int { work.withLock { $0.count } }
+
+    func add(_ item: @escaping @Sendable () -> Void) { work.withLock { $0.append(item) } }
+
+    func runAll() {
+        while let item = work.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { item() }
+    }
+}
