@@ -230,8 +230,33 @@ public struct Mirror: Sendable {
     public var list: [Memo] {
         let base = table.list
         guard !pending.isEmpty else { return base }
+        let overlay = self.overlay
+        var result: [Memo] = []
+        result.reserveCapacity(base.count + overlay.newcomers.count)
+        var newcomers = overlay.newcomers[...]
+        for memo in base where !overlay.removed.contains(memo.id) {
+            while let first = newcomers.first, first.isNewer(than: memo) {
+                result.append(first)
+                newcomers.removeFirst()
+            }
+            result.append(overlay.replaced[memo.id] ?? memo)
+        }
+        result.append(contentsOf: newcomers)
+        return result
+    }
+
+    /// What the pending writes do to the server's list.
+    private struct Overlay {
+        /// Memos of the table shown with a pending edit (their place in the order is the table's).
         var replaced: [UUID: Memo] = [:]
+        /// Memos a pending delete hides.
         var removed = Set<UUID>()
+        /// Pending creates the table does not hold yet, newest first, none of them removed.
+        var newcomers: [Memo] = []
+    }
+
+    private var overlay: Overlay {
+        var overlay = Overlay()
         var created: [Memo] = []
         for (_, write, _) in pending {
             switch write {
@@ -240,28 +265,66 @@ public struct Mirror: Sendable {
                     created.append(memo)
                 }
             case .update(let memo):
-                replaced[memo.id] = memo
+                overlay.replaced[memo.id] = memo
                 if let index = created.firstIndex(where: { $0.id == memo.id }) { created[index] = memo }
             case .delete(let memo):
-                removed.insert(memo.id)
+                overlay.removed.insert(memo.id)
             }
         }
-        var result: [Memo] = []
-        result.reserveCapacity(base.count + created.count)
-        var newcomers = created.filter { !removed.contains($0.id) }.sorted { newer($0, than: $1) }
-        for memo in base where !removed.contains(memo.id) {
-            while let first = newcomers.first, newer(first, than: memo) {
-                result.append(first)
-                newcomers.removeFirst()
-            }
-            result.append(replaced[memo.id] ?? memo)
-        }
-        result.append(contentsOf: newcomers)
-        return result
+        overlay.newcomers = created.filter { !overlay.removed.contains($0.id) }.sorted { $0.isNewer(than: $1) }
+        return overlay
     }
 
-    private func newer(_ a: Memo, than b: Memo) -> Bool {
-        if a.insertMicros != b.insertMicros { return a.insertMicros > b.insertMicros }
-        return a.id.uuidString > b.id.uuidString
+    // MARK: - Position edits
+
+    /// Where each of `ids` stands in `list` (and as what memo); ids not listed are left out. O(log N) per id plus
+    /// the pending writes, without building the list.
+    public func shownEntries(_ ids: Set<UUID>) -> [UUID: (memo: Memo, position: Int)] {
+        guard !ids.isEmpty else { return [:] }
+        let overlay = pending.isEmpty ? Overlay() : self.overlay
+        let hidden = overlay.removed.compactMap { table.memo($0) }
+        var entries: [UUID: (memo: Memo, position: Int)] = [:]
+        for id in ids where !overlay.removed.contains(id) {
+            let shown: Memo
+            let placed: Memo
+            if let base = table.memo(id) {
+                (shown, placed) = (overlay.replaced[id] ?? base, base)
+            } else if let newcomer = overlay.newcomers.first(where: { $0.id == id }) {
+                (shown, placed) = (newcomer, newcomer)
+            } else {
+                continue
+            }
+            let position = table.countNewer(than: placed) - hidden.count { $0.isNewer(than: placed) }
+                + overlay.newcomers.count { $0.id != id && $0.isNewer(than: placed) }
+            entries[id] = (shown, position)
+        }
+        return entries
+    }
+
+    /// `apply(_:)`, also saying what it did to `list`: a reset when a snapshot rebuilt the mirror, else the
+    /// position edits of the memos the events and the pending writes touched (nil when the list did not change).
+    public mutating func applyShowing(_ events: [SubscriptionEvent]) -> (events: [MirrorEvent], delta: ListDelta?) {
+        var ids = pendingIDs
+        for case .change(let change) in events { ids.insert(change.memo.id) }
+        let before = shownEntries(ids)
+        let result = apply(events)
+        if result.contains(where: { if case .reset = $0 { return true } else { return false } }) {
+            return (result, .reset(list))
+        }
+        let edits = ListDelta.edits(before: before, after: shownEntries(ids))
+        return (result, edits.isEmpty ? nil : .edits(edits))
+    }
+
+    /// Runs a change of the pending writes (`addPending`, `confirm`, `reject`) about `id` and says what it did to
+    /// `list`, as `applyShowing` does.
+    public mutating func changeShowing<Result>(
+        _ id: UUID?, _ body: (inout Mirror) throws -> Result
+    ) rethrows -> (result: Result, delta: ListDelta?) {
+        var ids = pendingIDs
+        if let id { ids.insert(id) }
+        let before = shownEntries(ids)
+        let result = try body(&self)
+        let edits = ListDelta.edits(before: before, after: shownEntries(ids))
+        return (result, edits.isEmpty ? nil : .edits(edits))
     }
 }

@@ -27,24 +27,27 @@ extension RemoteStore {
     /// - Throws: when the queue file cannot be written (the write is then not shown either).
     func enqueueIfOffline(_ write: QueuedWrite) throws -> Memo? {
         guard let queuePath else { return nil }
-        let token: UInt64? = try offline.withLock { queue in
+        let id = write.memo.id
+        let outcome: (deliveries: [ShownDeliveries], error: (any Error)?)? = offline.withLock { queue in
             guard !queue.entries.isEmpty || client.connectionState.value != .live else { return nil }
             var write = write
             // An edit of a memo whose earlier write is still queued expects the revision that write will get.
-            write.afterQueued = queue.entries.contains { $0.write.memo.id == write.memo.id }
-            let token = mirror.withLock { $0.addPending(write.pendingForm) }
+            write.afterQueued = queue.entries.contains { $0.write.memo.id == id }
+            let (token, added) = changeShown(id) { $0.addPending(write.pendingForm) }
             queue.entries.append((token, write))
             do {
                 try WriteQueueFile.save(queue.entries.map(\.write), to: queuePath)
             } catch {
                 queue.entries.removeLast()
-                mirror.withLock { $0.reject(token) }
-                throw error
+                // Queued after the addition's, so that a watcher that saw it shown sees it go.
+                return ([added, changeShown(id) { $0.reject(token) }.deliveries], error)
             }
-            return token
+            return ([added], nil)
         }
-        guard token != nil else { return nil }
-        publish()
+        guard let outcome else { return nil }
+        // Everything queued is delivered, outside the queue's lock, even when the write failed.
+        outcome.deliveries.forEach(deliver)
+        if let error = outcome.error { throw error }
         drainQueue()
         return write.memo
     }
@@ -128,8 +131,8 @@ extension RemoteStore {
     /// The first write is done: shown as pending until the mirror applies `revision`, then gone; later writes of
     /// the same memo now know which revision to expect.
     private func finishFirst(_ token: UInt64, confirmedAt revision: UInt64, for id: UUID) {
-        offline.withLock { queue in
-            guard queue.entries.first?.token == token else { return }
+        let deliveries: ShownDeliveries? = offline.withLock { queue in
+            guard queue.entries.first?.token == token else { return nil }
             queue.entries.removeFirst()
             for index in queue.entries.indices where queue.entries[index].write.memo.id == id {
                 guard queue.entries[index].write.afterQueued else { break }
@@ -138,9 +141,9 @@ extension RemoteStore {
                 break
             }
             saveQueue(queue.entries)
-            mirror.withLock { $0.confirm(token, revision: revision) }
+            return changeShown(id) { $0.confirm(token, revision: revision) }.deliveries
         }
-        publish()
+        if let deliveries { deliver(deliveries) }
     }
 
     /// The server refused the first write: it and the queued writes that built on it are rolled back, and the
@@ -149,20 +152,20 @@ extension RemoteStore {
         var isConflict = false
         if case MemoError.conflict = error { isConflict = true }
         let theirs = isConflict ? try? await client.get(id: write.memo.id) : nil
-        let latest: QueuedWrite = offline.withLock { queue in
-            guard queue.entries.first?.token == token else { return write }
+        let (latest, deliveries): (QueuedWrite, ShownDeliveries?) = offline.withLock { queue in
+            guard queue.entries.first?.token == token else { return (write, nil) }
             var dropped = [queue.entries.removeFirst()]
             while let index = queue.entries.firstIndex(where: { $0.write.memo.id == write.memo.id }),
                   queue.entries[index].write.afterQueued {
                 dropped.append(queue.entries.remove(at: index))
             }
             saveQueue(queue.entries)
-            mirror.withLock { mirror in dropped.forEach { mirror.reject($0.token) } }
+            let deliveries = changeShown(write.memo.id) { mirror in dropped.forEach { mirror.reject($0.token) } }
             var latest = dropped.last!.write
             latest.expectedRevision = write.expectedRevision
-            return latest
+            return (latest, deliveries.deliveries)
         }
-        publish()
+        if let deliveries { deliver(deliveries) }
         refusals.send(RefusedWrite(write: latest, reason: "\(error)", isConflict: isConflict, theirs: theirs))
     }
 

@@ -5,8 +5,9 @@ import Synchronization
 
 /// The storage protocol over the wire: a view model cannot tell it from `MemoryStore`.
 ///
-/// Its list subject is the mirror of the server's: a snapshot, then every change in revision order, the whole
-/// list re-sent newest first after each applied batch. Local writes show at once (their ids are in
+/// Its list is the mirror of the server's: a snapshot, then every change in revision order, given to `watchList`
+/// watchers as position edits (O(log N) per change) and, to holders of `memoList()`, as the whole list re-sent
+/// newest first after each applied batch. Local writes show at once (their ids are in
 /// `pendingWrites` until the server confirms them and the mirror has applied them); a refused write disappears
 /// again and its error is thrown. The mirror can be saved to a cache file and loaded before the connection is
 /// up, in which case it is `stale` until the server has answered.
@@ -27,15 +28,18 @@ public final class RemoteStore: MemoStorage {
     /// False until `releaseQueue()` when the store was made with `holdQueue`: nothing is sent from the queue before
     /// its owner listens to `refusals` (a refusal sent to no one would be lost).
     let queueReleased: Atomic<Bool>
-    /// Numbers each state read from the mirror (under its lock), so that the loop never sends an older state
-    /// after a newer one while still sending every state a local write made, however fast it was answered.
-    private let stateVersion = Atomic<UInt64>(0)
-    /// The newest state version sent to the subjects; touched on the client's loop thread only.
-    private let sentVersion = Atomic<UInt64>(0)
-    /// Local-write states read but not yet handled on the loop; `received` then sends its (newer) list anyway.
-    private let queuedPublishes = Atomic<Int>(0)
     private let subscription = Mutex<MemoConnection.SubscriptionHandle?>(nil)
+    // Ordering: every change of the mirror (a read's events on the loop, a local write on a writer's task) queues
+    // what it did to `list`, `deltas` and `pendingWrites` under the mirror's lock, and delivers after releasing it
+    // (`ShownDeliveries`). Queued under one lock, delivered by whichever thread comes first, each subscriber gets
+    // the lists and edits in the order the mirror went through them, each once: no versions, no counters.
     private let list: Subject<[Memo]>
+    /// The list as position edits (no replay: `watchList` starts each watcher with a reset read under the lock).
+    private let deltas = Subject<ListDelta>()
+    /// Set for good by the first `memoList()`: from then on the whole list is built after every change (O(N)),
+    /// for whoever holds the subject, subscribed or not yet. Set before the mirror's lock is taken to send the
+    /// first list, so that every change the lock orders after it sees it.
+    private let listHeld = Atomic<Bool>(false)
     /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
     public let changes = Subject<Change>()
     /// Everything the mirror did, in order: resets, change batches, becoming fresh, resubscribing.
@@ -139,22 +143,65 @@ public final class RemoteStore: MemoStorage {
 
     // MARK: - Subscription
 
-    /// Runs on the client's loop thread, one read's events at a time, so sends to the subjects stay in order.
-    private func received(_ batch: [SubscriptionEvent]) {
-        let (events, visible, pendingIDs, isStale, version) = mirror.withLock { mirror in
-            let events = mirror.apply(batch)
-            let version = stateVersion.add(1, ordering: .relaxed).newValue
-            return (events, mirror.list, mirror.pendingIDs, mirror.isStale, version)
+    /// What one change of the mirror has to tell the list's subjects, queued under the mirror's lock.
+    struct ShownDeliveries {
+        fileprivate var delta: Subject<ListDelta>.PendingDelivery?
+        fileprivate var list: Subject<[Memo]>.PendingDelivery?
+        fileprivate var pendingIDs: Subject<Set<UUID>>.PendingDelivery?
+    }
+
+    /// Queues, under the mirror's lock, what a change of the mirror did: the edits for list watchers, the whole
+    /// list once `memoList()` was asked for (building it is O(N)), the pending ids.
+    private func enqueueShown(_ delta: ListDelta?, of mirror: borrowing Mirror) -> ShownDeliveries {
+        var deliveries = ShownDeliveries()
+        // A write can leave the pending set without changing the list (a create and its delete, both applied).
+        let pendingIDs = mirror.pendingIDs
+        if pendingWrites.value != pendingIDs { deliveries.pendingIDs = pendingWrites.enqueue(pendingIDs) }
+        guard let delta else { return deliveries }
+        deliveries.delta = deltas.enqueue(delta)
+        if listHeld.load(ordering: .relaxed) { deliveries.list = list.enqueue(mirror.list) }
+        return deliveries
+    }
+
+    /// Delivers what `enqueueShown` queued; call it holding no lock.
+    func deliver(_ deliveries: ShownDeliveries) {
+        if let delta = deliveries.delta { deltas.deliver(delta) }
+        if let list = deliveries.list { self.list.deliver(list) }
+        if let pendingIDs = deliveries.pendingIDs { pendingWrites.deliver(pendingIDs) }
+    }
+
+    /// Changes the pending writes about `id` under the mirror's lock and queues what that did to the list; the
+    /// caller delivers the result (after releasing any lock of its own).
+    func changeShown<Result: Sendable>(
+        _ id: UUID?, _ body: (inout Mirror) throws -> Result
+    ) rethrows -> (result: Result, deliveries: ShownDeliveries) {
+        try mirror.withLock { mirror in
+            let (result, delta) = try mirror.changeShowing(id, body)
+            return (result, enqueueShown(delta, of: mirror))
         }
-        sentVersion.store(version, ordering: .relaxed)
-        var listChanged = false
+    }
+
+    /// `changeShown`, delivered at once.
+    @discardableResult
+    func changeShownNow<Result: Sendable>(_ id: UUID?, _ body: (inout Mirror) -> Result) -> Result {
+        let (result, deliveries) = changeShown(id, body)
+        deliver(deliveries)
+        return result
+    }
+
+    /// Runs on the client's loop thread, one read's events at a time, so sends to `changes` and `events` stay in
+    /// order; the list's subjects are ordered by the mirror's lock.
+    private func received(_ batch: [SubscriptionEvent]) {
+        let (events, deliveries, isStale) = mirror.withLock { mirror in
+            let (events, delta) = mirror.applyShowing(batch)
+            return (events, enqueueShown(delta, of: mirror), mirror.isStale)
+        }
+        deliver(deliveries)
         for event in events {
             switch event {
             case .reset(_, _, let diff):
-                listChanged = true
                 for change in diff ?? [] { changes.send(change) }
             case .changes(let applied):
-                listChanged = true
                 for change in applied { changes.send(change) }
             case .resubscribe:
                 subscription.withLock { $0 }?.restart()
@@ -163,35 +210,28 @@ public final class RemoteStore: MemoStorage {
             }
             self.events.send(event)
         }
-        // A local write's state still queued would be skipped as older than this one: send this list for it.
-        if listChanged || queuedPublishes.load(ordering: .relaxed) > 0 { list.send(visible) }
-        if pendingWrites.value != pendingIDs { pendingWrites.send(pendingIDs) }
         if stale.value != isStale { stale.send(isStale) }
-    }
-
-    /// Sends the list after a local write. On the client's loop thread, like `received`, so that the list
-    /// subject never gets an older list after a newer one.
-    func publish() {
-        // The state is read now, so a write refused before the loop gets to it still shows as pending first.
-        let (visible, pendingIDs, version) = mirror.withLock { mirror in
-            (mirror.list, mirror.pendingIDs, stateVersion.add(1, ordering: .relaxed).newValue)
-        }
-        queuedPublishes.add(1, ordering: .relaxed)
-        client.execute { [weak self] in
-            guard let self else { return }
-            queuedPublishes.subtract(1, ordering: .relaxed)
-            guard version > sentVersion.load(ordering: .relaxed) else { return }
-            sentVersion.store(version, ordering: .relaxed)
-            list.send(visible)
-            if pendingWrites.value != pendingIDs { pendingWrites.send(pendingIDs) }
-        }
     }
 
     // MARK: - MemoStorage
 
+    /// The whole list, re-sent after every change once someone asked for it (until then it is not built: the
+    /// front end watches position edits).
     public func memoList() -> Subject<[Memo]> {
         startMirror()
+        listHeld.store(true, ordering: .relaxed)
+        let pending = mirror.withLock { list.enqueue($0.list) }
+        list.deliver(pending)
         return list
+    }
+
+    public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
+        startMirror()
+        let (subscription, pending) = mirror.withLock { mirror in
+            deltas.subscribeDeferred(prefix: [.reset(mirror.list)], handler)
+        }
+        deltas.deliver(pending)
+        return subscription
     }
 
     /// Runs a write with its pending form shown until the server answers; with an offline queue, a write made while
@@ -202,16 +242,14 @@ public final class RemoteStore: MemoStorage {
         let mirroring = subscription.withLock { $0 != nil }
         guard mirroring, let pendingForm else { return try await body() }
         if let queued, let shown = try enqueueIfOffline(queued) { return shown }
-        let token = mirror.withLock { $0.addPending(pendingForm) }
-        publish()
+        let id = pendingForm.id
+        let token = changeShownNow(id) { $0.addPending(pendingForm) }
         do {
             let memo = try await body()
-            mirror.withLock { $0.confirm(token, revision: memo.revision) }
-            publish()
+            changeShownNow(id) { $0.confirm(token, revision: memo.revision) }
             return memo
         } catch {
-            mirror.withLock { $0.reject(token) }
-            publish()
+            changeShownNow(id) { $0.reject(token) }
             throw error
         }
     }

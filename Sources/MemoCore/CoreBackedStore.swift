@@ -19,6 +19,10 @@ extension CoreBackedStore {
         core.memoList()
     }
 
+    public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
+        core.watchList(handler)
+    }
+
     public var revision: UInt64 { core.revision }
 
     public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {

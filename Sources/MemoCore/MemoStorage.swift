@@ -19,6 +19,12 @@ public protocol MemoStorage: AnyObject, Sendable {
     /// The seeds' `memoList()`: a subject holding every memo, newest first, re-sent after every change.
     func memoList() -> Subject<[Memo]>
 
+    /// The list as position edits: `handler` first gets `.reset` with every memo (newest first), then each later
+    /// change of the list as `.edits`, in order, each once, never two at a time. A change costs the watcher the
+    /// memos it touches, not the whole list. (The default, for a store that only has `memoList()`, sends the
+    /// whole list as a `.reset` each time.)
+    func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription
+
     /// Replaces a memo's content, keeping its id, insert date and position.
     /// - Parameter expectedRevision: when given, the update happens only if the memo is still at it.
     /// - Throws: `notFound`, `conflict` on a revision mismatch, `contentTooLarge`.
@@ -32,6 +38,10 @@ public protocol MemoStorage: AnyObject, Sendable {
 }
 
 extension MemoStorage {
+    public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
+        memoList().subscribe { handler(.reset($0)) }
+    }
+
     /// The seeds' `createMemo(content:)`.
     @discardableResult
     public func createMemo(content: String) async throws -> Memo {

@@ -125,6 +125,15 @@ public struct MemoTable: Sendable {
         }
     }
 
+    /// How many memos of the table come before `memo` in the list (newest first): its position when it is listed,
+    /// the position it would take when it is not. O(log N).
+    public func countNewer(than memo: Memo) -> Int {
+        let key = Self.key(memo)
+        var index = insertionIndex(of: key)
+        if index < order.count, Self.key(slots[Int(order[index])]) == key { index += 1 }
+        return order.count - index
+    }
+
     /// The first index whose key is not less than `key`.
     private func insertionIndex(of key: Key) -> Int {
         var low = 0

@@ -11,6 +11,8 @@ public final class StoreCore: Sendable {
         var table: MemoTable
         var history: ChangeHistory
         var list: Subject<[Memo]>?
+        /// The list as position edits, made on first use: until someone watches, no position is computed.
+        var listDeltas: Subject<ListDelta>?
         var closed = false
         var observers: [UInt64: @Sendable (Change) -> Void] = [:]
         var nextObserver: UInt64 = 0
@@ -66,61 +68,92 @@ public final class StoreCore: Sendable {
     public func planAndApply(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
         var listPending: Subject<[Memo]>.PendingDelivery?
+        var deltaPending: Subject<ListDelta>.PendingDelivery?
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
             var planner = WritePlanner(startingAt: inner.table, appliesAsItGoes: true)
             var results: [Result<WriteOutcome, MemoError>] = []
             results.reserveCapacity(ops.count)
+            var edits: [ListEdit] = []
             for op in ops {
                 do throws(MemoError) {
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros)
-                    if case .change(let change) = outcome { pending.append(applyLocked(change, to: &inner)) }
+                    if case .change(let change) = outcome {
+                        pending.append(applyLocked(change, to: &inner, edits: &edits))
+                    }
                     results.append(.success(outcome))
                 } catch {
                     results.append(.failure(error))
                 }
             }
             if !pending.isEmpty { listPending = inner.list.map { $0.enqueue(inner.table.list) } }
+            if !edits.isEmpty { deltaPending = inner.listDeltas?.enqueue(.edits(edits)) }
             return results
         }
-        deliver(pending, listPending)
+        deliver(pending, listPending, deltaPending)
         return results
     }
 
     /// Applies changes that were planned (and made durable) in revision order, and tells the watchers.
     public func apply(_ changes: [Change]) {
         guard !changes.isEmpty else { return }
-        let (pending, listPending) = inner.withLock { inner in applyLocked(changes, to: &inner) }
+        var listPending: Subject<[Memo]>.PendingDelivery?
+        var deltaPending: Subject<ListDelta>.PendingDelivery?
+        let pending = inner.withLock { inner in
+            var pending: [Subject<WatchEvent>.PendingDelivery] = []
+            pending.reserveCapacity(changes.count)
+            var edits: [ListEdit] = []
+            for change in changes { pending.append(applyLocked(change, to: &inner, edits: &edits)) }
+            // The whole list is built once per batch, and only when someone holds the list subject.
+            listPending = inner.list.map { $0.enqueue(inner.table.list) }
+            if !edits.isEmpty { deltaPending = inner.listDeltas?.enqueue(.edits(edits)) }
+            return pending
+        }
         StageTrace.record(.applied, changes)
-        deliver(pending, listPending)
+        deliver(pending, listPending, deltaPending)
     }
 
+    /// Applies one change to the table and the history, tells the observers and queues it for the watchers;
+    /// when someone watches the list's positions, adds the change's edit to `edits` (O(log N)).
     private func applyLocked(
-        _ changes: [Change], to inner: inout Inner
-    ) -> ([Subject<WatchEvent>.PendingDelivery], Subject<[Memo]>.PendingDelivery?) {
-        guard !changes.isEmpty else { return ([], nil) }
-        var pending: [Subject<WatchEvent>.PendingDelivery] = []
-        pending.reserveCapacity(changes.count)
-        for change in changes { pending.append(applyLocked(change, to: &inner)) }
-        // The whole list is built once per batch, and only when someone holds the list subject.
-        let listPending = inner.list.map { $0.enqueue(inner.table.list) }
-        return (pending, listPending)
-    }
-
-    /// Applies one change to the table and the history, tells the observers and queues it for the watchers.
-    private func applyLocked(_ change: Change, to inner: inout Inner) -> Subject<WatchEvent>.PendingDelivery {
+        _ change: Change, to inner: inout Inner, edits: inout [ListEdit]
+    ) -> Subject<WatchEvent>.PendingDelivery {
+        // A change keeps the memo's insert date, so its key finds the old place as well as the new.
+        if inner.listDeltas != nil, change.kind == .deleted {
+            edits.append(.remove(change.memo, at: inner.table.countNewer(than: change.memo)))
+        }
         inner.table.apply(change)
+        if inner.listDeltas != nil, change.kind != .deleted {
+            let position = inner.table.countNewer(than: change.memo)
+            let memo = change.memo
+            edits.append(change.kind == .created ? .insert(memo, at: position) : .update(memo, at: position))
+        }
         inner.history.append(change)
         for observer in inner.observers.values { observer(change) }
         return events.enqueue(.change(change))
     }
 
     private func deliver(
-        _ pending: [Subject<WatchEvent>.PendingDelivery], _ listPending: Subject<[Memo]>.PendingDelivery?
+        _ pending: [Subject<WatchEvent>.PendingDelivery], _ listPending: Subject<[Memo]>.PendingDelivery?,
+        _ deltaPending: Subject<ListDelta>.PendingDelivery? = nil
     ) {
         for delivery in pending { events.deliver(delivery) }
         if let listPending { inner.withLock { $0.list }?.deliver(listPending) }
+        if let deltaPending { inner.withLock { $0.listDeltas }?.deliver(deltaPending) }
+    }
+
+    /// See `MemoStorage.watchList`. The reset is read and the watcher added under the lock that orders changes,
+    /// so it gets every change after its reset and none before.
+    public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
+        let (subject, subscription, pending) = inner.withLock { inner in
+            let subject = inner.listDeltas ?? Subject<ListDelta>()
+            inner.listDeltas = subject
+            let (subscription, pending) = subject.subscribeDeferred(prefix: [.reset(inner.table.list)], handler)
+            return (subject, subscription, pending)
+        }
+        subject.deliver(pending)
+        return subscription
     }
 
     /// The seeds' list subject, made on first use.
@@ -187,11 +220,12 @@ public final class StoreCore: Sendable {
 
     /// Stops the store: later calls fail with `closed`, watchers stop.
     public func close() {
-        let list = inner.withLock { inner in
+        let (list, deltas) = inner.withLock { inner in
             inner.closed = true
-            return inner.list
+            return (inner.list, inner.listDeltas)
         }
         events.complete()
         list?.complete()
+        deltas?.complete()
     }
 }

@@ -66,13 +66,14 @@ public final class Subject<Value: Sendable>: Sendable {
     }
 
     /// Subscribers that have values waiting and nobody delivering them.
-    struct PendingDelivery {
+    package struct PendingDelivery {
         fileprivate var ids: [UInt64]
     }
 
     /// Queues `value` for every subscriber without running a handler, so that a store can queue under its own
-    /// lock (keeping revision order) and deliver after releasing it.
-    func enqueue(_ value: Value) -> PendingDelivery {
+    /// lock (keeping revision order) and deliver after releasing it. Whoever delivers, each subscriber gets the
+    /// values in the order they were queued: the ordering argument of a store is "queued under my lock".
+    package func enqueue(_ value: Value) -> PendingDelivery {
         state.withLock { state in
             guard !state.completed else { return PendingDelivery(ids: []) }
             if replays { state.current = value }
@@ -89,7 +90,7 @@ public final class Subject<Value: Sendable>: Sendable {
     }
 
     /// `subscribe` without delivering: the caller passes the result to `deliver` once it holds no lock.
-    func subscribeDeferred(
+    package func subscribeDeferred(
         prefix: [Value], _ handler: @escaping @Sendable (Value) -> Void
     ) -> (Subscription, PendingDelivery) {
         let id: UInt64 = state.withLock { state in
@@ -106,7 +107,7 @@ public final class Subject<Value: Sendable>: Sendable {
     }
 
     /// Runs the handlers of the subscribers `pending` names until their queues are empty.
-    func deliver(_ pending: PendingDelivery) {
+    package func deliver(_ pending: PendingDelivery) {
         for id in pending.ids { drain(id) }
     }
 

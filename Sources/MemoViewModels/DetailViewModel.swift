@@ -41,7 +41,11 @@ public final class DetailViewModel: Sendable {
     public let deleteAction: Action<Memo, Memo>
     public let strings: Strings
 
-    public init(memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english) {
+    /// - Parameter executor: where the store's edits are looked at (the terminal app's event loop; inline by default).
+    public init(
+        memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english,
+        executor: FrontEndExecutor = .inline
+    ) {
         self.memoID = memoID
         self.strings = strings
         self.storage = storage
@@ -50,24 +54,58 @@ public final class DetailViewModel: Sendable {
         self.store = store
         deleteAction = Action { memo in try await storage.delete(id: memo.id, expectedRevision: memo.revision) }
         let events = events
-        subscription = storage.memoList().subscribe { memos in
-            let gone = store.update { state -> Bool in
-                if let memo = memos.first(where: { $0.id == memoID }) {
-                    state.memo = memo
-                    state.contents = Self.contents(of: memo, dateFormat: dateFormat, strings: strings)
-                    return false
-                }
-                if state.isGone { return false }
-                state.isGone = true
-                state.confirmingDelete = false
-                state.message = strings.deletedElsewhere
-                return true
+        subscription = storage.watchList { delta in
+            // Edits that do not name this memo cost nothing more than looking at their ids.
+            guard let listed = Self.listed(memoID, after: delta) else { return }
+            executor.run {
+                Self.follow(listed, store: store, events: events, dateFormat: dateFormat, strings: strings)
             }
-            if gone { events.send(.gone(deletedHere: false)) }
         }
     }
 
+    /// Shows the memo as the list now has it, or says it is gone (once).
+    private static func follow(
+        _ listed: Memo?, store: StateStore<DetailState>, events: Subject<DetailEvent>,
+        dateFormat: MemoDateFormat, strings: Strings
+    ) {
+        let gone = store.update { state -> Bool in
+            if let memo = listed {
+                state.memo = memo
+                state.contents = Self.contents(of: memo, dateFormat: dateFormat, strings: strings)
+                return false
+            }
+            if state.isGone { return false }
+            state.isGone = true
+            state.confirmingDelete = false
+            state.message = strings.deletedElsewhere
+            return true
+        }
+        if gone { events.send(.gone(deletedHere: false)) }
+    }
+
     public func close() { subscription?.cancel() }
+
+    /// The memo as `delta` leaves it: `.some(nil)` when it is not (or no longer) listed, nil when the delta says
+    /// nothing about it.
+    static func listed(_ id: UUID, after delta: ListDelta) -> Memo?? {
+        switch delta {
+        case .reset(let memos):
+            return .some(memos.first { $0.id == id })
+        case .edits(let edits):
+            var listed: Memo?? = nil
+            for edit in edits {
+                switch edit {
+                case .insert(let memo, _) where memo.id == id, .update(let memo, _) where memo.id == id:
+                    listed = .some(memo)
+                case .remove(let memo, _) where memo.id == id:
+                    listed = .some(nil)
+                default:
+                    break
+                }
+            }
+            return listed
+        }
+    }
 
     /// The text, the insert date, and the revision with the update date (a memo written here and not yet
     /// confirmed has no revision yet: revision 0).

@@ -4,9 +4,10 @@ import MemoCore
 /// What the list scene shows.
 public struct ListState: Sendable, Hashable {
     /// Every memo, newest first, as the store last sent them.
-    public var memos: [Memo] = []
-    /// The memos that pass the filter, newest first.
-    public var visible: [Memo] = []
+    public var memos: MemoRows { MemoRows(rows: all) }
+    /// The memos that pass the filter, newest first. While a keystroke's filtering was abandoned for a newer
+    /// keystroke this is the last finished result; the view model settles it before anything else.
+    public var visible: MemoRows { MemoRows(rows: shown) }
     /// The selected memo; selection follows the memo, not its row.
     public var selectedID: UUID?
     /// Case-insensitive substring filter, matched on UTF-8 bytes; empty shows everything.
@@ -20,10 +21,16 @@ public struct ListState: Sendable, Hashable {
     public var message: String?
     /// A memo to select as soon as the store lists it (one just saved, whose list may come a moment later).
     public var wantedSelection: UUID?
+    /// Every row (chunked, so that one edit copies one chunk, not the list).
+    var all = ChunkedArray<ListRow>()
+    /// The rows that pass `shownNeedle`.
+    var shown = ChunkedArray<ListRow>()
+    /// The folded filter `shown` was made for: behind `filter` only while a superseded keystroke is pending.
+    var shownNeedle: [UInt8] = []
 
     public var selectedIndex: Int? {
         guard let selectedID else { return nil }
-        return visible.firstIndex { $0.id == selectedID }
+        return shown.firstOffset { $0.memo.id == selectedID }
     }
 
     public var selectedMemo: Memo? { selectedIndex.map { visible[$0] } }
@@ -37,11 +44,15 @@ public enum ListEvent: Sendable, Hashable {
 }
 
 /// The seeds' `MemoListViewModel`: the live list, its selection and filter, and delete with confirmation.
+///
+/// The store's list arrives as position edits (`watchList`): one remote change costs O(log N) searches plus one
+/// chunk's move (`ChunkedArray`), not a rebuild of the list and of the filter's result.
 public final class ListViewModel: Sendable {
     private let storage: any MemoStorage
     private let store: StateStore<ListState>
     private let listSubscription: Subscription?
-    private let listFilter = ListFilter()
+    /// True when a newer keystroke is waiting: the filtering of this one is then abandoned.
+    private let superseded: @Sendable () -> Bool
     /// What the view shows.
     public var state: Subject<ListState> { store.subject }
     /// Navigation requests, for the coordinator (no replay).
@@ -51,28 +62,24 @@ public final class ListViewModel: Sendable {
     /// The words of the user's language.
     public let strings: Strings
 
-    public init(storage: any MemoStorage, strings: Strings = .english) {
+    /// - Parameters:
+    ///   - superseded: whether a newer keystroke has arrived (the terminal's input counts them); a filter
+    ///     keystroke's search stops when it says so, and the newer keystroke searches for its own text.
+    ///   - executor: where the store's edits are applied (the terminal app's event loop; inline by default).
+    public init(
+        storage: any MemoStorage, strings: Strings = .english,
+        superseded: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline
+    ) {
         self.storage = storage
         self.strings = strings
+        self.superseded = superseded
         let store = StateStore(ListState())
         self.store = store
         deleteAction = Action { memo in
             try await storage.delete(id: memo.id, expectedRevision: memo.revision)
         }
-        let listFilter = listFilter
-        listSubscription = storage.memoList().subscribe { memos in
-            store.update { state in
-                let before = state.visible
-                state.memos = memos
-                Self.reconcile(&state, previousVisible: before, filter: listFilter)
-                if let wanted = state.wantedSelection, state.visible.contains(where: { $0.id == wanted }) {
-                    state.selectedID = wanted
-                    state.wantedSelection = nil
-                }
-                if let pending = state.pendingDelete, !memos.contains(where: { $0.id == pending.id }) {
-                    state.pendingDelete = nil
-                }
-            }
+        listSubscription = storage.watchList { delta in
+            executor.run { store.update { state in Self.apply(delta, to: &state) } }
         }
     }
 
@@ -92,7 +99,8 @@ public final class ListViewModel: Sendable {
 
     public func select(_ id: UUID) {
         store.update { state in
-            if state.visible.contains(where: { $0.id == id }) {
+            Self.refilter(&state)
+            if state.shown.firstOffset(where: { $0.memo.id == id }) != nil {
                 state.selectedID = id
                 state.wantedSelection = nil
             } else {
@@ -103,9 +111,10 @@ public final class ListViewModel: Sendable {
 
     private func move(_ target: (Int, Int) -> Int) {
         store.update { state in
-            guard !state.visible.isEmpty else { return }
+            Self.refilter(&state)
+            guard !state.shown.isEmpty else { return }
             let index = state.selectedIndex ?? 0
-            state.selectedID = state.visible[target(index, state.visible.count)].id
+            state.selectedID = state.shown[target(index, state.shown.count)].memo.id
             state.wantedSelection = nil
             state.message = nil
         }
@@ -113,6 +122,7 @@ public final class ListViewModel: Sendable {
 
     /// Opens the selected memo.
     public func openSelected() {
+        settleFilter()
         guard let memo = current.selectedMemo else { return }
         events.send(.open(memo.id))
     }
@@ -130,27 +140,36 @@ public final class ListViewModel: Sendable {
 
     public func beginFilter() { store.update { $0.isEditingFilter = true } }
 
+    /// Edits the filter's text and filters again, unless a newer keystroke arrives meanwhile: then the search
+    /// stops where it is, and the result stays the last finished one until a later call settles it.
     public func editFilter(_ edit: (inout LineInput) -> Void) {
         store.update { state in
-            let before = state.visible
-            let oldNeedle = ListFilter.needle(state.filter.text)
             edit(&state.filter)
-            // A filter that still holds the old one can only narrow the result: search the memos shown.
-            let narrows = !oldNeedle.isEmpty && ListFilter.contains(ListFilter.needle(state.filter.text), oldNeedle)
-            Self.reconcile(&state, previousVisible: before, filter: listFilter, candidates: narrows ? before : nil)
+            Self.refilter(&state, superseded: superseded)
         }
     }
 
+    /// Finishes a filtering that a newer keystroke abandoned (nothing to do when there is none): before drawing,
+    /// and before any action that reads the visible memos.
+    public func settleFilter() {
+        guard ListFilter.needle(current.filter.text) != current.shownNeedle else { return }
+        store.update { Self.refilter(&$0) }
+    }
+
     /// Enter: stop typing, keep the filter.
-    public func commitFilter() { store.update { $0.isEditingFilter = false } }
+    public func commitFilter() {
+        store.update { state in
+            state.isEditingFilter = false
+            Self.refilter(&state)
+        }
+    }
 
     /// Esc: drop the filter and show everything.
     public func clearFilter() {
         store.update { state in
-            let before = state.visible
             state.filter = LineInput()
             state.isEditingFilter = false
-            Self.reconcile(&state, previousVisible: before, filter: listFilter)
+            Self.refilter(&state)
         }
     }
 
@@ -158,7 +177,10 @@ public final class ListViewModel: Sendable {
 
     /// Asks "delete? y/N" about the selected memo.
     public func requestDelete() {
-        store.update { state in state.pendingDelete = state.selectedMemo }
+        store.update { state in
+            Self.refilter(&state)
+            state.pendingDelete = state.selectedMemo
+        }
     }
 
     /// The answer to the question; anything but yes keeps the memo.
@@ -181,32 +203,5 @@ public final class ListViewModel: Sendable {
         if case MemoError.conflict = error { return strings.notDeletedConflict }
         if case MemoError.notFound = error { return strings.alreadyDeleted }
         return "\(error)"
-    }
-
-    // MARK: Reconciling
-
-    /// Recomputes the visible memos and keeps the selection on the same memo; when that memo is gone, selects the
-    /// neighbour that followed it (or preceded it, at the end).
-    /// - Parameter candidates: the memos to search instead of all of them, when the filter only narrowed.
-    static func reconcile(
-        _ state: inout ListState, previousVisible: [Memo], filter: ListFilter, candidates: [Memo]? = nil
-    ) {
-        state.visible = filter.filter(candidates ?? state.memos, ListFilter.needle(state.filter.text))
-        guard let id = state.selectedID else {
-            state.selectedID = state.visible.first?.id
-            return
-        }
-        // Most updates keep the selected memo: look for it alone before building a set of every visible id.
-        if state.visible.contains(where: { $0.id == id }) { return }
-        let visibleIDs = Set(state.visible.map(\.id))
-        if let old = previousVisible.firstIndex(where: { $0.id == id }) {
-            let after = previousVisible[(old + 1)...].first { visibleIDs.contains($0.id) }
-            let before = previousVisible[..<old].reversed().first { visibleIDs.contains($0.id) }
-            if let neighbour = after ?? before {
-                state.selectedID = neighbour.id
-                return
-            }
-        }
-        state.selectedID = state.visible.first?.id
     }
 }

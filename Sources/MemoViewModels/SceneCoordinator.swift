@@ -44,6 +44,10 @@ public final class SceneCoordinator: Sendable {
 
     private let storage: any MemoStorage
     private let dateFormat: MemoDateFormat
+    /// Whether a newer keystroke waits (the list's filtering gives way to it).
+    private let inputWaiting: @Sendable () -> Bool
+    /// Where the view models apply what the store delivers.
+    private let executor: FrontEndExecutor
     /// The words of the user's language, for every scene.
     public let strings: Strings
     private let live = Mutex(Live())
@@ -59,9 +63,17 @@ public final class SceneCoordinator: Sendable {
     /// Transitions that could not be applied (no replay); the stack is unchanged then.
     public let navigationErrors = Subject<NavigationError>()
 
-    /// - Parameter strings: the table of words; by default the one for the date format's locale.
-    public init(storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil) {
+    /// - Parameters:
+    ///   - strings: the table of words; by default the one for the date format's locale.
+    ///   - inputWaiting: whether a newer keystroke has arrived; the list's filtering gives way to it.
+    ///   - executor: where the view models apply what the store delivers (the terminal app's event loop).
+    public init(
+        storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil,
+        inputWaiting: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline
+    ) {
         self.storage = storage
+        self.inputWaiting = inputWaiting
+        self.executor = executor
         self.dateFormat = dateFormat
         self.strings = strings ?? Strings.forLocale(dateFormat.locale)
         let subscription = inbox.subscribe { [weak self] request in self?.handle(request) }
@@ -180,7 +192,7 @@ public final class SceneCoordinator: Sendable {
     private func makeModel(for scene: Scene) -> (model: SceneModel, subscriptions: [Subscription]) {
         switch scene {
         case .list:
-            let model = ListViewModel(storage: storage, strings: strings)
+            let model = ListViewModel(storage: storage, strings: strings, superseded: inputWaiting, executor: executor)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .open(let id): self?.inbox.send(.transition(.push(.detail(id))))
@@ -190,7 +202,8 @@ public final class SceneCoordinator: Sendable {
             }
             return (.list(model), [subscription])
         case .detail(let id):
-            let model = DetailViewModel(memoID: id, storage: storage, dateFormat: dateFormat, strings: strings)
+            let model = DetailViewModel(
+                memoID: id, storage: storage, dateFormat: dateFormat, strings: strings, executor: executor)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .back: self?.inbox.send(.transition(.pop))

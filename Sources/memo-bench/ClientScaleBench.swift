@@ -9,19 +9,23 @@ import MemoViewModels
 /// mirrored, on the real `Mirror` and the real `ListViewModel`, in-process (no server, no terminal).
 struct ClientScaleBench {
     static let help = """
-        usage: memo-bench client [--memos N] [--size BYTES] [--changes K] [--filter TEXT] [--json]
+        usage: memo-bench client [--memos N] [--size BYTES] [--changes K] [--storm S] [--filter TEXT] [--json]
 
         Builds a Mirror from a snapshot of N memos (default 100000) of BYTES content (default 100), shows it in a
         ListViewModel, then:
-          change     K times (default 20) applies one remote create to the Mirror and hands the list to the
-                     view model as RemoteStore does after a batch; median and worst time per change
+          change     K times (default 20) applies one remote create to the Mirror and hands its position edits
+                     to the view model as RemoteStore does after a read; median and worst time per change
+          storm      S changes (default 20000: creates, updates and deletes of random memos, 16 per read) through
+                     the same path as fast as they go; the changes per second a mirror of N memos follows
           keystroke  types TEXT (default 99999) into the filter one character at a time, then deletes it with
-                     Backspace; median and worst time per keystroke (the view model's state, ready to draw)
+                     Backspace; the first keystroke (after an empty filter), median and worst time per keystroke
+                     (the view model's state, ready to draw)
         """
 
     var memos = 100_000
     var size = 100
     var changes = 20
+    var storm = 20_000
     var filter = "99999"
     var json = false
 
@@ -29,6 +33,7 @@ struct ClientScaleBench {
         memos = try arguments.integer("--memos", in: 1...10_000_000) ?? memos
         size = try arguments.integer("--size", in: 16...MemoLimits.maxContentBytes) ?? size
         changes = try arguments.integer("--changes", in: 1...10_000) ?? changes
+        storm = try arguments.integer("--storm", in: 0...10_000_000) ?? storm
         filter = try arguments.option("--filter") ?? filter
         json = arguments.flag("--json")
         try arguments.finish()
@@ -43,6 +48,7 @@ struct ClientScaleBench {
         let storage = BenchListStorage(mirror.list)
         let model = ListViewModel(storage: storage)
         defer { model.close() }
+        let readyMillis = (ContinuousClock.now - start).millis
 
         var changeTimes: [Double] = []
         for index in 0..<changes {
@@ -50,13 +56,15 @@ struct ClientScaleBench {
             created.revision = mirror.revision + 1
             let change = Change(revision: created.revision, kind: .created, memo: created)
             let began = ContinuousClock.now
-            _ = mirror.apply([.change(change)])
-            storage.list.send(mirror.list)
+            storage.send(mirror.applyShowing([.change(change)]).delta)
             changeTimes.append((ContinuousClock.now - began).millis)
         }
         precondition(model.current.visible.count == memos + changes, "the view model missed a change")
+        let stormRate = runStorm(&mirror, storage)
+        precondition(model.current.memos.count == mirror.table.count, "the view model missed a storm change")
 
         var keyTimes: [Double] = []
+        let total = model.current.memos.count
         for character in filter {
             keyTimes.append(time { model.editFilter { $0.insert(character) } })
         }
@@ -64,24 +72,69 @@ struct ClientScaleBench {
         for _ in filter {
             keyTimes.append(time { model.editFilter { $0.backspace() } })
         }
-        precondition(model.current.visible.count == memos + changes, "the filter did not clear")
+        precondition(model.current.visible.count == total, "the filter did not clear")
+        let firstKey = keyTimes.first ?? 0
 
         let change = Summary(changeTimes)
         let key = Summary(keyTimes)
         if json {
             print("""
                 {"memos":\(memos),"size":\(size),"snapshot_ms":\(snapshotMillis.rounded3),\
+                "ready_ms":\(readyMillis.rounded3),\
                 "change_median_ms":\(change.median.rounded3),"change_max_ms":\(change.max.rounded3),\
+                "storm_changes_per_s":\(Int(stormRate)),"keystroke_first_ms":\(firstKey.rounded3),\
                 "keystroke_median_ms":\(key.median.rounded3),"keystroke_max_ms":\(key.max.rounded3),\
                 "filter_matches":\(narrowed)}
                 """)
         } else {
-            print("memos \(memos) of \(size) bytes; mirror from snapshot \(snapshotMillis.rounded3) ms")
+            print("memos \(memos) of \(size) bytes; mirror from snapshot \(snapshotMillis.rounded3) ms, "
+                + "list view model ready \(readyMillis.rounded3) ms")
             print("remote change: median \(change.median.rounded3) ms, worst \(change.max.rounded3) ms "
                 + "(\(changes) changes)")
-            print("filter keystroke: median \(key.median.rounded3) ms, worst \(key.max.rounded3) ms "
-                + "(\(keyTimes.count) keys, '\(filter)' matched \(narrowed))")
+            print("write storm: \(Int(stormRate)) changes/s followed (\(storm) changes, 16 a read)")
+            print("filter keystroke: first \(firstKey.rounded3) ms, median \(key.median.rounded3) ms, "
+                + "worst \(key.max.rounded3) ms (\(keyTimes.count) keys, '\(filter)' matched \(narrowed))")
         }
+    }
+
+    /// Applies `storm` changes (creates, updates and deletes, 16 a read) through the mirror to the view model.
+    /// - Returns: changes per second.
+    private func runStorm(_ mirror: inout Mirror, _ storage: BenchListStorage) -> Double {
+        guard storm > 0 else { return 0 }
+        var random = SystemRandomNumberGenerator()
+        var next = memos + changes
+        let began = ContinuousClock.now
+        var done = 0
+        while done < storm {
+            var batch: [SubscriptionEvent] = []
+            // What this read already did, so that its later changes build on it.
+            var touched: [UUID: Memo?] = [:]
+            for _ in 0..<min(16, storm - done) {
+                let revision = mirror.revision + UInt64(batch.count) + 1
+                let pick = Self.id(Int.random(in: 0..<next, using: &random))
+                let existing = touched[pick] ?? mirror.table.memo(pick)
+                let change: Change
+                switch (Int.random(in: 0..<3, using: &random), existing) {
+                case (1, var memo?):
+                    memo.content = "edited \(revision) " + memo.content.dropFirst(16)
+                    memo.revision = revision
+                    change = Change(revision: revision, kind: .updated, memo: memo)
+                case (2, var memo?):
+                    memo.revision = revision
+                    change = Change(revision: revision, kind: .deleted, memo: memo)
+                default:
+                    var created = memo(next)
+                    next += 1
+                    created.revision = revision
+                    change = Change(revision: revision, kind: .created, memo: created)
+                }
+                touched[change.memo.id] = change.kind == .deleted ? .some(nil) : change.memo
+                batch.append(.change(change))
+            }
+            storage.send(mirror.applyShowing(batch).delta)
+            done += batch.count
+        }
+        return Double(storm) / (ContinuousClock.now - began).inSeconds
     }
 
     /// Memo `index`: its number, then filler to `size` bytes (some of it Hangul, so the search meets
@@ -125,14 +178,23 @@ private struct Summary {
     }
 }
 
-/// A storage that only lists: the bench sends the Mirror's list to it the way RemoteStore does after each batch.
-/// Writes are not part of what is measured.
+/// A storage that only lists: the bench sends the Mirror's position edits to it the way RemoteStore does after
+/// each read. Writes are not part of what is measured.
 private final class BenchListStorage: MemoStorage {
-    let list: Subject<[Memo]>
+    private let initial: [Memo]
+    private let deltas = Subject<ListDelta>()
 
-    init(_ memos: [Memo]) { list = Subject(memos) }
+    init(_ memos: [Memo]) { initial = memos }
 
-    func memoList() -> Subject<[Memo]> { list }
+    func send(_ delta: ListDelta?) {
+        if let delta { deltas.send(delta) }
+    }
+
+    func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
+        deltas.subscribe(prefix: [.reset(initial)], handler)
+    }
+
+    func memoList() -> Subject<[Memo]> { Subject(initial) }
     func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo { throw unsupported }
     func get(id: UUID) async throws -> Memo { throw unsupported }
     func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo { throw unsupported }
@@ -144,6 +206,8 @@ extension Duration {
     fileprivate var millis: Double {
         Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
     }
+
+    fileprivate var inSeconds: Double { millis / 1000 }
 }
 
 extension Double {

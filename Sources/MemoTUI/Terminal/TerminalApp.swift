@@ -10,6 +10,8 @@ public enum TerminalApp {
         case key(Key)
         case resize
         case redraw
+        /// View-model work a store handed over (`FrontEndExecutor`): run here, between keys.
+        case run(@Sendable () -> Void)
     }
 
     /// Runs the list, detail and compose scenes over `storage` until the user quits.
@@ -26,17 +28,24 @@ public enum TerminalApp {
         defer { terminal.leave() }
 
         let (events, continuation) = AsyncStream<Event>.makeStream()
+        // Keys read but not yet taken from the stream: while one waits, the key in hand is superseded (the list's
+        // filter stops searching for it, and no frame is drawn for it).
+        let keysWaiting = Atomic<Int>(0)
         let signals = TerminalSignals(terminal: terminal, beforeExit: options.onSignalExit) {
             continuation.yield(.resize)
         }
         defer { signals.cancel() }
         let reader = try InputReader(fd: terminal.input, escapeTimeout: options.escapeTimeoutMilliseconds) { key in
+            keysWaiting.add(1, ordering: .relaxed)
             continuation.yield(.key(key))
         }
         reader.start()
         defer { reader.stop() }
 
-        let coordinator = SceneCoordinator(storage: storage, dateFormat: options.dateFormat, strings: options.strings)
+        let coordinator = SceneCoordinator(
+            storage: storage, dateFormat: options.dateFormat, strings: options.strings,
+            inputWaiting: { keysWaiting.load(ordering: .relaxed) > 0 },
+            executor: FrontEndExecutor { work in continuation.yield(.run(work)) })
         defer { coordinator.stop() }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         let sceneWatch = Mutex<Subscription?>(nil)
@@ -70,6 +79,8 @@ public enum TerminalApp {
         var renderer = Renderer(colorEnabled: options.colorEnabled)
         var size = terminal.size()
         func draw() {
+            // A filter keystroke that gave way to a newer one is finished before it is drawn.
+            if case .list(let list)? = coordinator.currentModel { list.settleFilter() }
             let grid = SceneView.render(
                 coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
                 height: size.height)
@@ -81,6 +92,7 @@ public enum TerminalApp {
             case .key(.control("c")):
                 return
             case .key(let key):
+                keysWaiting.subtract(1, ordering: .relaxed)
                 let command = await SceneView.handle(
                     key, model: coordinator.currentModel, status: status.status.value ?? .local, width: size.width,
                     height: size.height)
@@ -108,8 +120,13 @@ public enum TerminalApp {
                 renderer.invalidate()
             case .redraw:
                 break
+            case .run(let work):
+                // The state it changes asks for its own redraw.
+                work()
+                continue
             }
             if coordinator.quitRequested.value == true { return }
+            if keysWaiting.load(ordering: .relaxed) > 0 { continue }
             draw()
         }
     }
