@@ -168,6 +168,20 @@ public struct WritePlanner {
         return table.memo(id)
     }
 
+    /// The memo an update or a delete changes, checked against the revision the writer expects, with the next
+    /// revision taken for the change.
+    private mutating func changing(
+        _ id: UUID, expected: UInt64?, in table: borrowing MemoTable
+    ) throws(MemoError) -> Memo {
+        guard var memo = current(id, in: table) else { throw .notFound(id) }
+        if let expected, expected != memo.revision {
+            throw .conflict(id: id, expected: expected, actual: memo.revision)
+        }
+        revision += 1
+        memo.revision = revision
+        return memo
+    }
+
     private mutating func record(_ id: UUID, _ memo: Memo?) {
         if keepsOverlay { overlay[UUIDKey(id)] = .some(memo) }
     }
@@ -204,23 +218,13 @@ public struct WritePlanner {
             return .change(Change(revision: revision, kind: .created, memo: memo))
         case .update(let id, let content, let expected):
             try MemoLimits.validate(content: content)
-            guard var memo = current(id, in: table) else { throw .notFound(id) }
-            if let expected, expected != memo.revision {
-                throw .conflict(id: id, expected: expected, actual: memo.revision)
-            }
-            revision += 1
+            var memo = try changing(id, expected: expected, in: table)
             memo.content = content
             memo.updateMicros = max(nowMicros, memo.updateMicros)
-            memo.revision = revision
             record(id, memo)
             return .change(Change(revision: revision, kind: .updated, memo: memo))
         case .delete(let id, let expected):
-            guard var memo = current(id, in: table) else { throw .notFound(id) }
-            if let expected, expected != memo.revision {
-                throw .conflict(id: id, expected: expected, actual: memo.revision)
-            }
-            revision += 1
-            memo.revision = revision
+            var memo = try changing(id, expected: expected, in: table)
             // A delete's change carries when it happened, so that a watcher can say when a memo went away.
             memo.updateMicros = max(nowMicros, memo.updateMicros)
             record(id, nil)

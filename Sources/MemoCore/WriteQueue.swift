@@ -17,6 +17,8 @@ public final class WriteQueue: Sendable {
 
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
+    /// Signalled by the writer once it has stopped (`writerStopped`).
+    private let stopped = DispatchSemaphore(value: 0)
 
     public init() {}
 
@@ -70,5 +72,18 @@ public final class WriteQueue: Sendable {
         }
         if first { wake.signal() }
         return first
+    }
+
+    /// The writer's last word, once `take` said it is finished and it has let go of its connection or file.
+    public func writerStopped() {
+        stopped.signal()
+    }
+
+    /// Closes the queue (later writes are refused) and waits until the writer has taken every write already
+    /// queued and stopped. Safe to call twice, or from two threads at once: each returns once the writer stopped.
+    public func closeAndWaitForWriter() {
+        guard close() else { return }
+        stopped.wait()
+        stopped.signal()  // a second `closeAndWaitForWriter` racing this one also returns
     }
 }

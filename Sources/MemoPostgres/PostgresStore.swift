@@ -18,7 +18,6 @@ public final class PostgresStore: CoreBackedStore {
 
     public let core: StoreCore
     private let queue = WriteQueue()
-    private let finished = DispatchSemaphore(value: 0)
     private let clock: @Sendable () -> Int64
     private let historyCapacity: Int
     private let writerLink: PostgresLink
@@ -96,7 +95,7 @@ public final class PostgresStore: CoreBackedStore {
         }
         feed.stop()
         core.close()
-        self.finished.signal()
+        queue.writerStopped()
     }
 
     /// Sends one batch; returns false when the connection broke.
@@ -185,9 +184,5 @@ public final class PostgresStore: CoreBackedStore {
     }
 
     /// Sends every write already submitted, stops both connections and the watchers. Safe to call twice.
-    public func close() {
-        guard queue.close() else { return }
-        finished.wait()
-        finished.signal()  // a second `close` racing this one also returns
-    }
+    public func close() { queue.closeAndWaitForWriter() }
 }

@@ -17,7 +17,6 @@ public final class SQLiteStore: CoreBackedStore {
     public let path: String
     public let core: StoreCore
     private let queue = WriteQueue()
-    private let finished = DispatchSemaphore(value: 0)
     private let clock: @Sendable () -> Int64
     private let transactions = Atomic<Int>(0)
     /// Held from before the database is opened until it is closed: one server per file.
@@ -77,7 +76,7 @@ public final class SQLiteStore: CoreBackedStore {
         writer.close()
         lock.release()
         core.close()
-        finished.signal()
+        queue.writerStopped()
     }
 
     private func commit(_ batch: [WriteQueue.Request], with writer: SQLiteWriter) {
@@ -109,9 +108,5 @@ public final class SQLiteStore: CoreBackedStore {
     }
 
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.
-    public func close() {
-        guard queue.close() else { return }
-        finished.wait()
-        finished.signal()  // a second `close` racing this one also returns
-    }
+    public func close() { queue.closeAndWaitForWriter() }
 }
