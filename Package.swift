@@ -49,7 +49,8 @@ let package = Package(
         .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"], swiftSettings: hotPathSettings),
         .target(name: "MemoTLS", dependencies: ["COpenSSL", "MemoSystem"], swiftSettings: hotPathSettings),
-        .systemLibrary(name: "CMemoLinux"),
+        // Linux calls Glibc's module leaves out, and wrappers for the GNU ones (its C file alone sets _GNU_SOURCE).
+        .target(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoCLI"),
         // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.

@@ -25,6 +25,6 @@ enum LinuxAPI {
 
     /// Names a thread (at most 15 bytes); failures are ignored since the name is only for humans.
     static func setThreadName(_ thread: pthread_t, _ name: String) {
-        _ = name.withCString { pthread_setname_np(thread, $0) }
+        _ = name.withCString { CMemoLinux_set_thread_name(thread, $0) }
     }
 }
