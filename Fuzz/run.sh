@@ -30,7 +30,8 @@ esac
 
 build="$root/.build/fuzz"
 mkdir -p "$build"
-flags=(-sanitize=fuzzer,address -parse-as-library -O)
+# -package-name as SwiftPM passes it: MemoCore has `package` declarations (the Subject's deferred delivery).
+flags=(-sanitize=fuzzer,address -parse-as-library -O -package-name memo)
 
 # The libraries, instrumented, as modules as in the package: MemoSystem (the write loop) under MemoCore and MemoTLS.
 echo "building the fuzz targets in $build"
