@@ -6,7 +6,8 @@ usage: bench/stages.py RECEIPTS TRACE0 [TRACE1 ...]
 RECEIPTS is `memo-bench fanout --receipts` (revision server sent p50 last); TRACEn is the stage trace
 (MEMO_STAGE_TRACE) of the n-th server given to memo-bench, the writer's first. Every time is CLOCK_MONOTONIC
 nanoseconds on one machine. Prints, for each server, each stage's delay after the bench client sent the create:
-p50 and p99 over the changes, in milliseconds. A stage with one entry per loop (fanout, written) counts its
+p50 and p99 over the changes, in milliseconds; then the median and last subscriber's receipt after the writer's
+commit (the delivery delay without the commit's own time). A stage with one entry per loop (fanout, written) counts its
 last loop.
 """
 import sys
@@ -68,9 +69,14 @@ def main():
             for stage, nanos in row.items():
                 if nanos is not None:
                     delays[stage].append((nanos - sent) / 1e6)
+            if committed is not None:
+                # The delivery delay proper: from the moment the write was committed, not sent.
+                delays["after commit: median subscriber"].append((p50 - committed) / 1e6)
+                delays["after commit: last subscriber"].append((last - committed) / 1e6)
         label = "the writer's server" if server == 0 else f"server {server} (cross-server)"
         print(f"{label}: {len(receipts[server])} changes; ms after the client sent the create, p50 / p99")
-        for stage in ORDER + ["received (median subscriber)", "received (last subscriber)"]:
+        for stage in ORDER + ["received (median subscriber)", "received (last subscriber)",
+                              "after commit: median subscriber", "after commit: last subscriber"]:
             values = delays.get(stage)
             if values:
                 print(f"  {stage:30s} {percentile(values, 0.5):9.2f} {percentile(values, 0.99):9.2f}"
