@@ -22,30 +22,12 @@ if [ -n "$QUICK" ]; then N_REQ=20000; N_PIPE=100000; CHANGES=200; SUBS=200; CONN
 else N_REQ=100000; N_PIPE=400000; CHANGES=1000; SUBS=1000; CONNS=10000; fi
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-WORK=$(mktemp -d /tmp/memo-compare.XXXXXX)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+source bench/common.sh
+bench_workdir memo-compare
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 "$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
 CERTS="$WORK/certs"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# memo-server with a store; sets MEMO_ADDR and MEMO_PID.
-start_memo() {
-    local store=$1 out="$WORK/memo-$RANDOM.out"
-    "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "$store" --certs "$CERTS" >"$out" 2>"$out.log" &
-    MEMO_PID=$!
-    PIDS+=("$MEMO_PID")
-    for _ in $(seq 1 200); do grep -q "listening on" "$out" 2>/dev/null && break; sleep 0.05; done
-    MEMO_ADDR=$(sed -n 's/^listening on //p' "$out")
-}
-stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
 # Redis with TLS (mutual, like memo-server); durable=1 turns on appendfsync always. Sets REDIS_PORT, REDIS_PID.
 start_redis() {

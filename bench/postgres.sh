@@ -21,21 +21,14 @@ BIN=.build/release
 if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
 else N_REQ=40000; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
 
-WORK=$(mktemp -d /tmp/memo-pgbench.XXXXXX)
+source bench/common.sh
+bench_workdir memo-pgbench
 chmod 755 "$WORK"
 AS_PG=()
 if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PGPORT=$(free_port)
 "${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
 "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \

@@ -16,44 +16,29 @@ N=${N:-50000}
 swift build -c release --product memo-server >&2
 swift build -c release --product memo-bench >&2
 BIN=.build/release
-WORK=$(mktemp -d /tmp/memo-costs.XXXXXX)
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+source bench/common.sh
+bench_workdir memo-costs
 command -v perf >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf \
     >/dev/null 2>&1 || true; }
 cc -O2 -shared -fPIC -o "$WORK/malloc-count.so" bench/malloc-count.c
-"$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
+CERTS="$WORK/certs"
+"$BIN/memo-server" certs init --dir "$CERTS" >/dev/null
 
-start() {  # store [preload] -> SERVER_PID, SERVER_ADDR, SERVER_LOG
-    SERVER_LOG="$WORK/server-$RANDOM"
-    LD_PRELOAD=${2:-} "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "$1" --certs "$WORK/certs" \
-        >"$SERVER_LOG.out" 2>"$SERVER_LOG.err" &
-    SERVER_PID=$!
-    PIDS+=("$SERVER_PID")
-    for _ in $(seq 1 200); do grep -q "listening on" "$SERVER_LOG.out" 2>/dev/null && break; sleep 0.05; done
-    SERVER_ADDR=$(sed -n 's/^listening on //p' "$SERVER_LOG.out")
-}
-stop() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; }
 bench() {  # op requests
-    "$BIN/memo-bench" --server "$SERVER_ADDR" --certs "$WORK/certs" --clients 50 --pipeline 1 --requests "$2" \
+    "$BIN/memo-bench" --server "$MEMO_ADDR" --certs "$CERTS" --clients 50 --pipeline 1 --requests "$2" \
         --op "$1" --json | tail -1
 }
-mallocs() { kill -USR2 "$SERVER_PID"; sleep 0.3; grep MALLOCS "$SERVER_LOG.err" | tail -1 | cut -d' ' -f2; }
+mallocs() { kill -USR2 "$MEMO_PID"; sleep 0.3; grep MALLOCS "$MEMO_LOG.err" | tail -1 | cut -d' ' -f2; }
 
 printf '%-34s %10s %10s %10s %10s %12s\n' "shape ($N requests)" "req/s" "cs/req" "faults/req" "CPU µs/req" \
     "allocs/req"
 for shape in "durable create" "get"; do
     if [ "$shape" = get ]; then store=memory op=get; else store="sqlite:$WORK/db-$RANDOM/memos.sqlite" op=create; fi
-    start "$store"
+    start_memo "$store"
     bench create 2000 >/dev/null  # memos for get to find, and a warm server
     rate="-" cs="-" faults="-" cpu="-"
     if command -v perf >/dev/null; then
-        perf stat -e context-switches,page-faults,task-clock -x, -o "$WORK/perf" -p "$SERVER_PID" &
+        perf stat -e context-switches,page-faults,task-clock -x, -o "$WORK/perf" -p "$MEMO_PID" &
         perf_pid=$!
         sleep 0.3
         rate=$(bench "$op" "$N" | python3 -c "import json,sys; print(json.loads(sys.stdin.read())['ops_per_sec'])")
@@ -63,13 +48,13 @@ for shape in "durable create" "get"; do
     else
         rate=$(bench "$op" "$N" | python3 -c "import json,sys; print(json.loads(sys.stdin.read())['ops_per_sec'])")
     fi
-    stop
+    stop_pid "$MEMO_PID"
     if [ "$shape" = get ]; then store=memory; else store="sqlite:$WORK/db-$RANDOM/memos.sqlite"; fi
-    start "$store" "$WORK/malloc-count.so"
+    start_memo "$store" "$WORK/malloc-count.so"
     bench create 2000 >/dev/null
     bench "$op" 2000 >/dev/null
     a=$(mallocs); bench "$op" "$N" >/dev/null; b=$(mallocs); bench "$op" $((N * 3)) >/dev/null; c=$(mallocs)
-    stop
+    stop_pid "$MEMO_PID"
     allocs=$(python3 -c "print(f'{(($c - $b) - ($b - $a)) / (2 * $N):.2f}')")
     printf '%-34s %10s %10s %10s %10s %12s\n' "$shape c50 P1" "$rate" "$cs" "$faults" "$cpu" "$allocs"
 done

@@ -1,0 +1,38 @@
+# Shared by the bench scripts (sourced, not run): a work folder removed at exit with every process the script
+# started, a free loopback port, and starting and stopping a memo-server.
+#
+#   bench_workdir PREFIX   sets WORK (a new folder under /tmp) and PIDS, and traps EXIT, INT and TERM to kill
+#                          every pid in PIDS, call bench_cleanup_hook if the script defines one, and remove WORK
+#   free_port              prints a free TCP port on 127.0.0.1
+#   start_memo STORE [LD_PRELOAD]
+#                          starts $BIN/memo-server on 127.0.0.1:0 with STORE and the certificates in $CERTS; sets
+#                          MEMO_PID, MEMO_ADDR (from its "listening on" line) and MEMO_LOG (its stdout is
+#                          $MEMO_LOG.out, its stderr $MEMO_LOG.err)
+#   stop_pid PID           stops a process and waits for it
+
+bench_workdir() {
+    WORK=$(mktemp -d "/tmp/$1.XXXXXX")
+    PIDS=()
+    trap bench_cleanup EXIT INT TERM
+}
+
+bench_cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    if declare -F bench_cleanup_hook >/dev/null; then bench_cleanup_hook; fi
+    rm -rf "$WORK"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+start_memo() {
+    MEMO_LOG="$WORK/memo-$RANDOM"
+    LD_PRELOAD=${2:-} "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "$1" --certs "$CERTS" \
+        >"$MEMO_LOG.out" 2>"$MEMO_LOG.err" &
+    MEMO_PID=$!
+    PIDS+=("$MEMO_PID")
+    for _ in $(seq 1 200); do grep -q "listening on" "$MEMO_LOG.out" 2>/dev/null && break; sleep 0.05; done
+    MEMO_ADDR=$(sed -n 's/^listening on //p' "$MEMO_LOG.out")
+}
+
+stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
