@@ -67,8 +67,7 @@ public final class StoreCore: Sendable {
     /// Plans and applies in one step, for a store with nothing to make durable.
     public func planAndApply(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
-        var listPending: Subject<[Memo]>.PendingDelivery?
-        var deltaPending: Subject<ListDelta>.PendingDelivery?
+        var lists = ListDeliveries()
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
@@ -87,31 +86,25 @@ public final class StoreCore: Sendable {
                     results.append(.failure(error))
                 }
             }
-            if !pending.isEmpty { listPending = inner.list.map { $0.enqueue(inner.table.list) } }
-            if !edits.isEmpty { deltaPending = inner.listDeltas?.enqueue(.edits(edits)) }
+            if !pending.isEmpty { lists = queueLists(in: inner, edits: edits) }
             return results
         }
-        deliver(pending, listPending, deltaPending)
+        deliver(pending, lists)
         return results
     }
 
     /// Applies changes that were planned (and made durable) in revision order, and tells the watchers.
     public func apply(_ changes: [Change]) {
         guard !changes.isEmpty else { return }
-        var listPending: Subject<[Memo]>.PendingDelivery?
-        var deltaPending: Subject<ListDelta>.PendingDelivery?
-        let pending = inner.withLock { inner in
+        let (pending, lists) = inner.withLock { inner in
             var pending: [Subject<WatchEvent>.PendingDelivery] = []
             pending.reserveCapacity(changes.count)
             var edits: [ListEdit] = []
             for change in changes { pending.append(applyLocked(change, to: &inner, edits: &edits)) }
-            // The whole list is built once per batch, and only when someone holds the list subject.
-            listPending = inner.list.map { $0.enqueue(inner.table.list) }
-            if !edits.isEmpty { deltaPending = inner.listDeltas?.enqueue(.edits(edits)) }
-            return pending
+            return (pending, queueLists(in: inner, edits: edits))
         }
         StageTrace.record(.applied, changes)
-        deliver(pending, listPending, deltaPending)
+        deliver(pending, lists)
     }
 
     /// Applies one change to the table and the history, tells the observers and queues it for the watchers;
@@ -134,13 +127,25 @@ public final class StoreCore: Sendable {
         return events.enqueue(.change(change))
     }
 
-    private func deliver(
-        _ pending: [Subject<WatchEvent>.PendingDelivery], _ listPending: Subject<[Memo]>.PendingDelivery?,
-        _ deltaPending: Subject<ListDelta>.PendingDelivery? = nil
-    ) {
+    /// The list subjects' deliveries for one batch, queued under the lock with the subjects that will send them.
+    private struct ListDeliveries {
+        var list: (Subject<[Memo]>, Subject<[Memo]>.PendingDelivery)?
+        var delta: (Subject<ListDelta>, Subject<ListDelta>.PendingDelivery)?
+    }
+
+    /// Queues a batch's list deliveries: the whole list is built once per batch, and only when someone holds the
+    /// list subject; the position edits only when someone watches them.
+    private func queueLists(in inner: borrowing Inner, edits: [ListEdit]) -> ListDeliveries {
+        var lists = ListDeliveries()
+        if let subject = inner.list { lists.list = (subject, subject.enqueue(inner.table.list)) }
+        if !edits.isEmpty, let subject = inner.listDeltas { lists.delta = (subject, subject.enqueue(.edits(edits))) }
+        return lists
+    }
+
+    private func deliver(_ pending: [Subject<WatchEvent>.PendingDelivery], _ lists: ListDeliveries) {
         for delivery in pending { events.deliver(delivery) }
-        if let listPending { inner.withLock { $0.list }?.deliver(listPending) }
-        if let deltaPending { inner.withLock { $0.listDeltas }?.deliver(deltaPending) }
+        if let (subject, delivery) = lists.list { subject.deliver(delivery) }
+        if let (subject, delivery) = lists.delta { subject.deliver(delivery) }
     }
 
     /// See `MemoStorage.watchList`. The reset is read and the watcher added under the lock that orders changes,
