@@ -164,8 +164,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
                 }
                 phase = .open
                 onHandshakeDone?()
-                guard phase == .open else { return }
             }
+            // The handshake's callback may have closed the connection.
             guard phase == .open else { return }
             plaintext.removeAll(keepingCapacity: true)
             let result = try engine.readPlaintext(into: &plaintext)
