@@ -25,8 +25,14 @@ final class LoopContext {
     }
     /// Every open connection of this loop.
     var connections: [ObjectIdentifier: ServerConnection] = [:]
-    /// Subscriptions by connection: request id -> the revision after which changes are due.
-    private var subscribers: [ObjectIdentifier: [UInt32: UInt64]] = [:]
+    /// Subscriptions by connection: the connection itself (so that a delivery needs no second lookup) and, per
+    /// request id, the revision after which changes are due. Most connections hold one subscription.
+    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+
+    struct Subscriber {
+        let connection: ServerConnection
+        var subscriptions: [(requestID: UInt32, after: UInt64)]
+    }
 
     private let counter: SubscriberCount
 
@@ -38,21 +44,29 @@ final class LoopContext {
     /// Registers a subscription that is due every change after `revision`; call with `UInt64.max` before reading
     /// the snapshot (so that the broadcaster counts it), then again with the snapshot's revision.
     func subscribe(_ connection: ServerConnection, requestID: UInt32, after revision: UInt64) {
-        let previous = subscribers[ObjectIdentifier(connection), default: [:]].updateValue(revision, forKey: requestID)
-        if previous == nil { counter.value.add(1, ordering: .sequentiallyConsistent) }
+        let key = ObjectIdentifier(connection)
+        if let slot = subscribers[key]?.subscriptions.firstIndex(where: { $0.requestID == requestID }) {
+            subscribers[key]?.subscriptions[slot].after = revision
+            return
+        }
+        subscribers[key, default: Subscriber(connection: connection, subscriptions: [])]
+            .subscriptions.append((requestID, revision))
+        counter.value.add(1, ordering: .sequentiallyConsistent)
     }
 
     func unsubscribe(_ connection: ServerConnection, requestID: UInt32) {
         let key = ObjectIdentifier(connection)
-        if subscribers[key]?.removeValue(forKey: requestID) != nil {
-            counter.value.subtract(1, ordering: .sequentiallyConsistent)
+        guard let slot = subscribers[key]?.subscriptions.firstIndex(where: { $0.requestID == requestID }) else {
+            return
         }
-        if subscribers[key]?.isEmpty == true { subscribers[key] = nil }
+        subscribers[key]?.subscriptions.remove(at: slot)
+        counter.value.subtract(1, ordering: .sequentiallyConsistent)
+        if subscribers[key]?.subscriptions.isEmpty == true { subscribers[key] = nil }
     }
 
     func removeSubscriptions(of connection: ServerConnection) {
         if let removed = subscribers.removeValue(forKey: ObjectIdentifier(connection)) {
-            counter.value.subtract(removed.count, ordering: .sequentiallyConsistent)
+            counter.value.subtract(removed.subscriptions.count, ordering: .sequentiallyConsistent)
         }
     }
 
@@ -67,16 +81,15 @@ final class LoopContext {
         guard let last = frames.last else { return }
         for frame in frames { StageTrace.record(.fanout, frame.revision) }
         defer { for frame in frames { StageTrace.record(.written, frame.revision) } }
-        for (key, subscriptions) in subscribers {
-            guard let connection = connections[key] else { continue }
+        for subscriber in subscribers.values {
             var queued = false
-            for (requestID, after) in subscriptions where last.revision > after {
+            for (requestID, after) in subscriber.subscriptions where last.revision > after {
                 for frame in frames where frame.revision > after {
-                    connection.enqueue(.change(frame, requestID: requestID))
+                    subscriber.connection.enqueue(.change(frame, requestID: requestID))
                     queued = true
                 }
             }
-            if queued { connection.flush() }
+            if queued { subscriber.connection.flush() }
         }
     }
 }

@@ -20,6 +20,9 @@ final class ServerConnection: EventHandler {
     private let context: LoopBound<LoopContext>
     private var loop: EventLoop { context.eventLoop }
     private var registration: Registration?
+    /// What `registration` is watched for, kept here so that the flush after every delivery, which asks for
+    /// `.readable` again, costs no lookup in the loop's registration table.
+    private var registeredInterest: Interest = .readable
     private var session: ServerSession?
     private var machine = ServerConnectionMachine()
     var phase: ServerConnectionMachine.Phase { machine.phase }
@@ -430,9 +433,10 @@ final class ServerConnection: EventHandler {
     }
 
     private func setInterest(_ interest: Interest) {
-        guard let registration else { return }
+        guard let registration, interest != registeredInterest else { return }
         do {
             try loop.setInterest(interest, for: registration)
+            registeredInterest = interest
         } catch {
             abort("epoll: \(error.message)")
         }

@@ -123,9 +123,12 @@ struct ServerConnectionMachine {
         .setInterest(readingPaused ? .writable : .all)
     }
 
-    /// Everything queued is written (the socket took all of it).
-    mutating func drained(pendingWrites: Bool, tlsComplete: Bool, hasWholeFrame: Bool) -> Action {
-        if phase == .closing, !pendingWrites {
+    /// Everything queued is written (the socket took all of it). The facts are asked only when the phase needs
+    /// them: this runs after every delivery to every subscriber, where neither is needed.
+    mutating func drained(
+        pendingWrites: @autoclosure () -> Bool, tlsComplete: Bool, hasWholeFrame: @autoclosure () -> Bool
+    ) -> Action {
+        if phase == .closing, !pendingWrites() {
             if !closeNotifySent, tlsComplete {
                 // close_notify before the lingering close (RFC 8446 §6.1), so that the peer knows the stream ended
                 // whole rather than was cut.
@@ -137,7 +140,7 @@ struct ServerConnectionMachine {
         }
         if readingPaused, phase != .closing {
             readingPaused = false
-            if hasWholeFrame { return .answerBufferedFrames }
+            if hasWholeFrame() { return .answerBufferedFrames }
         }
         return .setInterest(phase == .closing ? .none : .readable)
     }
