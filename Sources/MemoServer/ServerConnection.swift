@@ -72,8 +72,9 @@ final class ServerConnection: EventHandler {
             server.connectionClosed()
             return
         }
-        context.value.connections[ObjectIdentifier(self)] = self
-        markActive()
+        let ctx = context.value
+        ctx.connections[ObjectIdentifier(self)] = self
+        markActive(ctx)
         let bound = LoopBound(self, eventLoop: loop)
         deadline = loop.schedule(after: .milliseconds(Int(server.limits.handshakeTimeout * 1000))) {
             bound.value.handshakeDeadlinePassed()
@@ -83,7 +84,7 @@ final class ServerConnection: EventHandler {
     // MARK: Reading
 
     func readable() {
-        markActive()
+        markActive(context.value)
         switch machine.readable() {
         case .read: readAndAnswer()
         case .discardInput: drainWhileClosing()
@@ -376,8 +377,8 @@ final class ServerConnection: EventHandler {
         }
     }
 
-    private func markActive() {
-        lastActiveTick = context.value.tick
+    private func markActive(_ ctx: LoopContext) {
+        lastActiveTick = ctx.tick
         buffersHeld = true
     }
 
@@ -395,8 +396,8 @@ final class ServerConnection: EventHandler {
     /// Writes as much as the socket takes: queued frames into TLS, TLS records into the socket.
     func flush() {
         guard phase != .closed else { return }
-        markActive()
         let ctx = context.value
+        markActive(ctx)
         while true {
             // Records TLS holds go straight to the socket through the loop's buffer; only what it refuses is kept.
             let result: TLSPump.FlushResult

@@ -238,14 +238,15 @@ struct ByteQueue {
         let innerLength = content.count + 1
         let recordLength = innerLength + TLS13Suite.tagLength
         let headerAt = storage.count
-        storage.append(23)
-        storage.append(3)
-        storage.append(3)
-        storage.append(UInt8(recordLength >> 8))
-        storage.append(UInt8(recordLength & 0xFF))
+        // Each piece is appended from contiguous bytes (a copy); appending byte by byte and the tag's zeros from
+        // `repeatElement` checked the array's capacity at every byte.
+        let header = (UInt8(23), UInt8(3), UInt8(3), UInt8(recordLength >> 8), UInt8(recordLength & 0xFF))
+        withUnsafeBytes(of: header) { storage.append(contentsOf: $0) }
         storage.append(contentsOf: content)
         storage.append(type)
-        storage.append(contentsOf: repeatElement(0, count: TLS13Suite.tagLength))
+        let tagSpace: (UInt64, UInt64) = (0, 0)
+        assert(MemoryLayout.size(ofValue: tagSpace) == TLS13Suite.tagLength)
+        withUnsafeBytes(of: tagSpace) { storage.append(contentsOf: $0) }
         return storage.withUnsafeMutableBytes { raw in
             let base = raw.baseAddress! + headerAt
             return seal(
