@@ -257,15 +257,20 @@ final class ServerConnection: EventHandler {
         // Consecutive writes go to the store as one batch, submitted before the next other action, so that
         // actions reach the store in the order they came. (Reads were answered while the session decoded the
         // frames: a read pipelined behind a write may not see it, as PROTOCOL.md says.)
-        var writes: [(requestID: UInt32, op: WriteOp)] = []
+        // The request ids and the operations in two arrays: the store takes the operations as they are, with no
+        // copy of a (request id, operation) pair per write.
+        var requestIDs: [UInt32] = []
+        var ops: [WriteOp] = []
         for action in actions {
             if case .submit(let requestID, let op) = action {
-                writes.append((requestID, op))
+                requestIDs.append(requestID)
+                ops.append(op)
                 continue
             }
-            if !writes.isEmpty {
-                submit(writes)
-                writes.removeAll()
+            if !ops.isEmpty {
+                submit(requestIDs, ops)
+                requestIDs = []
+                ops = []
                 if phase == .closed { return }
             }
             switch action {
@@ -289,14 +294,13 @@ final class ServerConnection: EventHandler {
             }
             if phase == .closed { return }
         }
-        if !writes.isEmpty { submit(writes) }
+        if !ops.isEmpty { submit(requestIDs, ops) }
     }
 
-    private func submit(_ writes: [(requestID: UInt32, op: WriteOp)]) {
+    private func submit(_ requestIDs: [UInt32], _ ops: [WriteOp]) {
         // Made per submit, not kept in a property: it holds this connection, which would then never be freed.
         let bound = LoopBound(self, eventLoop: loop)
-        let requestIDs = writes.map(\.requestID)
-        server.store.submit(writes.map(\.op)) { results in
+        server.store.submit(ops) { results in
             // The memory store answers at once, on this loop: no hop needed.
             if bound.eventLoop.inEventLoop {
                 // Answered while the requests are being handled: the flush after this read sends them.

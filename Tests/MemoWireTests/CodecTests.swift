@@ -170,6 +170,33 @@ struct CodecTests {
         #expect(ErrorCode.conflict.description == "201 conflict")
     }
 
+    /// The reader's UTF-8 check (decode with repair, then compare the bytes) accepts exactly what the standard
+    /// library's validating initialiser accepts, and gives back the same bytes.
+    @Test func utf8ValidationAgreesWithTheStandardLibrary() {
+        var cases: [[UInt8]] = [
+            [], [0], Array("abc".utf8), Array("안녕하세요 🎉".utf8), Array("a\u{FFFD}b".utf8), [0xEF, 0xBF, 0xBD],
+            [0xC3, 0x28], [0xED, 0xA0, 0x80], [0xC0, 0x80], [0xC1, 0xBF], [0xE0, 0x80, 0x80], [0xF0, 0x80, 0x80, 0x80],
+            [0xF4, 0x90, 0x80, 0x80], [0xF5, 0x80, 0x80, 0x80], [0xFF], [0xFE], [0x80], [0xBF], [0xE2, 0x82],
+            [0xF0, 0x9F, 0x8E], Array("가".decomposedStringWithCanonicalMapping.utf8), Array("가".utf8),
+        ]
+        // Random short strings over bytes that make every kind of sequence: ASCII, continuation, lead bytes.
+        let alphabet: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xDF, 0xE0, 0xE1,
+                                 0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
+        var generator = SeededGenerator(seed: 0x07F8)
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...6, using: &generator)
+            cases.append((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
+        }
+        var accepted = 0
+        for bytes in cases {
+            let ours = WireReader.validUTF8([0x20] + bytes + [0x20], 1..<(bytes.count + 1)).map { Array($0.utf8) }
+            let standard = String(validating: bytes, as: UTF8.self).map { Array($0.utf8) }
+            #expect(ours == standard, "bytes \(bytes)")
+            if ours != nil { accepted += 1; #expect(ours == bytes) }
+        }
+        #expect(accepted > 100 && accepted < cases.count)
+    }
+
     @Test func randomBytesNeverCrashTheDecoders() {
         var generator = SeededGenerator(seed: 0x5EED)
         var decodedFrames = 0
