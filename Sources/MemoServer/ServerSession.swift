@@ -41,7 +41,9 @@ struct ServerSession {
     private(set) var phase = Phase.awaitingHello
     private var decoder: FrameDecoder
     /// Writes waiting for the store, by request id (kept to name a refused write in the log).
-    private(set) var pendingWrites: [UInt32: WriteOp] = [:]
+    /// What each write in flight is (kind and memo id), for the log line if it is refused: not the whole operation,
+    /// whose content would be copied in and released again for every write.
+    private(set) var pendingWrites: [UInt32: WriteTarget] = [:]
     /// `list` answers queued but not yet sent in full: each holds a snapshot of every memo until it is.
     private(set) var pendingLists = 0
     /// Open subscriptions, by the request id of their `subscribe`.
@@ -194,12 +196,12 @@ struct ServerSession {
     private mutating func write(_ actions: inout [SessionAction], _ id: UInt32, _ op: WriteOp) {
         guard role == .readWrite else {
             let error = MemoError.permissionDenied("this client's certificate is read-only")
-            actions.append(.log(Self.refusal(requestID: id, op, error)))
+            actions.append(.log(Self.refusal(requestID: id, WriteTarget(op), error)))
             answer(&actions, id, .error(code: ErrorCode(error), message: "this client's certificate is read-only"))
             return
         }
         guard admitInFlight(&actions, id) else { return }
-        pendingWrites[id] = op
+        pendingWrites[id] = WriteTarget(op)
         actions.append(.submit(requestID: id, op: op))
     }
 
@@ -228,13 +230,8 @@ struct ServerSession {
 
     /// The log line of a write the store refused or failed: `refused` when the request was at fault,
     /// `storage error` when the store was.
-    static func refusal(requestID: UInt32, _ op: WriteOp, _ error: MemoError) -> LogLine {
-        let what: String
-        switch op {
-        case .create(let id, _, _, _): what = "create id=\(id.uuidString.lowercased())"
-        case .update(let id, _, _): what = "update id=\(id.uuidString.lowercased())"
-        case .delete(let id, _): what = "delete id=\(id.uuidString.lowercased())"
-        }
+    static func refusal(requestID: UInt32, _ target: WriteTarget, _ error: MemoError) -> LogLine {
+        let what = "\(target.verb) id=\(target.id.uuidString.lowercased())"
         let code = ErrorCode(error)
         return LogLine(event: code.rawValue >= 500 ? "storage error" : "refused",
                        detail: "request=\(requestID) \(what): \(code): \(error)")
@@ -261,5 +258,19 @@ struct ServerSession {
         actions.append(.send(Message.error(code: code, message: text).frame(requestID: requestID)))
         actions.append(.close(reason: "\(code.name): \(text)"))
         phase = .closed
+    }
+}
+
+/// The kind of a write and the memo it names: what a refusal's log line says about it.
+struct WriteTarget {
+    let verb: StaticString
+    let id: UUID
+
+    init(_ op: WriteOp) {
+        switch op {
+        case .create(let id, _, _, _): (verb, self.id) = ("create", id)
+        case .update(let id, _, _): (verb, self.id) = ("update", id)
+        case .delete(let id, _): (verb, self.id) = ("delete", id)
+        }
     }
 }

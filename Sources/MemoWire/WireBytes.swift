@@ -41,11 +41,28 @@ public struct WireWriter {
     }
 
     public mutating func memo(_ memo: Memo) {
-        uuid(memo.id)
-        u64(memo.revision)
-        i64(memo.insertMicros)
-        i64(memo.updateMicros)
-        string(memo.content)
+        // The fixed fields and the content's length as one 48-byte header, then the content: two appends rather
+        // than six (each `append(contentsOf:)` costs about 100 instructions however few its bytes).
+        var header = MemoHeader(
+            id: memo.id.uuid, revision: memo.revision.bigEndian, insert: UInt64(bitPattern: memo.insertMicros).bigEndian,
+            update: UInt64(bitPattern: memo.updateMicros).bigEndian, length: 0)
+        assert(MemoryLayout<MemoHeader>.offset(of: \MemoHeader.length) == MemoHeader.size - 4)
+        var content = memo.content
+        content.withUTF8 { utf8 in
+            header.length = UInt32(utf8.count).bigEndian
+            withUnsafeBytes(of: header) { raw in bytes.append(contentsOf: raw[..<MemoHeader.size]) }
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// A memo's fields before its content, in wire order (no padding before `length`: 16 + 8 + 8 + 8 + 4 bytes).
+    private struct MemoHeader {
+        static let size = 44
+        var id: uuid_t
+        var revision: UInt64
+        var insert: UInt64
+        var update: UInt64
+        var length: UInt32
     }
 
     /// Writes `value` at `offset` (for a length known only at the end).
