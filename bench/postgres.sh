@@ -7,6 +7,7 @@
 #   QUICK=1 bench/postgres.sh     smaller counts
 #   FANOUT=1 bench/postgres.sh    the fan-out figures only, with where the delay goes, stage by stage
 #   SUBS=20 bench/postgres.sh     another number of subscribers (1,000; 200 with QUICK)
+#   MEMO_THREADS=1 bench/postgres.sh   each memo-server with --threads 1 (two servers sharing two cores)
 #
 # It starts a throwaway PostgreSQL (initdb into a temporary folder, as the postgres user when run as root,
 # fsync on: the durable shapes are durable) on a free loopback port and stops everything when it ends.
@@ -43,7 +44,7 @@ MEMO_ADDRS=(); MEMO_PIDS=(); MEMO_LOGS=()
 start_memo() {
     local out="$WORK/memo-$RANDOM.out"
     MEMO_STAGE_TRACE="${2:-}" "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$1" \
-        --certs "$CERTS" >"$out" 2>"$out.log" &
+        --certs "$CERTS" ${MEMO_THREADS:+--threads "$MEMO_THREADS"} >"$out" 2>"$out.log" &
     PIDS+=("$!"); MEMO_PIDS+=("$!"); MEMO_LOGS+=("$out.log")
     for _ in $(seq 1 200); do grep -q "listening on" "$out" 2>/dev/null && break; sleep 0.05; done
     MEMO_ADDRS+=("$(sed -n 's/^listening on //p' "$out")")
