@@ -30,7 +30,13 @@ public struct FIFO<Element> {
         precondition(head < items.count, "removeFirst on an empty FIFO")
         head += 1
         if head == items.count {
-            items.removeAll(keepingCapacity: items.capacity <= 8)
+            if items.count == 1, items.capacity <= 8 {
+                // One item at a time (a subscriber's change): removeLast, not removeAll's generic range
+                // replacement (about 150 instructions per delivery).
+                items.removeLast()
+            } else {
+                items.removeAll(keepingCapacity: items.capacity <= 8)
+            }
             head = 0
         } else if head >= 64, head * 2 >= items.count {
             items.removeFirst(head)
