@@ -105,6 +105,33 @@ import Testing
         #expect(memo.content == "x")
     }
 
+    /// A write the store refuses is answered with the error and logged with its kind and memo id (the session keeps
+    /// only those for a write in flight, not the whole operation).
+    @Test func aRefusedWriteIsLoggedWithItsKindAndMemoID() throws {
+        var session = session()
+        _ = feed(&session, hello())
+        let id = UUID()
+        let actions = feed(&session, Message.update(id: id, expectedRevision: nil, content: "y").frame(requestID: 9))
+        guard case .submit(9, let op) = try #require(actions.first) else {
+            Issue.record("no submit: \(actions)")
+            return
+        }
+        let answer = Mutex<Result<WriteOutcome, MemoError>?>(nil)
+        store.submit([op]) { results in answer.withLock { $0 = results[0] } }
+        let (frame, line) = session.completed(requestID: 9, try #require(answer.withLock { $0 }))
+        let logged = try #require(line)
+        #expect(logged.event == "refused")
+        #expect(logged.detail.hasPrefix("request=9 update id=\(id.uuidString.lowercased()): 200 not-found"))
+        #expect(!session.hasPendingWrites)
+        var decoder = FrameDecoder()
+        decoder.append(frame)
+        guard case .error(let code, _) = try Message(frame: try #require(try decoder.next())) else {
+            Issue.record("the answer is not an error")
+            return
+        }
+        #expect(code == .notFound)
+    }
+
     @Test func theOutputBudgetLeavesWholeFramesBuffered() {
         var session = session()
         _ = feed(&session, hello())
