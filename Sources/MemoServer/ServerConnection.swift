@@ -421,6 +421,26 @@ final class ServerConnection: EventHandler {
             ctx.writer.bytes.removeAll(keepingCapacity: true)
             let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
             if listsSent > 0 { session?.listsSent(listsSent) }
+            // Nothing is pending here (the pump drained it all), so one record's worth (a change for a subscriber,
+            // a few answers) is sealed straight into the loop's buffer and written from there; more, or a record
+            // behind a KeyUpdate, goes through TLS's queue and the pump.
+            let direct: TLSPump.FlushResult?
+            do {
+                direct = try sealDirect(ctx)
+            } catch let error as TLSError {
+                abort("TLS write failed: \(error.kind.summary)")
+                return
+            } catch {
+                abort("write failed: \(error)")
+                return
+            }
+            if let direct {
+                if direct == .blocked {
+                    run(machine.writeBlocked())
+                    return
+                }
+                continue
+            }
             do throws(TLSError) {
                 try tls.writePlaintext(ctx.writer.bytes)
             } catch {
@@ -435,6 +455,15 @@ final class ServerConnection: EventHandler {
         run(machine.drained(
             pendingWrites: session?.hasPendingWrites == true, tlsComplete: tls.isHandshakeComplete,
             hasWholeFrame: session?.hasWholeFrame == true))
+    }
+
+    /// Seals the writer's bytes into the loop's cipher buffer as one record and writes it; nil when they must go
+    /// through TLS's queue instead (see `TLSEngine.sealDirect`).
+    private func sealDirect(_ ctx: LoopContext) throws -> TLSPump.FlushResult? {
+        try ctx.cipherBuffer.withUnsafeMutableBytes { scratch -> TLSPump.FlushResult? in
+            guard let length = try tls.sealDirect(ctx.writer.bytes, into: scratch) else { return nil }
+            return try pump.write(UnsafeRawBufferPointer(rebasing: scratch[..<length]), to: socket)
+        }
     }
 
     private func setInterest(_ interest: Interest) {

@@ -365,6 +365,26 @@ public final class TLSEngine: @unchecked Sendable {
         }
     }
 
+    /// Seals `plaintext` as one record straight into `buffer` when no ciphertext is queued before it, for a caller
+    /// that writes `buffer` to the socket itself (a fan-out delivery: one small record, no copy through the
+    /// outbound queue). - Returns: the bytes written to `buffer`, or nil when the plaintext must go through
+    /// `writePlaintext` (ciphertext queued, a KeyUpdate due, more than one record's worth, OpenSSL's own records).
+    public func sealDirect(_ plaintext: [UInt8], into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int? {
+        if let failure { throw failure }
+        guard let records, isHandshakeComplete else { return nil }
+        let result = plaintext.withUnsafeBytes { raw -> Result<Int?, RecordFailure> in
+            do throws(RecordFailure) {
+                return .success(try records.sealDirect(raw, into: buffer))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let length): return length
+        case .failure(let error): throw fail(recordError(error, operation: "TLS write (\(side))"))
+        }
+    }
+
     /// Encrypts `plaintext` into outbound records. Call only after the handshake is done.
     ///
     /// The array form the server and client write from: the generic form below runs unspecialised from other

@@ -235,26 +235,36 @@ struct ByteQueue {
         type: UInt8, content: UnsafeRawBufferPointer,
         seal: (UnsafeRawPointer, UnsafeMutableRawBufferPointer, UnsafeMutableRawPointer) -> Bool
     ) -> Bool {
-        let innerLength = content.count + 1
-        let recordLength = innerLength + TLS13Suite.tagLength
         // The record is built and sealed in a scratch buffer (on the stack when small) and appended in one copy:
         // appending its pieces one at a time cost about 100 instructions each in Array's generic append.
-        return withUnsafeTemporaryAllocation(byteCount: 5 + recordLength, alignment: 1) { record in
-            let base = record.baseAddress!
-            base.storeBytes(of: 23, toByteOffset: 0, as: UInt8.self)
-            base.storeBytes(of: 3, toByteOffset: 1, as: UInt8.self)
-            base.storeBytes(of: 3, toByteOffset: 2, as: UInt8.self)
-            base.storeBytes(of: UInt8(recordLength >> 8), toByteOffset: 3, as: UInt8.self)
-            base.storeBytes(of: UInt8(recordLength & 0xFF), toByteOffset: 4, as: UInt8.self)
-            if let source = content.baseAddress { (base + 5).copyMemory(from: source, byteCount: content.count) }
-            base.storeBytes(of: type, toByteOffset: 5 + content.count, as: UInt8.self)
-            (base + 5 + innerLength).initializeMemory(as: UInt8.self, repeating: 0, count: TLS13Suite.tagLength)
-            guard seal(base, UnsafeMutableRawBufferPointer(start: base + 5, count: innerLength),
-                       base + 5 + innerLength)
-            else { return false }
+        withUnsafeTemporaryAllocation(byteCount: Self.recordLength(content.count), alignment: 1) { record in
+            guard Self.buildRecord(type: type, content: content, at: record.baseAddress!, seal: seal) else {
+                return false
+            }
             storage.append(contentsOf: UnsafeRawBufferPointer(record))
             return true
         }
+    }
+
+    /// The length of the record that carries `contentLength` bytes: header, content, content type and tag.
+    static func recordLength(_ contentLength: Int) -> Int { 5 + contentLength + 1 + TLS13Suite.tagLength }
+
+    /// Writes the record of `content` at `base` (`recordLength(content.count)` bytes) and seals it in place.
+    static func buildRecord(
+        type: UInt8, content: UnsafeRawBufferPointer, at base: UnsafeMutableRawPointer,
+        seal: (UnsafeRawPointer, UnsafeMutableRawBufferPointer, UnsafeMutableRawPointer) -> Bool
+    ) -> Bool {
+        let innerLength = content.count + 1
+        let recordLength = innerLength + TLS13Suite.tagLength
+        base.storeBytes(of: 23, toByteOffset: 0, as: UInt8.self)
+        base.storeBytes(of: 3, toByteOffset: 1, as: UInt8.self)
+        base.storeBytes(of: 3, toByteOffset: 2, as: UInt8.self)
+        base.storeBytes(of: UInt8(recordLength >> 8), toByteOffset: 3, as: UInt8.self)
+        base.storeBytes(of: UInt8(recordLength & 0xFF), toByteOffset: 4, as: UInt8.self)
+        if let source = content.baseAddress { (base + 5).copyMemory(from: source, byteCount: content.count) }
+        base.storeBytes(of: type, toByteOffset: 5 + content.count, as: UInt8.self)
+        (base + 5 + innerLength).initializeMemory(as: UInt8.self, repeating: 0, count: TLS13Suite.tagLength)
+        return seal(base, UnsafeMutableRawBufferPointer(start: base + 5, count: innerLength), base + 5 + innerLength)
     }
 }
 
@@ -345,6 +355,22 @@ final class TLSRecordLayer {
             try sealRecord(type: 23, UnsafeRawBufferPointer(rebasing: plaintext[offset..<end]))
             offset = end
         }
+    }
+
+    /// Seals `plaintext` as one application data record straight into `buffer`, when nothing is queued before it,
+    /// no KeyUpdate is due and it fits: the caller writes `buffer` to the socket itself, with no copy through the
+    /// outbound queue. - Returns: the record's length, or nil when the caller must use `seal`.
+    func sealDirect(
+        _ plaintext: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer
+    ) throws(RecordFailure) -> Int? {
+        let length = ByteQueue.recordLength(plaintext.count)
+        guard outbound.isEmpty, !updateOwed, write.sequence < recordsPerKey, !plaintext.isEmpty,
+              plaintext.count <= Self.maxPlaintext, length <= buffer.count, let base = buffer.baseAddress
+        else { return nil }
+        guard ByteQueue.buildRecord(type: 23, content: plaintext, at: base, seal: write.crypt) else {
+            throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a record failed")
+        }
+        return length
     }
 
     /// Queues close_notify.

@@ -73,6 +73,21 @@ public struct TLSPump {
         }
     }
 
+    /// Writes ciphertext the caller sealed into its own buffer (`TLSEngine.sealDirect`); what the socket refuses is
+    /// kept and sent by the next `flush`, as `flush` keeps it. Call only when `isEmpty` and the engine holds no
+    /// ciphertext, so that the bytes go out in order.
+    public mutating func write(_ bytes: UnsafeRawBufferPointer, to socket: TCPSocket) throws(NetError) -> FlushResult {
+        precondition(isEmpty, "TLSPump.write with ciphertext still pending")
+        let written: Int
+        switch try socket.write(bytes) {
+        case .wrote(let count): written = count
+        case .wouldBlock: written = 0
+        }
+        guard written < bytes.count else { return .drained }
+        pending.append(contentsOf: bytes[written...])
+        return .blocked
+    }
+
     /// True when no ciphertext waits for the socket (the engine may still hold records).
     public var isEmpty: Bool { pendingOffset == pending.count }
 

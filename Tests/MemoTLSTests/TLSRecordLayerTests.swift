@@ -118,6 +118,54 @@ struct TLSRecordLayerTests {
         }
     }
 
+    /// `sealDirect` (a fan-out delivery sealed straight into the loop's buffer) makes the same records as the queue,
+    /// never overtakes queued ciphertext, and steps aside for the record limit's KeyUpdate, a record too long for
+    /// one record and a buffer too small; both kinds of peer read everything in order.
+    @Test(arguments: [TLSRecordLayerChoice.handOff, .openSSL])
+    func recordsSealedStraightIntoABufferKeepTheirOrder(receiver: TLSRecordLayerChoice) throws {
+        try withTemporaryDirectory { dir in
+            let fixture = try TLSFixture(directory: dir)
+            let (client, server) = try Self.pair(fixture, client: receiver, server: .handOff)
+            let layer = try #require(server.recordLayer)
+            layer.recordsPerKey = 4
+            var scratch = [UInt8](repeating: 0, count: 32 * 1024)
+            var sent: [UInt8] = []
+            var received: [UInt8] = []
+            var direct = 0
+            for index in 0..<24 {
+                let message = Array("message \(index)".utf8)
+                sent += message
+                let sealed = try scratch.withUnsafeMutableBytes { try server.sealDirect(message, into: $0) }
+                if let sealed {
+                    direct += 1
+                    #expect(sealed == 5 + message.count + 1 + 16)
+                    #expect(!server.hasOutbound)
+                    scratch.withUnsafeBytes { client.feed(UnsafeRawBufferPointer(rebasing: $0[..<sealed])) }
+                    _ = try client.readPlaintext(into: &received)
+                } else {
+                    try server.writePlaintext(message)
+                    _ = try transfer(from: server, to: client, chunk: 1 << 20, into: &received)
+                }
+                if index % 5 == 0 {
+                    // Ciphertext queued and not yet sent: the next record must wait behind it.
+                    let queued = Array("queued \(index)".utf8)
+                    sent += queued
+                    try server.writePlaintext(queued)
+                    #expect(try scratch.withUnsafeMutableBytes { try server.sealDirect([1], into: $0) } == nil)
+                    _ = try transfer(from: server, to: client, chunk: 1 << 20, into: &received)
+                }
+            }
+            #expect(received == sent)
+            // Four records per key: every fifth record went through the queue behind its KeyUpdate.
+            #expect(direct > 0 && direct < 24)
+            let tooLong = [UInt8](repeating: 7, count: TLSRecordLayer.maxPlaintext + 1)
+            #expect(try scratch.withUnsafeMutableBytes { try server.sealDirect(tooLong, into: $0) } == nil)
+            var small = [UInt8](repeating: 0, count: 10)
+            #expect(try small.withUnsafeMutableBytes { try server.sealDirect([1, 2, 3], into: $0) } == nil)
+            #expect(try scratch.withUnsafeMutableBytes { try server.sealDirect([], into: $0) } == nil)
+        }
+    }
+
     @Test(arguments: [TLSRecordLayerChoice.handOff, .openSSL])
     func aTamperedRecordIsRefusedWithBadRecordMAC(sender: TLSRecordLayerChoice) throws {
         try withTemporaryDirectory { dir in
