@@ -434,21 +434,20 @@ final class ServerConnection: EventHandler {
                 abort("write failed: \(error)")
                 return
             }
-            if let direct {
-                if direct == .blocked {
-                    run(machine.writeBlocked())
+            if direct == nil {
+                do throws(TLSError) {
+                    try tls.writePlaintext(ctx.writer.bytes)
+                } catch {
+                    abort("TLS write failed: \(error.kind.summary)")
                     return
                 }
-                continue
-            }
-            do throws(TLSError) {
-                try tls.writePlaintext(ctx.writer.bytes)
-            } catch {
-                abort("TLS write failed: \(error.kind.summary)")
-                return
             }
             if ctx.writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize {
                 ctx.writer = WireWriter(capacity: 64 * 1024)
+            }
+            if direct == .blocked {
+                run(machine.writeBlocked())
+                return
             }
         }
         // Everything is written.
