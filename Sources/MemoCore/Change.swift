@@ -68,15 +68,20 @@ public struct ChangeHistory: Sendable {
     public var oldestResumable: UInt64 { head - UInt64(ring.count) }
 
     /// Appends the next change; its revision must be `head + 1`.
-    public mutating func append(_ change: Change) {
+    /// - Returns: the oldest change, when the history was full and let it go: a caller holding a lock can drop it
+    ///   after unlocking (freeing a change a hundred thousand revisions old misses the cache twice).
+    @discardableResult
+    public mutating func append(_ change: Change) -> Change? {
         precondition(change.revision == head + 1, "history revisions must be contiguous")
         head = change.revision
         if ring.count < capacity {
             ring.append(change)
-        } else {
-            ring[start] = change
-            start = (start + 1) % capacity
+            return nil
         }
+        let oldest = ring[start]
+        ring[start] = change
+        start = (start + 1) % capacity
+        return oldest
     }
 
     /// Every change after `revision`, oldest first.

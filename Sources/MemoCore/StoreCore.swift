@@ -68,6 +68,8 @@ public final class StoreCore: Sendable {
     public func planAndApply(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
         var lists = ListDeliveries()
+        // Changes the history let go, freed after the lock is released (they hold the store's lock longest).
+        var evicted: [Change] = []
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
@@ -79,7 +81,7 @@ public final class StoreCore: Sendable {
                 do throws(MemoError) {
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros)
                     if case .change(let change) = outcome {
-                        pending.append(applyLocked(change, to: &inner, edits: &edits))
+                        pending.append(applyLocked(change, to: &inner, edits: &edits, evicted: &evicted))
                     }
                     results.append(.success(outcome))
                 } catch {
@@ -96,11 +98,14 @@ public final class StoreCore: Sendable {
     /// Applies changes that were planned (and made durable) in revision order, and tells the watchers.
     public func apply(_ changes: [Change]) {
         guard !changes.isEmpty else { return }
+        var evicted: [Change] = []
         let (pending, lists) = inner.withLock { inner in
             var pending: [Subject<WatchEvent>.PendingDelivery] = []
             pending.reserveCapacity(changes.count)
             var edits: [ListEdit] = []
-            for change in changes { pending.append(applyLocked(change, to: &inner, edits: &edits)) }
+            for change in changes {
+                pending.append(applyLocked(change, to: &inner, edits: &edits, evicted: &evicted))
+            }
             return (pending, queueLists(in: inner, edits: edits))
         }
         StageTrace.record(.applied, changes)
@@ -110,7 +115,7 @@ public final class StoreCore: Sendable {
     /// Applies one change to the table and the history, tells the observers and queues it for the watchers;
     /// when someone watches the list's positions, adds the change's edit to `edits` (O(log N)).
     private func applyLocked(
-        _ change: Change, to inner: inout Inner, edits: inout [ListEdit]
+        _ change: Change, to inner: inout Inner, edits: inout [ListEdit], evicted: inout [Change]
     ) -> Subject<WatchEvent>.PendingDelivery {
         // A change keeps the memo's insert date, so its key finds the old place as well as the new.
         if inner.listDeltas != nil, change.kind == .deleted {
@@ -122,7 +127,7 @@ public final class StoreCore: Sendable {
             let memo = change.memo
             edits.append(change.kind == .created ? .insert(memo, at: position) : .update(memo, at: position))
         }
-        inner.history.append(change)
+        if let oldest = inner.history.append(change) { evicted.append(oldest) }
         for observer in inner.observers.values { observer(change) }
         return events.enqueue(.change(change))
     }
