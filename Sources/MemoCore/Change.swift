@@ -78,10 +78,11 @@ public struct ChangeHistory: Sendable {
             ring.append(change)
             return nil
         }
-        let oldest = ring[start]
-        ring[start] = change
+        // Swapped out, not copied: a copy would retain the old change (touching its cold memory under the lock).
+        var taken = change
+        swap(&ring[start], &taken)
         start = (start + 1) % capacity
-        return oldest
+        return taken
     }
 
     /// Every change after `revision`, oldest first.
