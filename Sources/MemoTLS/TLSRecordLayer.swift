@@ -364,7 +364,7 @@ final class TLSRecordLayer {
         _ plaintext: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer
     ) throws(RecordFailure) -> Int? {
         let length = ByteQueue.recordLength(plaintext.count)
-        guard outbound.isEmpty, !updateOwed, write.sequence < recordsPerKey, !plaintext.isEmpty,
+        guard outbound.isEmpty, !keyUpdateDue, !plaintext.isEmpty,
               plaintext.count <= Self.maxPlaintext, length <= buffer.count, let base = buffer.baseAddress
         else { return nil }
         guard ByteQueue.buildRecord(type: 23, content: plaintext, at: base, seal: write.crypt) else {
@@ -395,8 +395,11 @@ final class TLSRecordLayer {
 
     var retainedBytes: Int { outbound.capacity + handshakeBytes.capacity }
 
+    /// Whether our next record must be preceded by a KeyUpdate: the peer asked for one, or the key's limit is near.
+    private var keyUpdateDue: Bool { updateOwed || write.sequence >= recordsPerKey }
+
     private func sealRecord(type: UInt8, _ content: UnsafeRawBufferPointer) throws(RecordFailure) {
-        if updateOwed || write.sequence >= recordsPerKey { try updateWriteKey() }
+        if keyUpdateDue { try updateWriteKey() }
         guard outbound.appendRecord(type: type, content: content, seal: write.crypt) else {
             throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a record failed")
         }

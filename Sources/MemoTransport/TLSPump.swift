@@ -60,22 +60,15 @@ public struct TLSPump {
             }
             guard tls.hasOutbound else { return .drained }
             let taken = tls.takeOutbound(into: scratch)
-            let result = try socket.write(UnsafeRawBufferPointer(rebasing: scratch[..<taken]))
-            let written: Int
-            switch result {
-            case .wrote(let count): written = count
-            case .wouldBlock: written = 0
-            }
-            if written < taken {
-                pending.append(contentsOf: scratch[written..<taken])
+            if try write(UnsafeRawBufferPointer(rebasing: scratch[..<taken]), to: socket) == .blocked {
                 return .blocked
             }
         }
     }
 
-    /// Writes ciphertext the caller sealed into its own buffer (`TLSEngine.sealDirect`); what the socket refuses is
-    /// kept and sent by the next `flush`, as `flush` keeps it. Call only when `isEmpty` and the engine holds no
-    /// ciphertext, so that the bytes go out in order.
+    /// Writes ciphertext from the caller's buffer (records taken from the engine by `flush`, or sealed there by
+    /// `TLSEngine.sealDirect`); what the socket refuses is kept and sent by the next `flush`. Call only when
+    /// `isEmpty` and the engine holds no ciphertext before these bytes, so that they go out in order.
     public mutating func write(_ bytes: UnsafeRawBufferPointer, to socket: TCPSocket) throws(NetError) -> FlushResult {
         precondition(isEmpty, "TLSPump.write with ciphertext still pending")
         let written: Int
