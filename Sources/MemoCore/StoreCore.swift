@@ -68,7 +68,8 @@ public final class StoreCore: Sendable {
     public func planAndApply(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
         var lists = ListDeliveries()
-        // Changes the history let go, freed after the lock is released (they hold the store's lock longest).
+        // Changes the history let go, freed after the lock is released: freeing one under the lock touched cold
+        // memory while the other loop waited.
         var evicted: [Change] = []
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }

@@ -41,7 +41,7 @@ public struct WireWriter {
     }
 
     public mutating func memo(_ memo: Memo) {
-        // The fixed fields and the content's length as one 48-byte header, then the content: two appends rather
+        // The fixed fields and the content's length as one 44-byte header, then the content: two appends rather
         // than six (each `append(contentsOf:)` costs about 100 instructions however few its bytes).
         var header = MemoHeader(
             id: memo.id.uuid, revision: memo.revision.bigEndian, insert: UInt64(bitPattern: memo.insertMicros).bigEndian,
