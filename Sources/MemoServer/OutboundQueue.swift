@@ -106,6 +106,30 @@ struct OutboundQueue {
         items.append(item)
     }
 
+    /// Queues `message`'s frame. A small one is encoded straight into the tail, with no array of its own (one
+    /// allocation and one copy fewer per answered write); a larger one is queued as `append(.frame)` queues it.
+    mutating func append(_ message: Message, requestID: UInt32) {
+        if tailOffset == tail.count {
+            tail.removeAll(keepingCapacity: tail.capacity <= 64 * 1024)
+            tailOffset = 0
+        }
+        let start = tail.count
+        // The writer takes the tail's storage for the encoding (a swap, so it stays uniquely held and grows in
+        // place) and gives it back.
+        var writer = WireWriter(capacity: 0)
+        swap(&writer.bytes, &tail)
+        message.encode(into: &writer, requestID: requestID)
+        swap(&writer.bytes, &tail)
+        let size = tail.count - start
+        if size <= Self.smallFrame {
+            queuedBytes += size
+            return
+        }
+        let frame = Array(tail[start...])
+        tail.removeSubrange(start...)
+        append(.frame(frame))
+    }
+
     /// Puts the unsent tail behind the items, so that what comes next goes after it.
     private mutating func moveTailToItems() {
         guard tailOffset < tail.count else { return }

@@ -315,11 +315,11 @@ final class ServerConnection: EventHandler {
         _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
     ) {
         for (requestID, result) in zip(requestIDs, results) {
-            guard machine.storeAnswered(), let (frame, line) = session?.completed(requestID: requestID, result) else {
+            guard machine.storeAnswered(), let (answer, line) = session?.completed(requestID: requestID, result) else {
                 return
             }
             if let line { logLine(line) }
-            enqueue(.frame(frame))
+            enqueue(answer, requestID: requestID)
         }
         if now { flush() }
     }
@@ -362,6 +362,13 @@ final class ServerConnection: EventHandler {
         // Once lingering, our sending side is shut: answers to what is still being processed have nowhere to go.
         guard machine.acceptsOutput else { return }
         outbound.append(item)
+        checkOutboundLimit()
+    }
+
+    /// Queues `message`'s frame, encoded into the queue (see `OutboundQueue.append(_:requestID:)`).
+    func enqueue(_ message: Message, requestID: UInt32) {
+        guard machine.acceptsOutput else { return }
+        outbound.append(message, requestID: requestID)
         checkOutboundLimit()
     }
 

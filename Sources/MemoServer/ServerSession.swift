@@ -81,16 +81,19 @@ struct ServerSession {
         var produced = 0
         while phase != .closed, produced < outputBudget {
             let before = actions.count
-            let frame: Frame
+            let type: UInt8
+            let requestID: UInt32
+            var payload: WireReader
             do throws(WireError) {
-                guard let next = try decoder.next() else { break }
-                frame = next
+                // The payload is decoded where it lies in the decoder's buffer, not copied out first.
+                guard let next = try decoder.nextPayload() else { break }
+                (type, requestID, payload) = next
                 framesReceived += 1
             } catch {
                 fail(&actions, requestID: 0, code: error.code, error.description)
                 break
             }
-            handle(frame, store: store, into: &actions)
+            handle(type: type, requestID: requestID, payload: &payload, store: store, into: &actions)
             for action in actions[before...] {
                 switch action {
                 // Counted with what holding them costs until the connection queues them (the array's header,
@@ -108,11 +111,13 @@ struct ServerSession {
     /// Whether a whole frame is buffered, not yet taken because the output budget ran out.
     var hasWholeFrame: Bool { phase != .closed && decoder.hasWholeFrame }
 
-    private mutating func handle(_ frame: Frame, store: some ServingStore, into actions: inout [SessionAction]) {
-        let id = frame.requestID
+    private mutating func handle(
+        type: UInt8, requestID id: UInt32, payload: inout WireReader, store: some ServingStore,
+        into actions: inout [SessionAction]
+    ) {
         let message: Message
         do throws(WireError) {
-            message = try Message(frame: frame)
+            message = try Message(type: type, payload: &payload)
         } catch {
             fail(&actions, requestID: id, code: error.code, error.description)
             return
@@ -214,17 +219,17 @@ struct ServerSession {
         return true
     }
 
-    /// A write finished: the frame that answers it, and for a refused or failed write the line to log.
+    /// A write finished: the message that answers it, and for a refused or failed write the line to log.
     mutating func completed(
         requestID: UInt32, _ result: Result<WriteOutcome, MemoError>
-    ) -> (frame: [UInt8], log: LogLine?) {
+    ) -> (answer: Message, log: LogLine?) {
         let op = pendingWrites.removeValue(forKey: requestID)
         switch result {
         case .success(let outcome):
-            return (Message.memo(outcome.memo).frame(requestID: requestID), nil)
+            return (.memo(outcome.memo), nil)
         case .failure(let error):
-            let frame = Message.error(code: ErrorCode(error), message: error.description).frame(requestID: requestID)
-            return (frame, op.map { Self.refusal(requestID: requestID, $0, error) })
+            let answer = Message.error(code: ErrorCode(error), message: error.description)
+            return (answer, op.map { Self.refusal(requestID: requestID, $0, error) })
         }
     }
 

@@ -79,6 +79,20 @@ public struct FrameDecoder: Sendable {
     /// The next whole frame, or nil when more bytes are needed.
     /// - Throws: `frameTooLarge` or `frameTooShort`; the stream cannot be resynchronised after either.
     public mutating func next() throws(WireError) -> Frame? {
+        guard let (type, requestID, payload) = try nextRange() else { return nil }
+        return Frame(type: type, requestID: requestID, payload: Array(buffer[payload]))
+    }
+
+    /// Like `next`, but the payload is read where it lies in the decoder's buffer instead of being copied into an
+    /// array of its own (the server decodes every request this way: one allocation and copy fewer per request).
+    /// The reader holds the buffer; let it go before appending again, or the append copies the buffer.
+    public mutating func nextPayload() throws(WireError) -> (type: UInt8, requestID: UInt32, payload: WireReader)? {
+        guard let (type, requestID, payload) = try nextRange() else { return nil }
+        return (type, requestID, WireReader(buffer, range: payload))
+    }
+
+    /// The next whole frame's type, request id and where its payload lies in `buffer`, consumed.
+    private mutating func nextRange() throws(WireError) -> (UInt8, UInt32, Range<Int>)? {
         let available = buffer.count - readIndex
         guard available >= 4 else { return nil }
         var length: UInt32 = 0
@@ -92,8 +106,7 @@ public struct FrameDecoder: Sendable {
         let type = buffer[start]
         var requestID: UInt32 = 0
         for i in 1...4 { requestID = requestID << 8 | UInt32(buffer[start + i]) }
-        let payload = Array(buffer[(start + 5)..<(start + Int(length))])
         readIndex = start + Int(length)
-        return Frame(type: type, requestID: requestID, payload: payload)
+        return (type, requestID, (start + 5)..<readIndex)
     }
 }

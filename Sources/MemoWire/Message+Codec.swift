@@ -107,8 +107,14 @@ extension Message {
     /// - Throws: `WireError` for an unknown type, a field past the end, invalid UTF-8, an undefined value, a count
     ///   that cannot fit, or bytes left over.
     public init(frame: Frame) throws(WireError) {
-        guard let kind = Kind(rawValue: frame.type) else { throw .unknownMessageType(frame.type) }
-        var r = WireReader(frame.payload)
+        var reader = WireReader(frame.payload)
+        try self.init(type: frame.type, payload: &reader)
+    }
+
+    /// Decodes the message of type `type` from `r`, which holds its payload and nothing else (a frame the
+    /// decoder has not copied out: `FrameDecoder.nextPayload`).
+    public init(type: UInt8, payload r: inout WireReader) throws(WireError) {
+        guard let kind = Kind(rawValue: type) else { throw .unknownMessageType(type) }
         switch kind {
         case .hello:
             self = .hello(minVersion: try r.u16("min version"), maxVersion: try r.u16("max version"),

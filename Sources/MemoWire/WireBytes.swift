@@ -77,13 +77,23 @@ public struct WireWriter {
 public struct WireReader {
     private let bytes: [UInt8]
     private var index: Int
+    private let end: Int
 
     public init(_ bytes: [UInt8]) {
         self.bytes = bytes
         index = 0
+        end = bytes.count
     }
 
-    public var remaining: Int { bytes.count - index }
+    /// Reads `bytes[range]` in place: a frame's payload straight from the decoder's buffer, with no copy of it.
+    public init(_ bytes: [UInt8], range: Range<Int>) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "the range must lie in the bytes")
+        self.bytes = bytes
+        index = range.lowerBound
+        end = range.upperBound
+    }
+
+    public var remaining: Int { end - index }
 
     private mutating func take(_ count: Int, _ field: String) throws(WireError) -> Int {
         guard count <= remaining else { throw .truncated(field: field) }

@@ -105,6 +105,31 @@ import Testing
         #expect(try #require(try decoder.next()).requestID == 77)
     }
 
+    /// An answer encoded into the queue comes out as the same bytes as its frame, in its place among the frames
+    /// queued before and after it, and counts its bytes; one too large for the tail becomes an item of its own.
+    @Test func messagesEncodedIntoTheQueueKeepTheirPlaceAndBytes() throws {
+        let memo = Memo(id: UUID(), content: "answer", insertMicros: 1, updateMicros: 2, revision: 3)
+        let small = Message.memo(memo)
+        let large = Message.memo(Memo(id: UUID(), content: String(repeating: "L", count: OutboundQueue.smallFrame),
+                                      insertMicros: 1, updateMicros: 1, revision: 4))
+        var queue = OutboundQueue()
+        queue.append(.frame(frame(10, 1)))
+        queue.append(small, requestID: 7)
+        #expect(queue.queuedBytes == 10 + small.frame(requestID: 7).count)
+        queue.append(large, requestID: 8)
+        queue.append(small, requestID: 9)
+        queue.append(.frame(frame(OutboundQueue.smallFrame + 1, 2)))
+        let overhead = OutboundQueue.arrayOverhead + OutboundQueue.itemOverhead
+        let expected = frame(10, 1) + small.frame(requestID: 7) + large.frame(requestID: 8)
+            + small.frame(requestID: 9) + frame(OutboundQueue.smallFrame + 1, 2)
+        // The tail before the large answer and the one before the large frame each moved behind it as an item.
+        #expect(queue.queuedBytes == expected.count + 4 * overhead)
+        let (bytes, _) = drain(&queue, limit: 1000)
+        #expect(bytes == expected)
+        #expect(queue.queuedBytes == 0)
+        #expect(queue.heldBytes == 0)
+    }
+
     @Test func removeAllEmptiesEverything() {
         var queue = OutboundQueue()
         queue.append(.frame(frame(10, 1)))

@@ -93,12 +93,10 @@ import Testing
         // The memory store answers at once, on this thread.
         let answer = Mutex<Result<WriteOutcome, MemoError>?>(nil)
         store.submit([op]) { results in answer.withLock { $0 = results[0] } }
-        let (frame, line) = session.completed(requestID: 7, try #require(answer.withLock { $0 }))
+        let (message, line) = session.completed(requestID: 7, try #require(answer.withLock { $0 }))
         #expect(line == nil)
         #expect(!session.hasPendingWrites)
-        var decoder = FrameDecoder()
-        decoder.append(frame)
-        guard case .memo(let memo) = try Message(frame: try #require(try decoder.next())) else {
+        guard case .memo(let memo) = message else {
             Issue.record("the answer is not a memo")
             return
         }
@@ -118,14 +116,12 @@ import Testing
         }
         let answer = Mutex<Result<WriteOutcome, MemoError>?>(nil)
         store.submit([op]) { results in answer.withLock { $0 = results[0] } }
-        let (frame, line) = session.completed(requestID: 9, try #require(answer.withLock { $0 }))
+        let (message, line) = session.completed(requestID: 9, try #require(answer.withLock { $0 }))
         let logged = try #require(line)
         #expect(logged.event == "refused")
         #expect(logged.detail.hasPrefix("request=9 update id=\(id.uuidString.lowercased()): 200 not-found"))
         #expect(!session.hasPendingWrites)
-        var decoder = FrameDecoder()
-        decoder.append(frame)
-        guard case .error(let code, _) = try Message(frame: try #require(try decoder.next())) else {
+        guard case .error(let code, _) = message else {
             Issue.record("the answer is not an error")
             return
         }

@@ -102,6 +102,53 @@ struct CodecTests {
         #expect(try allAtOnce.map { try Message(frame: $0) } == sampleMessages)
     }
 
+    /// The server decodes payloads where they lie in the decoder's buffer: the same messages as the copying path,
+    /// in the same order, with the same request ids.
+    @Test func payloadsReadInPlaceDecodeAsCopiedFramesDo() throws {
+        var decoder = FrameDecoder()
+        decoder.append(sampleMessages.enumerated().flatMap { $1.frame(requestID: UInt32($0)) })
+        var decoded: [Message] = []
+        while let (type, requestID, payload) = try decoder.nextPayload() {
+            var reader = payload
+            #expect(requestID == UInt32(decoded.count))
+            #expect(type == sampleMessages[decoded.count].kind.rawValue)
+            decoded.append(try Message(type: type, payload: &reader))
+        }
+        #expect(decoded == sampleMessages)
+        #expect(decoder.bufferedByteCount == 0)
+    }
+
+    /// A payload read in place ends where its frame ends, though the buffer goes on: a field that claims more
+    /// bytes than its frame holds is an error even when the next frame's bytes would satisfy it.
+    @Test func aPayloadReadInPlaceNeverReadsIntoTheNextFrame() throws {
+        // A create whose content length says 40 in a frame that holds 4 bytes of content, then a frame of 64 bytes.
+        var short = WireWriter()
+        short.u8(0)
+        short.u32(40)
+        short.bytes += Array("abcd".utf8)
+        let truncated = Frame(type: Message.Kind.create.rawValue, requestID: 1, payload: short.bytes).bytes
+        let next = Message.create(id: nil, insertMicros: nil, content: String(repeating: "z", count: 64))
+            .frame(requestID: 2)
+        var decoder = FrameDecoder()
+        decoder.append(truncated + next)
+        var (type, _, payload) = try #require(try decoder.nextPayload())
+        #expect(payload.remaining == short.bytes.count)
+        #expect(throws: WireError.countTooLarge(field: "content length", count: 40)) {
+            try Message(type: type, payload: &payload)
+        }
+        // The next frame is whole and untouched.
+        (type, _, payload) = try #require(try decoder.nextPayload())
+        #expect(try Message(type: type, payload: &payload) == Message(frame: try #require(
+            try decodeAll([next]).first)))
+        // A trailing byte inside the frame is still trailing, whatever follows the frame.
+        var padded = Message.get(id: UUID()).frame(requestID: 3)
+        padded[3] += 1
+        padded.append(0)
+        decoder.append(padded + next)
+        (type, _, payload) = try #require(try decoder.nextPayload())
+        #expect(throws: WireError.trailingBytes(count: 1)) { try Message(type: type, payload: &payload) }
+    }
+
     @Test func aPartialFrameWaitsForMoreAndConsumesNothing() throws {
         let bytes = Message.get(id: UUID()).frame(requestID: 5)
         var decoder = FrameDecoder()
