@@ -130,6 +130,22 @@ struct OutboundQueue {
         append(.frame(frame))
     }
 
+    /// The change frame and request id when that is all the queue holds (a subscriber's usual delivery), so that
+    /// the connection can seal the shared frame without filling a writer with it first.
+    var soleChange: (frame: SharedFrame, requestID: UInt32)? {
+        guard tailOffset == tail.count, items.count == 1, case .change(let frame, let requestID) = items.first else {
+            return nil
+        }
+        return (frame, requestID)
+    }
+
+    /// Removes what `soleChange` gave, once it is sent.
+    mutating func removeSoleChange() {
+        guard let (frame, _) = soleChange else { return }
+        queuedBytes -= frame.bytes.count + Self.itemOverhead
+        items.removeFirst()
+    }
+
     /// Puts the unsent tail behind the items, so that what comes next goes after it.
     private mutating func moveTailToItems() {
         guard tailOffset < tail.count else { return }
@@ -161,7 +177,7 @@ struct OutboundQueue {
             case .change(let frame, let requestID):
                 let start = writer.bytes.count
                 writer.bytes.append(contentsOf: frame.bytes)
-                writer.patchU32(requestID, at: start + 5)
+                writer.patchU32(requestID, at: start + WireProtocol.requestIDOffset)
                 queuedBytes -= frame.bytes.count + Self.itemOverhead
                 items.removeFirst()
             case .stream(var stream):

@@ -425,29 +425,29 @@ final class ServerConnection: EventHandler {
                 return
             }
             guard !outbound.isEmpty, tls.isHandshakeComplete else { break }
-            ctx.writer.bytes.removeAll(keepingCapacity: true)
-            let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
-            if listsSent > 0 { session?.listsSent(listsSent) }
             // Nothing is pending here (the pump drained it all), so one record's worth (a change for a subscriber,
             // a few answers) is sealed straight into the loop's buffer and written from there; more, or a record
-            // behind a KeyUpdate, goes through TLS's queue and the pump.
+            // behind a KeyUpdate, goes through TLS's queue and the pump. A lone change is sealed from its shared
+            // frame, its request id set in the record's copy.
             let direct: TLSPump.FlushResult?
             do {
-                direct = try sealDirect(ctx)
+                if let (frame, requestID) = outbound.soleChange,
+                   let written = try sealDirect(frame.bytes, ctx, requestID: requestID) {
+                    outbound.removeSoleChange()
+                    direct = written
+                } else {
+                    ctx.writer.bytes.removeAll(keepingCapacity: true)
+                    let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
+                    if listsSent > 0 { session?.listsSent(listsSent) }
+                    direct = try sealDirect(ctx.writer.bytes, ctx)
+                    if direct == nil { try tls.writePlaintext(ctx.writer.bytes) }
+                }
             } catch let error as TLSError {
                 abort("TLS write failed: \(error.kind.summary)")
                 return
             } catch {
                 abort("write failed: \(error)")
                 return
-            }
-            if direct == nil {
-                do throws(TLSError) {
-                    try tls.writePlaintext(ctx.writer.bytes)
-                } catch {
-                    abort("TLS write failed: \(error.kind.summary)")
-                    return
-                }
             }
             if ctx.writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize {
                 ctx.writer = WireWriter(capacity: 64 * 1024)
@@ -463,11 +463,18 @@ final class ServerConnection: EventHandler {
             hasWholeFrame: session?.hasWholeFrame == true))
     }
 
-    /// Seals the writer's bytes into the loop's cipher buffer as one record and writes it; nil when they must go
-    /// through TLS's queue instead (see `TLSEngine.sealDirect`).
-    private func sealDirect(_ ctx: LoopContext) throws -> TLSPump.FlushResult? {
+    /// Seals `plaintext` into the loop's cipher buffer as one record and writes it; nil when it must go through
+    /// TLS's queue instead (see `TLSEngine.sealDirect`). With `requestID`, `plaintext` is a shared change frame
+    /// and the record carries that request id in its place.
+    private func sealDirect(
+        _ plaintext: [UInt8], _ ctx: LoopContext, requestID: UInt32? = nil
+    ) throws -> TLSPump.FlushResult? {
         try ctx.cipherBuffer.withUnsafeMutableBytes { scratch -> TLSPump.FlushResult? in
-            guard let length = try tls.sealDirect(ctx.writer.bytes, into: scratch) else { return nil }
+            let sealed = try tls.sealDirect(plaintext, into: scratch) { frame in
+                guard let requestID else { return }
+                frame.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
+            }
+            guard let length = sealed else { return nil }
             return try pump.write(UnsafeRawBufferPointer(rebasing: scratch[..<length]), to: socket)
         }
     }

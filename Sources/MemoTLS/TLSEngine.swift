@@ -369,12 +369,17 @@ public final class TLSEngine: @unchecked Sendable {
     /// that writes `buffer` to the socket itself (a fan-out delivery: one small record, no copy through the
     /// outbound queue). - Returns: the bytes written to `buffer`, or nil when the plaintext must go through
     /// `writePlaintext` (ciphertext queued, a KeyUpdate due, more than one record's worth, OpenSSL's own records).
-    public func sealDirect(_ plaintext: [UInt8], into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int? {
+    /// `adjust` may change the plaintext's copy in the record before it is sealed (a shared frame gets its
+    /// subscriber's request id there, with no copy of its own).
+    public func sealDirect(
+        _ plaintext: [UInt8], into buffer: UnsafeMutableRawBufferPointer,
+        adjusting adjust: (UnsafeMutableRawBufferPointer) -> Void = { _ in }
+    ) throws(TLSError) -> Int? {
         if let failure { throw failure }
         guard let records, isHandshakeComplete else { return nil }
         let result = plaintext.withUnsafeBytes { raw -> Result<Int?, RecordFailure> in
             do throws(RecordFailure) {
-                return .success(try records.sealDirect(raw, into: buffer))
+                return .success(try records.sealDirect(raw, into: buffer, adjusting: adjust))
             } catch {
                 return .failure(error)
             }

@@ -360,14 +360,20 @@ final class TLSRecordLayer {
     /// Seals `plaintext` as one application data record straight into `buffer`, when nothing is queued before it,
     /// no KeyUpdate is due and it fits: the caller writes `buffer` to the socket itself, with no copy through the
     /// outbound queue. - Returns: the record's length, or nil when the caller must use `seal`.
+    /// `adjust` may change the plaintext where it lies in the record, before it is sealed.
     func sealDirect(
-        _ plaintext: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer
+        _ plaintext: UnsafeRawBufferPointer, into buffer: UnsafeMutableRawBufferPointer,
+        adjusting adjust: (UnsafeMutableRawBufferPointer) -> Void
     ) throws(RecordFailure) -> Int? {
         let length = ByteQueue.recordLength(plaintext.count)
         guard outbound.isEmpty, !keyUpdateDue, !plaintext.isEmpty,
               plaintext.count <= Self.maxPlaintext, length <= buffer.count, let base = buffer.baseAddress
         else { return nil }
-        guard ByteQueue.buildRecord(type: 23, content: plaintext, at: base, seal: write.crypt) else {
+        let sealed = ByteQueue.buildRecord(type: 23, content: plaintext, at: base) { header, body, tag in
+            adjust(UnsafeMutableRawBufferPointer(rebasing: body[..<plaintext.count]))
+            return write.crypt(header: header, body: body, tag: tag)
+        }
+        guard sealed else {
             throw RecordFailure.sent(alert: TLSAlert.internalError, reason: "sealing a record failed")
         }
         return length

@@ -6,6 +6,8 @@ public enum WireProtocol {
     public static let defaultMaxFrameSize = 1 << 20
     /// The smallest frame: the length prefix, the type and the request id.
     public static let headerSize = 9
+    /// Where a frame's request id lies: after the length prefix and the type.
+    public static let requestIDOffset = 5
 }
 
 /// One frame: `u32 length | u8 type | u32 request id | payload`, where length counts everything after itself.
