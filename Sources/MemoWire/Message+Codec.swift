@@ -11,6 +11,10 @@ extension Message {
 
     /// Appends the whole frame for this message.
     public func encode(into writer: inout WireWriter, requestID: UInt32) {
+        if case .memo(let memo) = self {
+            writer.memoFrame(memo, type: kind.rawValue, requestID: requestID)
+            return
+        }
         let start = writer.bytes.count
         writer.u32(0)  // patched below
         writer.u8(kind.rawValue)

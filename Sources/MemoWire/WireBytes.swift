@@ -55,6 +55,28 @@ public struct WireWriter {
         }
     }
 
+    /// The whole frame of a message whose payload is one memo (`memo`: the answer to every write and get): the
+    /// frame header and the memo's fixed fields as one 53-byte append, then the content. Built field by field it
+    /// was five appends and a patched length, about 800 instructions per answer (callgrind).
+    public mutating func memoFrame(_ memo: Memo, type: UInt8, requestID: UInt32) {
+        let headerSize = WireProtocol.headerSize + MemoHeader.size
+        var content = memo.content
+        content.withUTF8 { utf8 in
+            withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { raw in
+                raw.storeBytes(of: UInt32(headerSize - 4 + utf8.count).bigEndian, toByteOffset: 0, as: UInt32.self)
+                raw.storeBytes(of: type, toByteOffset: 4, as: UInt8.self)
+                raw.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
+                raw.storeBytes(of: memo.id.uuid, toByteOffset: 9, as: uuid_t.self)
+                raw.storeBytes(of: memo.revision.bigEndian, toByteOffset: 25, as: UInt64.self)
+                raw.storeBytes(of: UInt64(bitPattern: memo.insertMicros).bigEndian, toByteOffset: 33, as: UInt64.self)
+                raw.storeBytes(of: UInt64(bitPattern: memo.updateMicros).bigEndian, toByteOffset: 41, as: UInt64.self)
+                raw.storeBytes(of: UInt32(utf8.count).bigEndian, toByteOffset: 49, as: UInt32.self)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(raw))
+            }
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
     /// A memo's fields before its content, in wire order (no padding before `length`: 16 + 8 + 8 + 8 + 4 bytes).
     private struct MemoHeader {
         static let size = 44
