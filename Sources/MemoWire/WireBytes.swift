@@ -133,17 +133,17 @@ public struct WireReader {
     }
 
     public mutating func u32(_ field: String) throws(WireError) -> UInt32 {
-        let at = try take(4, field)
-        var value: UInt32 = 0
-        for i in 0..<4 { value = value << 8 | UInt32(bytes[at + i]) }
-        return value
+        UInt32(bigEndian: load(at: try take(4, field)))
     }
 
     public mutating func u64(_ field: String) throws(WireError) -> UInt64 {
-        let at = try take(8, field)
-        var value: UInt64 = 0
-        for i in 0..<8 { value = value << 8 | UInt64(bytes[at + i]) }
-        return value
+        UInt64(bigEndian: load(at: try take(8, field)))
+    }
+
+    /// The value whose bytes start at `offset` (already taken, so in bounds), loaded at once rather than byte by
+    /// byte through bounds-checked subscripts.
+    private func load<Value: BitwiseCopyable>(at offset: Int, as type: Value.Type = Value.self) -> Value {
+        bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: Value.self) }
     }
 
     public mutating func i64(_ field: String) throws(WireError) -> Int64 {
@@ -151,9 +151,7 @@ public struct WireReader {
     }
 
     public mutating func uuid(_ field: String) throws(WireError) -> UUID {
-        let at = try take(16, field)
-        // Exactly 16 bytes were taken, so the initializer cannot fail.
-        return UUID(bytes: bytes[at..<at + 16])!
+        UUID(uuid: load(at: try take(16, field)))
     }
 
     public mutating func string(_ field: String) throws(WireError) -> String {
