@@ -69,20 +69,26 @@ public final class TLSStream {
 
     /// Returns the plaintext that the socket holds now, without waiting.
     public func readAvailable() throws -> [UInt8] {
+        var plaintext: [UInt8] = []
+        try readAvailable(appendingTo: &plaintext)
+        return plaintext
+    }
+
+    /// Appends the plaintext that the socket holds now to `plaintext`, without waiting (a caller reading many
+    /// small records keeps one array rather than receiving a new one per read).
+    public func readAvailable(appendingTo plaintext: inout [UInt8]) throws {
         let result = try buffer.withUnsafeMutableBytes { try TLSPump.read(from: socket, into: $0, feeding: tls) }
         switch result {
         case .bytes:
             break
         case .wouldBlock:
-            return []
+            return
         case .eof:
             peerClosed = true
         }
-        var plaintext: [UInt8] = []
         if tls.isHandshakeComplete {
             if try tls.readPlaintext(into: &plaintext) == .closed { peerClosed = true }
         }
         try flush()  // TLS may answer the peer (key updates, alerts)
-        return plaintext
     }
 }

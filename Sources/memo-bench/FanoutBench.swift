@@ -18,7 +18,7 @@ struct FanoutResult {
     var cpuPerDeliveryMicros: Double?
 
     /// Gathers each subscriber's latencies (by change number) and the server's CPU seconds over the run.
-    init(changes: Int, latencies: [[Int: Double]], cpuSeconds: Double?) {
+    init(changes: Int, latencies: [LatencyTable], cpuSeconds: Double?) {
         for change in 0..<changes {
             var last = 0.0
             for table in latencies {
@@ -55,6 +55,52 @@ struct FanoutResult {
                 print(String(format: "server CPU: %.3f µs per delivery", cpu))
             }
         }
+    }
+}
+
+/// One subscriber's delivery latencies in milliseconds, by change number, written by the one thread that polls its
+/// connection. An array, not a dictionary: the receiving client shares the cores with the servers it measures,
+/// so its cost per delivery is kept small.
+final class LatencyTable {
+    private var values: [Double]
+    /// How many changes were received.
+    private(set) var count = 0
+
+    init(changes: Int) {
+        values = Array(repeating: .nan, count: changes)
+    }
+
+    subscript(change: Int) -> Double? {
+        values.indices.contains(change) && !values[change].isNaN ? values[change] : nil
+    }
+
+    /// Records the first receipt of `change`; a number outside the run or a repeat is ignored.
+    func record(_ change: Int, _ latency: Double) {
+        guard values.indices.contains(change), values[change].isNaN else { return }
+        values[change] = latency
+        count += 1
+    }
+
+    /// The change number and send time (monotonic nanoseconds) that the fan-out benchmarks write into each memo
+    /// or message: `NUMBER NANOS`, read from the UTF-8 bytes without splitting the string.
+    static func stamp(_ text: String) -> (change: Int, sent: UInt64)? {
+        var text = text
+        return text.withUTF8 { utf8 -> (change: Int, sent: UInt64)? in
+            guard let space = utf8.firstIndex(of: UInt8(ascii: " ")),
+                  let change = decimal(utf8[..<space]), let sent = decimal(utf8[(space + 1)...])
+            else { return nil }
+            return (Int(change), sent)
+        }
+    }
+
+    private static func decimal(_ digits: Slice<UnsafeBufferPointer<UInt8>>) -> UInt64? {
+        guard !digits.isEmpty, digits.count <= 19 else { return nil }
+        var value: UInt64 = 0
+        for byte in digits {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + UInt64(byte - UInt8(ascii: "0"))
+        }
+        return value
     }
 }
 
@@ -132,12 +178,13 @@ struct FanoutBench {
         // @unchecked Sendable: each subscriber is polled by exactly one thread after setup.
         let connection: ProbeConnection
         let subscription: UInt32
-        var latencies: [Int: Double] = [:]
+        let latencies: LatencyTable
         /// By change number: its revision, send time and receipt time, kept only for `--receipts`.
         var receipts: [Int: (revision: UInt64, sent: UInt64, at: UInt64)] = [:]
-        init(_ connection: ProbeConnection, _ subscription: UInt32) {
+        init(_ connection: ProbeConnection, _ subscription: UInt32, changes: Int) {
             self.connection = connection
             self.subscription = subscription
+            latencies = LatencyTable(changes: changes)
         }
     }
 
@@ -152,7 +199,7 @@ struct FanoutBench {
             guard case .welcome(_, let revision, _, _, _) = try connection.hello() else { continue }
             let id = try connection.send(.subscribe(after: revision))
             _ = try connection.receive { $0.requestID == id }
-            subs.append(Subscriber(connection, id))
+            subs.append(Subscriber(connection, id, changes: changes))
         }
         let writer = UncheckedBox(try ProbeConnection(address: address, context: context))
         try writer.value.hello()
@@ -182,14 +229,14 @@ struct FanoutBench {
             count: all.count, threads: 2, descriptor: { all[$0].connection.socket.fileDescriptor },
             readable: { index, woke in
                 let subscriber = all[index]
-                let frames = try subscriber.connection.readAvailable()
-                for frame in frames where frame.requestID == subscriber.subscription {
-                    guard case .change(let change) = try Message(frame: frame) else { continue }
-                    let parts = change.memo.content.split(separator: " ")
-                    guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }
+                try subscriber.connection.readAvailable { type, requestID, payload in
+                    guard requestID == subscriber.subscription, type == Message.Kind.change.rawValue,
+                          case .change(let change) = try Message(type: type, payload: &payload),
+                          let (sequence, sent) = LatencyTable.stamp(change.memo.content)
+                    else { return }
                     // Sent after poll returned: it arrived between then and this read.
                     let at = sent <= woke ? woke : monotonicNanos()
-                    subscriber.latencies[sequence] = Double(at - sent) / 1e6
+                    subscriber.latencies.record(sequence, Double(at - sent) / 1e6)
                     if keepReceipts { subscriber.receipts[sequence] = (change.revision, sent, at) }
                 }
                 return subscriber.latencies.count >= expected || subscriber.connection.peerClosed

@@ -156,7 +156,7 @@ struct RedisBench {
         let publisher = UncheckedBox(try RedisConnection(address: address, context: context))
         let expected = bench.changes
         let all = subs.map { UncheckedBox($0) }
-        let latencies = all.map { _ in UncheckedBox(LatencyTable()) }
+        let latencies = all.map { _ in UncheckedBox(LatencyTable(changes: expected)) }
         let cpuBefore = target.serverCPUSeconds()
         let deadline = ContinuousClock.now + .seconds(Double(bench.changes) / Double(bench.rate) + 30)
         let done = Recorder<(any Error)?>()
@@ -182,18 +182,17 @@ struct RedisBench {
                 for reply in try all[index].value.availableReplies() {
                     guard case .array(let items) = reply, items.count == 3, case .string(let payload) = items[2]
                     else { continue }
-                    let parts = payload.split(separator: " ")
-                    guard parts.count == 2, let sequence = Int(parts[0]), let sent = UInt64(parts[1]) else { continue }
+                    guard let (sequence, sent) = LatencyTable.stamp(payload) else { continue }
                     let at = sent <= woke ? woke : monotonicNanos()  // sent after poll returned: timed at its read
-                    table.values[sequence] = Double(at - sent) / 1e6
+                    table.record(sequence, Double(at - sent) / 1e6)
                 }
-                return table.values.count >= expected || all[index].value.stream.peerClosed
+                return table.count >= expected || all[index].value.stream.peerClosed
             }, deadline: deadline)
         if let error = done.waitFor(1).first ?? nil { throw error }
         if let error = errors.first { throw error }
         let cpuAfter = target.serverCPUSeconds()
         let result = FanoutResult(
-            changes: expected, latencies: latencies.map(\.value.values),
+            changes: expected, latencies: latencies.map(\.value),
             cpuSeconds: cpuAfter.flatMap { a in cpuBefore.map { a - $0 } })
         result.report(json: bench.json, label: "redis-fanout", subscribers: all.count, changes: expected,
                       rate: bench.rate)
@@ -225,7 +224,3 @@ struct RedisBench {
     }
 }
 
-/// Latencies by change number, written by the one thread that polls its connection.
-final class LatencyTable {
-    var values: [Int: Double] = [:]
-}
