@@ -53,12 +53,68 @@ final class RedisConnection {
         return values
     }
 
+    /// Hands the payload of every whole pub/sub `message` that has arrived to `body`, without waiting; other
+    /// replies are parsed and dropped. A message is read in place from the buffer (one string per message, as the
+    /// memo client's one content string per change), since the client shares the cores with the server.
+    func availableMessages(_ body: (String) -> Void) throws {
+        compact()
+        try stream.readAvailable(appendingTo: &buffer)
+        while index < buffer.count {
+            if let (payload, end) = message(at: index) {
+                body(payload)
+                index = end
+            } else if parse() == nil {
+                return
+            }
+        }
+    }
+
+    /// A pub/sub message (`*3`, then the bulk strings `message`, the channel and the payload) that lies whole at
+    /// `start`: its payload and where it ends; nil for anything else or a partial one.
+    private func message(at start: Int) -> (payload: String, end: Int)? {
+        buffer.withUnsafeBufferPointer { bytes -> (payload: String, end: Int)? in
+            var at = start
+            guard let count = Self.header(bytes, UInt8(ascii: "*"), &at), count == 3 else { return nil }
+            var payload = 0..<0
+            for item in 0..<3 {
+                guard let length = Self.header(bytes, UInt8(ascii: "$"), &at), at + length + 2 <= bytes.count
+                else { return nil }
+                if item == 0 {
+                    guard length == 7, memcmp(bytes.baseAddress! + at, "message", 7) == 0 else { return nil }
+                }
+                payload = at..<(at + length)
+                at += length + 2
+            }
+            return (String(decoding: UnsafeBufferPointer(rebasing: bytes[payload]), as: UTF8.self), at)
+        }
+    }
+
+    /// Reads `type` and a decimal count ended by CRLF at `at`, moving past them.
+    private static func header(_ bytes: UnsafeBufferPointer<UInt8>, _ type: UInt8, _ at: inout Int) -> Int? {
+        guard at < bytes.count, bytes[at] == type else { return nil }
+        var cursor = at + 1
+        var value = 0
+        while cursor < bytes.count, bytes[cursor] >= UInt8(ascii: "0"), bytes[cursor] <= UInt8(ascii: "9") {
+            value = value * 10 + Int(bytes[cursor] - UInt8(ascii: "0"))
+            cursor += 1
+        }
+        guard cursor > at + 1, cursor + 1 < bytes.count, bytes[cursor] == 13, bytes[cursor + 1] == 10 else {
+            return nil
+        }
+        at = cursor + 2
+        return value
+    }
+
     private func append(_ bytes: [UInt8]) {
+        compact()
+        buffer += bytes
+    }
+
+    private func compact() {
         if index > 0, index == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             index = 0
         }
-        buffer += bytes
     }
 
     /// Parses one value at `index`, or returns nil (consuming nothing) when it is not all there.
@@ -179,10 +235,8 @@ struct RedisBench {
             count: all.count, threads: 2, descriptor: { all[$0].value.stream.socket.fileDescriptor },
             readable: { index, woke in
                 let table = latencies[index].value
-                for reply in try all[index].value.availableReplies() {
-                    guard case .array(let items) = reply, items.count == 3, case .string(let payload) = items[2]
-                    else { continue }
-                    guard let (sequence, sent) = LatencyTable.stamp(payload) else { continue }
+                try all[index].value.availableMessages { payload in
+                    guard let (sequence, sent) = LatencyTable.stamp(payload) else { return }
                     let at = sent <= woke ? woke : monotonicNanos()  // sent after poll returned: timed at its read
                     table.record(sequence, Double(at - sent) / 1e6)
                 }
