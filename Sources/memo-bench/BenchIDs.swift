@@ -24,18 +24,18 @@ struct BenchIDs: RandomNumberGenerator {
         return result
     }
 
-    /// A version-4, variant-1 UUID.
+    /// A version-4, variant-1 UUID, built in place (an array per id was about 900 instructions of the client's
+    /// work per create, callgrind).
     mutating func uuid() -> UUID {
-        let high = next(), low = next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * index))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * index))
+        // Big-endian words, so the bytes come out most significant first; the version nibble is byte 6, the
+        // variant bits byte 8.
+        let high = (next() & ~0xF000 | 0x4000).bigEndian
+        let low = (next() & ~(0xC0 << 56) | (0x80 << 56)).bigEndian
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { raw in
+            raw.storeBytes(of: high, toByteOffset: 0, as: UInt64.self)
+            raw.storeBytes(of: low, toByteOffset: 8, as: UInt64.self)
         }
-        bytes[6] = bytes[6] & 0x0F | 0x40
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        return UUID(uuid: (
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        return UUID(uuid: value)
     }
 }
