@@ -11,9 +11,17 @@ extension Message {
 
     /// Appends the whole frame for this message.
     public func encode(into writer: inout WireWriter, requestID: UInt32) {
-        if case .memo(let memo) = self {
+        switch self {
+        case .memo(let memo):
             writer.memoFrame(memo, type: kind.rawValue, requestID: requestID)
             return
+        case .create(let id, let insertMicros, let updateMicros, let content):
+            writer.createFrame(
+                id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content, type: kind.rawValue,
+                requestID: requestID)
+            return
+        default:
+            break
         }
         let start = writer.bytes.count
         writer.u32(0)  // patched below
@@ -42,12 +50,8 @@ extension Message {
             w.u16(minVersion)
             w.u16(maxVersion)
             w.string(client)
-        case .create(let id, let insertMicros, let updateMicros, let content):
-            w.u8((id == nil ? 0 : 1) | (insertMicros == nil ? 0 : 2) | (updateMicros == nil ? 0 : 4))
-            if let id { w.uuid(id) }
-            if let insertMicros { w.i64(insertMicros) }
-            if let updateMicros { w.i64(updateMicros) }
-            w.string(content)
+        case .create, .memo:
+            preconditionFailure("encode(into:requestID:) writes these frames whole (createFrame, memoFrame)")
         case .get(let id):
             w.uuid(id)
         case .list, .ok:
@@ -76,8 +80,6 @@ extension Message {
             w.u32(maxFrameSize)
             w.u8(role.rawValue)
             w.string(server)
-        case .memo(let memo):
-            w.memo(memo)
         case .memos(let revision, let last, let memos), .snapshot(let revision, let last, let memos):
             w.u64(revision)
             w.u8(last ? 1 : 0)

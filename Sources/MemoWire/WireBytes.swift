@@ -77,6 +77,42 @@ public struct WireWriter {
         }
     }
 
+    /// The whole frame of a `create` request (what every client write of a new memo sends): the frame header and
+    /// the fields before the content as one append of at most 46 bytes, then the content. Field by field it was
+    /// about 900 instructions per create (callgrind, the benchmark's client).
+    public mutating func createFrame(
+        id: UUID?, insertMicros: Int64?, updateMicros: Int64?, content: String, type: UInt8, requestID: UInt32
+    ) {
+        let largest = WireProtocol.headerSize + 1 + 16 + 8 + 8 + 4
+        var content = content
+        content.withUTF8 { utf8 in
+            withUnsafeTemporaryAllocation(byteCount: largest, alignment: 8) { raw in
+                raw.storeBytes(of: type, toByteOffset: 4, as: UInt8.self)
+                raw.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
+                let flags = (id == nil ? 0 : 1) | (insertMicros == nil ? 0 : 2) | (updateMicros == nil ? 0 : 4)
+                raw.storeBytes(of: UInt8(flags), toByteOffset: WireProtocol.headerSize, as: UInt8.self)
+                var at = WireProtocol.headerSize + 1
+                if let id {
+                    raw.storeBytes(of: id.uuid, toByteOffset: at, as: uuid_t.self)
+                    at += 16
+                }
+                if let insertMicros {
+                    raw.storeBytes(of: UInt64(bitPattern: insertMicros).bigEndian, toByteOffset: at, as: UInt64.self)
+                    at += 8
+                }
+                if let updateMicros {
+                    raw.storeBytes(of: UInt64(bitPattern: updateMicros).bigEndian, toByteOffset: at, as: UInt64.self)
+                    at += 8
+                }
+                raw.storeBytes(of: UInt32(utf8.count).bigEndian, toByteOffset: at, as: UInt32.self)
+                at += 4
+                raw.storeBytes(of: UInt32(at - 4 + utf8.count).bigEndian, toByteOffset: 0, as: UInt32.self)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[..<at]))
+            }
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
     /// A memo's fields before its content, in wire order (no padding before `length`: 16 + 8 + 8 + 8 + 4 bytes).
     private struct MemoHeader {
         static let size = 44
