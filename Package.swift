@@ -11,7 +11,9 @@ import PackageDescription
 // thread (a callback that mutates a property its caller is mutating), not a race; these types are confined to
 // one event loop thread (connections, sessions, the record layer) or to a lock, the static checks still run in
 // every build, and debug builds (which `swift test` and `.ci/run` use for the test suite) keep the dynamic
-// checks, so an overlapping access introduced later fails the tests instead of passing silently.
+// checks, so an overlapping access introduced later fails the tests instead of passing silently. memo-bench is
+// built the same way: its clients share the cores with the server they measure (each connection's driver is
+// confined to one thread), and `redis-benchmark`, which it is compared with, pays no such checks.
 let hotPathSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
 ]
@@ -87,7 +89,8 @@ let package = Package(
             dependencies: [
                 "MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI",
                 "MemoTUI", "MemoViewModels",
-            ]),
+            ],
+            swiftSettings: hotPathSettings),
         .executableTarget(
             name: "memo-torture",
             dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
