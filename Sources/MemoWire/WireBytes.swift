@@ -43,14 +43,11 @@ public struct WireWriter {
     public mutating func memo(_ memo: Memo) {
         // The fixed fields and the content's length as one 44-byte header, then the content: two appends rather
         // than six (each `append(contentsOf:)` costs about 100 instructions however few its bytes).
-        var header = MemoHeader(
-            id: memo.id.uuid, revision: memo.revision.bigEndian, insert: UInt64(bitPattern: memo.insertMicros).bigEndian,
-            update: UInt64(bitPattern: memo.updateMicros).bigEndian, length: 0)
-        assert(MemoryLayout<MemoHeader>.offset(of: \MemoHeader.length) == MemoHeader.size - 4)
         var content = memo.content
         content.withUTF8 { utf8 in
-            header.length = UInt32(utf8.count).bigEndian
-            withUnsafeBytes(of: header) { raw in bytes.append(contentsOf: raw[..<MemoHeader.size]) }
+            withUnsafeBytes(of: MemoHeader(memo, contentLength: utf8.count)) { raw in
+                bytes.append(contentsOf: raw[..<MemoHeader.size])
+            }
             bytes.append(contentsOf: utf8)
         }
     }
@@ -63,14 +60,11 @@ public struct WireWriter {
         var content = memo.content
         content.withUTF8 { utf8 in
             withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { raw in
-                raw.storeBytes(of: UInt32(headerSize - 4 + utf8.count).bigEndian, toByteOffset: 0, as: UInt32.self)
-                raw.storeBytes(of: type, toByteOffset: 4, as: UInt8.self)
-                raw.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
-                raw.storeBytes(of: memo.id.uuid, toByteOffset: 9, as: uuid_t.self)
-                raw.storeBytes(of: memo.revision.bigEndian, toByteOffset: 25, as: UInt64.self)
-                raw.storeBytes(of: UInt64(bitPattern: memo.insertMicros).bigEndian, toByteOffset: 33, as: UInt64.self)
-                raw.storeBytes(of: UInt64(bitPattern: memo.updateMicros).bigEndian, toByteOffset: 41, as: UInt64.self)
-                raw.storeBytes(of: UInt32(utf8.count).bigEndian, toByteOffset: 49, as: UInt32.self)
+                Self.storeFrameHeader(in: raw, length: headerSize - 4 + utf8.count, type: type, requestID: requestID)
+                withUnsafeBytes(of: MemoHeader(memo, contentLength: utf8.count)) { header in
+                    raw.baseAddress!.advanced(by: WireProtocol.headerSize)
+                        .copyMemory(from: header.baseAddress!, byteCount: MemoHeader.size)
+                }
                 bytes.append(contentsOf: UnsafeRawBufferPointer(raw))
             }
             bytes.append(contentsOf: utf8)
@@ -87,8 +81,6 @@ public struct WireWriter {
         var content = content
         content.withUTF8 { utf8 in
             withUnsafeTemporaryAllocation(byteCount: largest, alignment: 8) { raw in
-                raw.storeBytes(of: type, toByteOffset: 4, as: UInt8.self)
-                raw.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
                 let flags = (id == nil ? 0 : 1) | (insertMicros == nil ? 0 : 2) | (updateMicros == nil ? 0 : 4)
                 raw.storeBytes(of: UInt8(flags), toByteOffset: WireProtocol.headerSize, as: UInt8.self)
                 var at = WireProtocol.headerSize + 1
@@ -106,11 +98,21 @@ public struct WireWriter {
                 }
                 raw.storeBytes(of: UInt32(utf8.count).bigEndian, toByteOffset: at, as: UInt32.self)
                 at += 4
-                raw.storeBytes(of: UInt32(at - 4 + utf8.count).bigEndian, toByteOffset: 0, as: UInt32.self)
+                Self.storeFrameHeader(in: raw, length: at - 4 + utf8.count, type: type, requestID: requestID)
                 bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[..<at]))
             }
             bytes.append(contentsOf: utf8)
         }
+    }
+
+    /// Writes a frame's header at the start of `raw`: its length (everything after the length itself), its type
+    /// and its request id.
+    private static func storeFrameHeader(
+        in raw: UnsafeMutableRawBufferPointer, length: Int, type: UInt8, requestID: UInt32
+    ) {
+        raw.storeBytes(of: UInt32(length).bigEndian, toByteOffset: 0, as: UInt32.self)
+        raw.storeBytes(of: type, toByteOffset: 4, as: UInt8.self)
+        raw.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
     }
 
     /// A memo's fields before its content, in wire order (no padding before `length`: 16 + 8 + 8 + 8 + 4 bytes).
@@ -121,6 +123,16 @@ public struct WireWriter {
         var insert: UInt64
         var update: UInt64
         var length: UInt32
+
+        /// The header of `memo`, whose content is `contentLength` bytes of UTF-8, every field big-endian.
+        init(_ memo: Memo, contentLength: Int) {
+            assert(MemoryLayout<MemoHeader>.offset(of: \MemoHeader.length) == MemoHeader.size - 4)
+            id = memo.id.uuid
+            revision = memo.revision.bigEndian
+            insert = UInt64(bitPattern: memo.insertMicros).bigEndian
+            update = UInt64(bitPattern: memo.updateMicros).bigEndian
+            length = UInt32(contentLength).bigEndian
+        }
     }
 
     /// Writes `value` at `offset` (for a length known only at the end).
