@@ -139,9 +139,9 @@ struct OutboundQueue {
         return (frame, requestID)
     }
 
-    /// Removes what `soleChange` gave, once it is sent.
-    mutating func removeSoleChange() {
-        guard let (frame, _) = soleChange else { return }
+    /// Removes the change `soleChange` gave, once it is sent.
+    mutating func removeSoleChange(_ frame: SharedFrame) {
+        assert(soleChange?.frame === frame, "removeSoleChange without the change soleChange gave")
         queuedBytes -= frame.bytes.count + Self.itemOverhead
         items.removeFirst()
     }

@@ -433,7 +433,7 @@ final class ServerConnection: EventHandler {
             do {
                 if let (frame, requestID) = outbound.soleChange,
                    let written = try sealDirect(frame.bytes, ctx, requestID: requestID) {
-                    outbound.removeSoleChange()
+                    outbound.removeSoleChange(frame)
                     direct = written
                 } else {
                     ctx.writer.bytes.removeAll(keepingCapacity: true)
