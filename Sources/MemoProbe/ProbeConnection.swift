@@ -115,9 +115,8 @@ public final class ProbeConnection {
         }
         stash.removeAll()
         try stream.readAvailable(appendingTo: &plaintext)
-        decoder.append(plaintext)
+        try take(plaintext)
         plaintext.removeAll(keepingCapacity: true)
-        if stream.peerClosed { peerClosed = true }
         while let (type, requestID, payload) = try decoder.nextPayload() {
             var reader = payload
             try body(type, requestID, &reader)
