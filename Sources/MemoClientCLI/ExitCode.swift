@@ -18,6 +18,9 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case refused = 5
     /// The server could not be reached or did not answer in time.
     case unreachable = 6
+    /// A write was sent and its answer never came (the connection or the server's store broke or timed out
+    /// meanwhile): it may or may not have been applied.
+    case outcomeUnknown = 7
 
     public var meaning: String {
         switch self {
@@ -28,6 +31,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .conflict: return "conflict: revision mismatch (--if-revision), id reused, or ambiguous id prefix"
         case .refused: return "TLS failed or the certificate was refused (read-only certificates may not write)"
         case .unreachable: return "server unreachable (a refused connection is retried until --timeout) or timed out"
+        case .outcomeUnknown: return "outcome unknown: a write was sent but its answer never came; it may or may not be applied"
         }
     }
 
@@ -40,6 +44,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
             case .conflict: self = .conflict
             case .permissionDenied: self = .refused
             case .unavailable: self = .unreachable
+            case .outcomeUnknown: self = .outcomeUnknown
             default: self = .failure
             }
         case let error as ClientError:
@@ -50,6 +55,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
                 switch code {
                 case .shuttingDown, .tooManyConnections, .handshakeTimeout, .frameTimeout: self = .unreachable
                 case .certificateRevoked: self = .refused
+                case .outcomeUnknown: self = .outcomeUnknown
+                case .lagging: self = .unreachable
                 default: self = .failure
                 }
             case .protocolError, .closed: self = .failure

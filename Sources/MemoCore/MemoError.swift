@@ -22,6 +22,10 @@ public enum MemoError: Error, Sendable, Hashable, CustomStringConvertible {
     case historyGone(requested: UInt64, oldestAvailable: UInt64)
     /// A remote store could not reach its server or timed out.
     case unavailable(String)
+    /// The write reached the store (or the server), and then the connection broke or timed out before its answer:
+    /// it may or may not have been applied. Retrying is safe for a create with its id and for an update or delete
+    /// with its expected revision.
+    case outcomeUnknown(String)
 
     public var description: String {
         switch self {
@@ -40,6 +44,7 @@ public enum MemoError: Error, Sendable, Hashable, CustomStringConvertible {
         case .historyGone(let requested, let oldest):
             return "changes after revision \(requested) are no longer held (oldest available: \(oldest))"
         case .unavailable(let message): return "unavailable: \(message)"
+        case .outcomeUnknown(let message): return "outcome unknown: \(message)"
         }
     }
 }

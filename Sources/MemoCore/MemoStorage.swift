@@ -97,9 +97,33 @@ public protocol ServingStore: MemoStorage, ChangeFeed {
 
     /// Finishes the writes already submitted, then closes; later calls fail with `closed`.
     func close()
+
+    /// Whether the store can serve now, and if not why: what `status`, `/readyz` and the lag policy read. A store
+    /// that cannot fall behind (memory, SQLite) is always ready; a shared one (PostgreSQL) is not while its
+    /// database is unreachable or its feed lags. Cheap to read from any thread.
+    var readiness: StoreReadiness { get }
+}
+
+/// Whether a store can serve now.
+public enum StoreReadiness: Sendable, Hashable, CustomStringConvertible {
+    case ready
+    /// Not ready, with a reason for people (`store unreachable`, `feed lagging 7.2 s`, `loading a snapshot`).
+    case notReady(String)
+
+    public var isReady: Bool { self == .ready }
+
+    public var description: String {
+        switch self {
+        case .ready: return "ready"
+        case .notReady(let reason): return "not ready (\(reason))"
+        }
+    }
 }
 
 extension ServingStore {
+    /// A store that cannot fall behind is always ready.
+    public var readiness: StoreReadiness { .ready }
+
     /// Submits one write; `completion` runs once, on any thread, after the write is durable (or has failed).
     public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {
         submit([op]) { results in completion(results[0]) }

@@ -33,6 +33,12 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let storageUnavailable = ErrorCode(rawValue: 501)
     public static let storageFull = ErrorCode(rawValue: 502)
     public static let shuttingDown = ErrorCode(rawValue: 503)
+    /// The server fell behind its shared store (its feed lags, or it is below the retained history): it lets its
+    /// subscribers go (sent as going-away) and reloads before it serves again.
+    public static let lagging = ErrorCode(rawValue: 504)
+    /// The write was sent to the store, and then the store's connection broke or timed out: it may or may not
+    /// have been applied. Retry a create with its id, an update or delete with its expected revision.
+    public static let outcomeUnknown = ErrorCode(rawValue: 505)
 
     /// Every code this version defines, with its name.
     public static let known: [(ErrorCode, String)] = [
@@ -47,7 +53,8 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConve
         (.tooManyConnections, "too-many-connections"), (.handshakeTimeout, "handshake-timeout"),
         (.frameTimeout, "frame-timeout"),
         (.internalError, "internal-error"), (.storageUnavailable, "storage-unavailable"),
-        (.storageFull, "storage-full"), (.shuttingDown, "shutting-down"),
+        (.storageFull, "storage-full"), (.shuttingDown, "shutting-down"), (.lagging, "lagging"),
+        (.outcomeUnknown, "outcome-unknown"),
     ]
 
     public var name: String {
@@ -71,6 +78,7 @@ extension ErrorCode {
         case .closed: self = .shuttingDown
         case .historyGone: self = .invalidRequest
         case .unavailable: self = .storageUnavailable
+        case .outcomeUnknown: self = .outcomeUnknown
         }
     }
 }
