@@ -182,6 +182,7 @@ extension ConnectionEnd {
         case .tlsRefused: return "tlsRefused"
         case .rejected: return "rejected"
         case .lost: return "lost"
+        case .notAnswering: return "notAnswering"
         case .closedByClient: return "closedByClient"
         }
     }
