@@ -1,32 +1,13 @@
 import Foundation
 import Glibc
-import MemoCore
-import MemoNet
-import MemoProbe
 import MemoTestSupport
-import MemoWire
 import Testing
 
-/// The memo a reply carries, or nil.
-private func memo(_ reply: Message) -> Memo? {
-    if case .memo(let memo) = reply { return memo }
-    return nil
-}
-
-/// The local ports of the established TCP connections to `port` on loopback (`ss`), the clients' ends.
+/// The local ports of the established TCP connections to `port` on loopback, the clients' ends.
 private func clientPorts(connectedTo port: String) throws -> Set<String> {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
-    process.arguments = ["-tnH", "state", "established", "( dport = :\(port) )"]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    // Each line: Recv-Q Send-Q Local Peer; the local address's port is the client's.
-    return Set(String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
-        line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(2).first?
-            .split(separator: ":").last.map(String.init)
+    // Each line: Recv-Q Send-Q Local Peer.
+    Set(try establishedTCP("( dport = :\(port) )").compactMap { line in
+        line.split(separator: " ").dropFirst(2).first?.split(separator: ":").last.map(String.init)
     })
 }
 
@@ -52,29 +33,24 @@ struct KeepaliveEndToEndTests {
             healthy.signal(SIGTERM)
             _ = healthy.waitForExit()
         }
-        let writer = try TestClient(
-            address: try SocketAddress(parsing: healthy.address), identity: certificates.client())
-        try writer.hello()
-        var made: [Memo] = []
-        func write(_ count: Int) throws {
-            for _ in 0..<count {
-                made.append(try #require(memo(try writer.request(
-                    .create(id: nil, insertMicros: nil, content: "memo \(made.count)")))))
-            }
-        }
-        try write(1)
+        let writer = try NumberedWriter(address: healthy.address, certificates: certificates)
+        try writer.write(1)
         // The watch starts on the first address, the server stopped below.
         let watch = try ClientProcess(
             ["watch", "--json", "--server", "\(stopped.address),\(healthy.address)", "--keepalive", "1",
              "--certs", certificates.path], directory: data)
         defer { watch.stop() }
         _ = try watch.waitForLines(1)
-        try write(5)
+        try writer.write(5)
         _ = try watch.waitForLines(1 + 5)
+        // Still on the server about to be stopped (the only client of it), or the time measured below means nothing.
+        let stoppedPort = try #require(stopped.address.split(separator: ":").last.map(String.init))
+        #expect(try clientPorts(connectedTo: stoppedPort).count == 1)
+        #expect(!watch.stderr.contains("lost"), "\(watch.stderr)")
 
         stopped.signal(SIGSTOP)
         let stoppedAt = ContinuousClock.now
-        try write(10)
+        try writer.write(10)
         _ = try watch.waitForLines(1 + 5 + 1, seconds: 20)
         let firstChange = ContinuousClock.now - stoppedAt
         let lines = try watch.waitForLines(1 + 15, seconds: 20)
@@ -83,7 +59,7 @@ struct KeepaliveEndToEndTests {
         let changes = try lines.dropFirst().map(WatchLine.init)
         // Gap-free and duplicate-free: every revision once, in order, each the memo written.
         #expect(changes.map(\.revision) == Array(2...16))
-        #expect(changes.map(\.id) == made.dropFirst().map { $0.id.uuidString.lowercased() })
+        #expect(changes.map(\.id) == Array(writer.ids.dropFirst()))
         #expect(changes.allSatisfy { $0.type == "created" })
         // The target: on the other server and caught up within three keepalive intervals (the deadline above is
         // generous for a loaded machine; the figure printed is the measurement).
@@ -102,24 +78,15 @@ struct KeepaliveEndToEndTests {
             _ = server.waitForExit()
         }
         let port = try #require(server.address.split(separator: ":").last.map(String.init))
-        let writer = try TestClient(
-            address: try SocketAddress(parsing: server.address), identity: certificates.client())
-        try writer.hello()
-        var made: [Memo] = []
-        func write(_ count: Int) throws {
-            for _ in 0..<count {
-                made.append(try #require(memo(try writer.request(
-                    .create(id: nil, insertMicros: nil, content: "memo \(made.count)")))))
-            }
-        }
-        try write(1)
+        let writer = try NumberedWriter(address: server.address, certificates: certificates)
+        try writer.write(1)
         let before = try clientPorts(connectedTo: port)
         let watch = try ClientProcess(
             ["watch", "--json", "--server", server.address, "--keepalive", "1", "--certs", certificates.path],
             directory: data)
         defer { watch.stop() }
         _ = try watch.waitForLines(1)
-        try write(3)
+        try writer.write(3)
         _ = try watch.waitForLines(1 + 3)
         let watching = try clientPorts(connectedTo: port).subtracting(before)
         #expect(watching.count == 1, "\(watching)")
@@ -136,10 +103,10 @@ struct KeepaliveEndToEndTests {
         #expect(!now.isEmpty && now.isDisjoint(with: watching), "still \(now), first \(watching)")
 
         server.signal(SIGCONT)
-        try write(4)
+        try writer.write(4)
         let lines = try watch.waitForLines(1 + 7, seconds: 20)
         let changes = try lines.dropFirst().map(WatchLine.init)
         #expect(changes.map(\.revision) == Array(2...8))
-        #expect(changes.map(\.id) == made.dropFirst().map { $0.id.uuidString.lowercased() })
+        #expect(changes.map(\.id) == Array(writer.ids.dropFirst()))
     }
 }

@@ -9,17 +9,9 @@ import Testing
 /// that the options took.
 @Suite("Client and server: dead-peer detection")
 struct ClientDeadPeerDetectionTests {
-    /// The established TCP connections with `port` at either end, as `ss -tno` prints them.
+    /// The established TCP connections with `port` at either end, with their timers.
     private func sockets(port: UInt16) throws -> [String] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
-        process.arguments = ["-tnoH", "state", "established", "( sport = :\(port) or dport = :\(port) )"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        try establishedTCP("( sport = :\(port) or dport = :\(port) )", timers: true)
     }
 
     @Test func acceptedAndClientSocketsBothRunTheKernelKeepaliveTimer() async throws {
