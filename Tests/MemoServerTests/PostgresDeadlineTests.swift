@@ -101,6 +101,55 @@ struct PostgresDeadlineTests {
         for id in refused { #expect(!stored.contains(id.uuidString.lowercased()), "a write answered 501 is stored") }
     }
 
+    @Test func aServerWhoseFeedCannotFollowPastTheLagBoundLetsGoRefusesReadsAndServesAgainAfterReloading() throws {
+        let cluster = try TestPostgres.dedicated()
+        defer { cluster.stop() }
+        let servers = try SharedDatabaseServers(
+            count: 1, storageTimeoutMillis: 1_000, maxFeedLagMillis: 1_500, cluster: cluster)
+        defer { servers.stop() }
+        let store = servers.stores[0]
+        let writer = try servers.connect(0)
+        let made = try #require(memo(try writer.request(.create(id: nil, insertMicros: nil, content: "one"))))
+        let watcher = try servers.connect(0, timeout: .seconds(30))
+        let subscription = try watcher.send(.subscribe(after: made.revision))
+        #expect(try watcher.receive { $0.requestID == subscription }.1 == .subscribed(head: made.revision))
+        #expect(store.readiness == .ready)
+        let frozen = try cluster.processIDs()
+        signal(frozen, SIGSTOP)
+        var thawed = false
+        defer { if !thawed { signal(frozen, SIGCONT) } }
+        // The feed cannot confirm anything for longer than the bound: the server says so and lets go.
+        guard case .goingAway(.lagging, _) = try watcher.receive().1 else {
+            Issue.record("the watcher was not let go with 504")
+            return
+        }
+        #expect(store.readiness == .notReady("store unreachable"))
+        // Reads are refused rather than answered from state that may be stale, and so are writes.
+        let reader = try servers.connect(0, timeout: .seconds(30))
+        guard case .error(.storageUnavailable, let text) = try reader.request(.get(id: made.id)) else {
+            Issue.record("a read on a lagging server was answered")
+            return
+        }
+        #expect(text.contains("fell behind its database"), "\(text)")
+        #expect(try listAll(reader) == nil)
+        guard case .error(.storageUnavailable, _) = try reader.request(
+            .create(id: nil, insertMicros: nil, content: "refused")) else {
+            Issue.record("a write on a lagging server was not refused")
+            return
+        }
+        signal(frozen, SIGCONT)
+        thawed = true
+        // It reloads by itself and serves again.
+        #expect(eventually { store.readiness == .ready })
+        #expect(try eventually { try reader.request(.get(id: made.id)) == .memo(made) })
+        #expect(try eventually {
+            memo(try reader.request(.create(id: nil, insertMicros: nil, content: "after"))) != nil
+        })
+        let log = servers.log(0)
+        #expect(log.filter { $0.contains("cannot follow the database") }.count == 1, "\(log)")
+        #expect(log.contains { $0.hasPrefix("reloaded a snapshot at revision") }, "\(log)")
+    }
+
     @Test func aFrozenFeedBackendIsFoundAndItsServerReconnectsAndCatchesUp() throws {
         let servers = try SharedDatabaseServers(count: 2, storageTimeoutMillis: Self.timeoutMillis)
         defer { servers.stop() }
@@ -210,8 +259,9 @@ struct PostgresLaggingProcessTests {
         let database = try cluster.makeDatabaseName()
         let certificates = try TestCertificates()
         let data = try TemporaryDirectory()
+        // The lag bound far away: only finding itself below the retained history makes the server let go here.
         let arguments = ["--store", cluster.uri(database), "--certs", certificates.path, "--listen", "127.0.0.1:0",
-                         "--history", "50"]
+                         "--history", "50", "--max-feed-lag", "600"]
         let first = try ServerProcess(arguments: arguments, directory: data)
         defer {
             first.signal(SIGTERM)
