@@ -132,8 +132,9 @@ struct Serve {
     ) throws(UsageError) -> Int? {
         guard let text = try arguments.option(name) else { return nil }
         guard let value = Double(text), range.contains(value) else {
-            throw UsageError("\(name) takes a number of seconds from \(range.lowerBound) to \(range.upperBound), "
-                + "not '\(text)'")
+            throw UsageError(
+                "\(name) takes a number of seconds from \(String(format: "%g", range.lowerBound)) to "
+                    + "\(String(format: "%g", range.upperBound)), not '\(text)'")
         }
         return Int((value * 1000).rounded())
     }
