@@ -11,6 +11,12 @@ import Synchronization
 /// writer hands over the changes it committed, which are applied without a read when they come next, and which
 /// this thread announces to the other servers after the commit, in a transaction of its own, so that a full
 /// notification queue can never fail a write.
+///
+/// Every call has the storage timeout as its deadline: a read or notification that gets no answer in time is a
+/// lost connection, made again at once. When a read has been due for longer than the lag bound without
+/// completing, or the database no longer holds the changes after the applied revision, the server cannot follow:
+/// this thread lets its clients go (`observeLetGo`), refuses writes and reads meanwhile (`behind`, `readiness`),
+/// reloads a snapshot and serves again.
 final class PostgresFeed: Sendable {
     /// A committed write waiting until this server has applied its last revision.
     private struct Waiter {
@@ -205,7 +211,7 @@ final class PostgresFeed: Sendable {
                 applyKnown()
                 if finishWaiters() { break }
             }
-            if let lag = lagMillis(), lag > maxLagMillis {
+            if !mustReload, let lag = lagMillis(), lag > maxLagMillis {
                 letGo(connection == nil
                       ? "store unreachable for \(Self.seconds(lag)) s" : "feed lagging \(Self.seconds(lag)) s")
                 mustReload = true
@@ -217,17 +223,21 @@ final class PostgresFeed: Sendable {
                 readDue = true
                 continue
             }
-            // Sleeps until the next periodic read, the first waiter's deadline, or the lag bound, whichever comes
-            // first.
+            // Sleeps until the next periodic read (or, while disconnected, the next attempt to connect), the first
+            // waiter's deadline, or the lag bound, whichever comes first.
             let wakeAt = state.withLock { state in
-                var wake = state.waiters.reduce(lastRead + .milliseconds(recheckMillis)) { min($0, $1.deadline) }
-                if let since = state.dueSince { wake = min(wake, since + .milliseconds(maxLagMillis + 1)) }
+                var wake = state.waiters.reduce(
+                    connection == nil ? DispatchTime.distantFuture : lastRead + .milliseconds(recheckMillis)
+                ) { min($0, $1.deadline) }
+                if !mustReload, let since = state.dueSince {
+                    wake = min(wake, since + .milliseconds(maxLagMillis + 1))
+                }
                 return wake
             }
-            let untilWake = Int(wakeAt.uptimeNanoseconds / 1_000_000)
-                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000) + 1
-            let timeout = connection == nil
-                ? min(link.retryDelayMillis, 1_000, max(0, untilWake)) : min(max(0, untilWake), Int(Int32.max))
+            let now = DispatchTime.now().uptimeNanoseconds
+            let untilWake = wakeAt.uptimeNanoseconds > now
+                ? Int(min((wakeAt.uptimeNanoseconds - now) / 1_000_000 + 1, UInt64(Int32.max))) : 0
+            let timeout = connection == nil ? min(link.retryDelayMillis, 1_000, untilWake) : untilWake
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
             readDue = takeNotifications(&connection) || readDue
         }
