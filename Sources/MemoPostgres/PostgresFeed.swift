@@ -375,6 +375,22 @@ final class PostgresFeed: Sendable {
         core.apply(next)
     }
 
+    /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in
+    /// a call for up to its deadline, and a committed write is answered within its storage timeout all the same.
+    /// - Returns: the earliest deadline of the waiters left, when to call again.
+    func expireWaiters() -> DispatchTime? {
+        let now = DispatchTime.now()
+        let (due, earliest) = state.withLock { state -> (Bool, DispatchTime?) in
+            let earliest = state.waiters.reduce(nil as DispatchTime?) { min($0 ?? $1.deadline, $1.deadline) }
+            return (earliest.map { $0 <= now } ?? false, earliest)
+        }
+        guard due else { return earliest }
+        _ = finishWaiters()
+        return state.withLock { state in
+            state.waiters.reduce(nil as DispatchTime?) { min($0 ?? $1.deadline, $1.deadline) }
+        }
+    }
+
     /// Runs the waiters whose writes are applied (or out of time); returns whether the feed is stopping.
     private func finishWaiters() -> Bool {
         let applied = core.revision

@@ -106,9 +106,13 @@ public final class PostgresStore: CoreBackedStore {
         var connection: PGConnection? = initial
         var prunedUpTo = floor
         var handedOver = core.revision
+        // The earliest deadline of a committed write waiting to be applied here: it is answered then at the latest.
+        var waiterDeadline: DispatchTime?
         while true {
             let (batch, finished) = queue.take(
-                limit: Self.maxBatch, waitingUntil: connection == nil ? writerLink.nextAttempt : .distantFuture)
+                limit: Self.maxBatch,
+                waitingUntil: min(connection == nil ? writerLink.nextAttempt : .distantFuture,
+                                  waiterDeadline ?? .distantFuture))
             if !batch.isEmpty {
                 // Each write is answered within the storage timeout of its submission: the batch's deadline is its
                 // oldest write's.
@@ -146,6 +150,7 @@ public final class PostgresStore: CoreBackedStore {
                 connection = writerLink.connect(listening: false)
             }
             if let current = connection, !prune(on: current, prunedUpTo: &prunedUpTo) { connection = nil }
+            waiterDeadline = feed.expireWaiters()
             if finished { break }
         }
         feed.stop()
