@@ -140,8 +140,11 @@ BEGIN
         ELSE
             head := head + 1;
             DELETE FROM memos WHERE memos.id = m.id;
-            INSERT INTO memo_changes VALUES (head, 3, m.id, m.content, m.insert_micros, m.update_micros);
-            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros, m.update_micros, head;
+            -- A delete's change is dated when it happened (as the other stores date it).
+            INSERT INTO memo_changes VALUES (head, 3, m.id, m.content, m.insert_micros,
+                greatest(now, m.insert_micros));
+            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros,
+                greatest(now, m.insert_micros), head;
         END IF;
     END LOOP;
     IF head <> start_head THEN

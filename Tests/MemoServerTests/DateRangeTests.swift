@@ -141,6 +141,16 @@ struct DateRangeTests {
             return
         }
         #expect(futureUpdated.updateMicros == Self.year2100)
+        // A delete is answered (and pushed) dated when it happened, in every store.
+        guard case .memo(let gone) = try client.request(
+            .create(id: nil, insertMicros: 2_000_000, updateMicros: Self.year2100, content: "deleted now"))
+        else {
+            Issue.record("the import was refused")
+            return
+        }
+        let deleted = try client.request(.delete(id: gone.id, expectedRevision: nil))
+        #expect({ if case .memo(let memo) = deleted { abs(memo.updateMicros - Date().unixMicros) < 60_000_000 }
+                  else { false } }(), "\(deleted)")
     }
 
     /// Writes memos and changes into a SQLite file the way an older server could have (before the range was
