@@ -1,3 +1,5 @@
+import Foundation
+
 /// The dates a memo may carry, and how they are written in error messages.
 ///
 /// A date is microseconds since 1970-01-01T00:00:00Z. Only years 1970 to 9999 are accepted, so that every date a
@@ -39,25 +41,11 @@ public enum MemoDates {
     /// `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the fraction left out when it is zero), for a date in the range.
     public static func iso8601(_ micros: Int64) -> String {
         precondition(isValid(micros), "only dates in the range have an ISO 8601 form here")
-        let seconds = micros / 1_000_000, fraction = Int(micros % 1_000_000)
-        let days = Int(seconds / 86_400), second = Int(seconds % 86_400)
-        // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
-        let z = days + 719_468
-        let era = z / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        var text = pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(second / 3600, 2) + ":"
-            + pad(second / 60 % 60, 2) + ":" + pad(second % 60, 2)
-        if fraction != 0 { text += "." + pad(fraction, 6) }
-        return text + "Z"
+        let seconds = micros / 1_000_000, fraction = micros % 1_000_000
+        // Whole seconds from Foundation (an error message's rare path), the microseconds written here.
+        let text = Date(timeIntervalSince1970: TimeInterval(seconds)).formatted(.iso8601)
+        guard fraction != 0 else { return text }
+        let digits = String(fraction)
+        return text.dropLast() + "." + String(repeating: "0", count: 6 - digits.count) + digits + "Z"
     }
 }
