@@ -28,7 +28,8 @@ public enum MemoDates {
 
     /// The refusal of a create whose update date is before its insert date, in the words every store uses.
     public static func outOfOrder(insertMicros: Int64, updateMicros: Int64) -> MemoError {
-        .invalidArgument("the update date \(describe(updateMicros)) is before the insert date \(describe(insertMicros))")
+        .invalidArgument(
+            "the update date \(describe(updateMicros)) is before the insert date \(describe(insertMicros))")
     }
 
     /// A date in the range as ISO 8601 (`2026-12-01T14:06:37.123456Z`); outside it, the microsecond count with

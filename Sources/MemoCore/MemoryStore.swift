@@ -17,7 +17,7 @@ public final class MemoryStore: CoreBackedStore {
         let revision = memos.map(\.revision).max() ?? 0
         core = StoreCore(
             table: MemoTable(memos: memos, revision: revision),
-            history: ChangeHistory(capacity: historyCapacity, head: revision), nowMicros: clock())
+            history: ChangeHistory(capacity: historyCapacity, head: revision))
         self.clock = clock
     }
 

@@ -23,8 +23,9 @@ public final class StoreCore: Sendable {
     private let inner: Mutex<Inner>
     private let events = Subject<WatchEvent>()
 
-    /// - Parameter nowMicros: the time of opening. The insert clock starts at the latest insert date not after it:
-    ///   dates in the future are a client's (an import), not the clock's, and must not move it.
+    /// - Parameter nowMicros: the real time of opening (not a store's clock, which tests may step on each call).
+    ///   The insert clock starts at the latest insert date not after it: dates in the future are a client's (an
+    ///   import), not the clock's, and must not move it.
     public init(table: MemoTable, history: ChangeHistory, nowMicros: Int64 = Date().unixMicros) {
         precondition(table.revision == history.head, "the history must end at the table's revision")
         let clock = table.latestInsert(notAfter: nowMicros)

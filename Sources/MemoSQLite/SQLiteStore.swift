@@ -67,7 +67,7 @@ public final class SQLiteStore: CoreBackedStore {
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
         let loaded = try schema.load()
-        core = StoreCore(table: loaded.table, history: loaded.history, nowMicros: clock())
+        core = StoreCore(table: loaded.table, history: loaded.history)
         // Loading freed as much as it keeps (SQLite's rows, the list the table was built from); glibc keeps freed
         // pages below its heap top resident unless asked, and a server's memory is measured from here.
         malloc_trim(0)

@@ -201,7 +201,8 @@ struct DateRangeTests {
         let edited = try client.request(.update(id: ids[2], expectedRevision: nil, content: "edited too"))
         #expect({ if case .memo(let memo) = edited { abs(memo.updateMicros - Date().unixMicros) < 60_000_000 }
                   else { false } }(), "\(edited)")
-        #expect({ if case .memo = $0 { true } else { false } }(try client.request(.delete(id: ids[1], expectedRevision: nil))))
+        let deleted = try client.request(.delete(id: ids[1], expectedRevision: nil))
+        #expect({ if case .memo = deleted { true } else { false } }(), "\(deleted)")
         let subscription = try client.send(.list)
         let (_, listed) = try client.receive { $0.requestID == subscription }
         guard case .memos(_, _, let memos) = listed else {

@@ -48,6 +48,14 @@ struct ExtremeValueTests {
         return frame.bytes + payload.bytes
     }
 
+    /// A `welcome` payload (a frame only a server sends) with one field changed.
+    static func welcome(
+        _ writer: inout WireWriter, version: UInt16 = 1, revision: UInt64 = 1, frameSize: UInt32 = 1 << 20,
+        role: UInt8 = 1
+    ) {
+        writer.u16(version); writer.u64(revision); writer.u32(frameSize); writer.u8(role); writer.string("s")
+    }
+
     /// Every case: one field at a time at each extreme (the others ordinary), and both dates of a create
     /// together.
     static func cases(existing id: UUID) -> [Case] {
@@ -97,7 +105,9 @@ struct ExtremeValueTests {
                 }
             }
             // The same dates twice, then without a date: the insert clock.
-            add("create insert \(Int64(bitPattern: insert)) again", .create) { $0.u8(0b010); $0.u64(insert); $0.string("i") }
+            add("create insert \(Int64(bitPattern: insert)) again", .create) {
+                $0.u8(0b010); $0.u64(insert); $0.string("i")
+            }
             add("create without a date after \(Int64(bitPattern: insert))", .create) { $0.u8(0); $0.string("now") }
         }
         for length in values32 {
@@ -107,8 +117,12 @@ struct ExtremeValueTests {
             }
         }
         for has in values8 {
-            add("update hasExpected \(has)", .update) { $0.uuid(id); $0.u8(has); if has == 1 { $0.u64(1) }; $0.string("e") }
-            add("delete hasExpected \(has) of a missing memo", .delete) { $0.uuid(UUID()); $0.u8(has); if has == 1 { $0.u64(1) } }
+            add("update hasExpected \(has)", .update) {
+                $0.uuid(id); $0.u8(has); if has == 1 { $0.u64(1) }; $0.string("e")
+            }
+            add("delete hasExpected \(has) of a missing memo", .delete) {
+                $0.uuid(UUID()); $0.u8(has); if has == 1 { $0.u64(1) }
+            }
         }
         for revision in values64 {
             add("update expected \(revision)", .update) { $0.uuid(id); $0.u8(1); $0.u64(revision); $0.string("r") }
@@ -126,7 +140,7 @@ struct ExtremeValueTests {
         for value in values64 {
             let memo = Memo(id: UUID(), content: "m", insertMicros: Int64(bitPattern: value),
                             updateMicros: Int64(bitPattern: value), revision: value)
-            add("welcome revision \(value)", .welcome) { $0.u16(1); $0.u64(value); $0.u32(1 << 20); $0.u8(1); $0.string("s") }
+            add("welcome revision \(value)", .welcome) { welcome(&$0, revision: value) }
             add("memo \(value)", .memo) { $0.memo(memo) }
             add("memos revision \(value)", .memos) { $0.u64(value); $0.u8(1); $0.u32(1); $0.memo(memo) }
             add("snapshot revision \(value)", .snapshot) { $0.u64(value); $0.u8(1); $0.u32(0) }
@@ -138,17 +152,18 @@ struct ExtremeValueTests {
         for count in values32 {
             add("memos count \(count)", .memos) { $0.u64(1); $0.u8(1); $0.u32(count) }
             add("snapshot count \(count)", .snapshot) { $0.u64(1); $0.u8(1); $0.u32(count) }
-            add("welcome frame size \(count)", .welcome) { $0.u16(1); $0.u64(1); $0.u32(count); $0.u8(1); $0.string("s") }
+            add("welcome frame size \(count)", .welcome) { welcome(&$0, frameSize: count) }
         }
         for small in values8 {
-            add("welcome role \(small)", .welcome) { $0.u16(1); $0.u64(1); $0.u32(1 << 20); $0.u8(small); $0.string("s") }
+            add("welcome role \(small)", .welcome) { welcome(&$0, role: small) }
             add("memos flags \(small)", .memos) { $0.u64(1); $0.u8(small); $0.u32(0) }
             add("change kind \(small)", .change) {
-                $0.u64(1); $0.u8(small); $0.memo(Memo(id: UUID(), content: "k", insertMicros: 1, updateMicros: 1, revision: 1))
+                $0.u64(1); $0.u8(small)
+                $0.memo(Memo(id: UUID(), content: "k", insertMicros: 1, updateMicros: 1, revision: 1))
             }
         }
         for code in values16 {
-            add("welcome version \(code)", .welcome) { $0.u16(code); $0.u64(1); $0.u32(1 << 20); $0.u8(1); $0.string("s") }
+            add("welcome version \(code)", .welcome) { welcome(&$0, version: code) }
             add("error code \(code)", .error, expect: .nothing) { $0.u16(code); $0.string("e") }
             add("going-away code \(code)", .goingAway, expect: .close) { $0.u16(code); $0.string("g") }
         }
