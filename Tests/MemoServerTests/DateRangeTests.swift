@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoNet
 import MemoPostgres
 import MemoProbe
 @testable import MemoSQLite
@@ -211,6 +212,29 @@ struct DateRangeTests {
         }
         #expect(memos.count == 4)
         #expect(memos.first?.id == ids[0])  // newest first: the one dated at the end of Int64
+    }
+
+    /// The built `memo-server` on such a file: before the fix it died (SIGILL) at the first dateless create, and
+    /// again after every restart.
+    @Test func theMemoServerBinaryOnAnOlderFileWithAMemoAtInt64MaxServesDatelessCreates() throws {
+        let folder = try TemporaryDirectory()
+        let path = folder.path + "/memos.sqlite"
+        try Self.writeOlderFile(path: path, rows: [(UUID(), Int64.max, Int64.max, "the end of Int64")])
+        let certificates = try TestCertificates()
+        let arguments = ["--store", "sqlite:" + path, "--certs", certificates.path, "--listen", "127.0.0.1:0"]
+        for run in 1...2 {
+            let server = try ServerProcess(arguments: arguments, directory: folder)
+            let client = try TestClient(
+                address: try SocketAddress(parsing: server.address), identity: certificates.client())
+            try client.hello()
+            Self.expectDatedNow(try client.request(.create(id: nil, insertMicros: nil, content: "run \(run)")))
+            Self.expectDatedNow(try client.request(.create(id: nil, insertMicros: nil, content: "again \(run)")))
+            let refused = try client.request(.create(id: nil, insertMicros: Int64.max, content: "refused"))
+            #expect(Self.isInvalidRequest(refused, mentioning: ["after 9999"]), "\(refused)")
+            #expect(try client.request(.ping(nonce: 1)) == .pong(nonce: 1))
+            server.signal(SIGTERM)
+            #expect(server.waitForExit() == 0, "\(server.log)")
+        }
     }
 
     /// The same for a PostgreSQL database an older server wrote: a memo at Int64.max, and the insert clock
