@@ -40,7 +40,8 @@ public final class RemoteStore: MemoStorage {
     /// for whoever holds the subject, subscribed or not yet. Set before the mirror's lock is taken to send the
     /// first list, so that every change the lock orders after it sees it.
     private let listHeld = Atomic<Bool>(false)
-    /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
+    /// Changes the mirror applied, in revision order. A resync (a snapshot after a lost history) sends none:
+    /// `events` carries it as a `reset` with `resync` set, and the list's subjects get the whole new list.
     public let changes = Subject<Change>()
     /// Everything the mirror did, in order: resets, change batches, becoming fresh, resubscribing.
     public let events = Subject<MirrorEvent>()
@@ -199,13 +200,11 @@ public final class RemoteStore: MemoStorage {
         deliver(deliveries)
         for event in events {
             switch event {
-            case .reset(_, _, let diff):
-                for change in diff ?? [] { changes.send(change) }
             case .changes(let applied):
                 for change in applied { changes.send(change) }
             case .resubscribe:
                 subscription.withLock { $0 }?.restart()
-            case .fresh, .failed:
+            case .reset, .fresh, .failed:
                 break
             }
             self.events.send(event)

@@ -168,10 +168,11 @@ public struct CommandRunner: Sendable {
         // Subscribe before the mirror starts, so nothing happens between the list and the first change.
         store.events.subscribe { event in
             switch event {
-            case .reset(_, let memos, let diff):
-                if let diff {
-                    for change in diff { out.line(formatter.line(change)) }
-                } else if memos.isEmpty, human, !formatter.style.json {
+            case .reset(let revision, let memos, let resync):
+                // After a history-gone the changes missed are unknown: say so, then the whole list, never a
+                // made-up difference.
+                if resync { out.line(formatter.resync(revision: revision)) }
+                if memos.isEmpty, human, !formatter.style.json {
                     out.line("(no memos)")
                 } else {
                     for memo in memos { out.line(formatter.existing(memo)) }

@@ -95,7 +95,12 @@ public enum HelpTopics {
               existing|created|updated|deleted<TAB>id<TAB>revision<TAB>date<TAB>first line
             where date is the memo's updateDate (for deleted, the time of the delete). With --json:
               {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
-            Resumes across server restarts without missing or repeating a change; Ctrl-C stops.
+            Resumes across server restarts and reconnects: the changes come in revision order, each once, with
+            no gap, except across a resync. When the server no longer holds the changes missed while away
+            (history-gone), watch prints a resync line, then the whole list again as existing lines, and goes
+            on from there (never a made-up diff):
+              resync<TAB>N            (--json: {"event":"resync","revision":N})
+            N is the revision of the list that follows. Ctrl-C stops.
 
             """,
         "export": """
@@ -149,7 +154,8 @@ let helpText: String = {
           edit ID TEXT... | edit ID -       replace a memo's content [--if-revision N]
           rm ID                             delete a memo [--if-revision N]
           watch                             the list, then one line per change as it happens; resumes
-                                            across server restarts without missing or repeating a change
+                                            across server restarts with no gap and no repeat, except
+                                            across an explicit resync (then the whole list again)
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
@@ -179,6 +185,7 @@ let helpText: String = {
           --json                one JSON object per memo per line: id, content, insertDate, updateDate
                                 (ISO 8601, UTC, microseconds), revision; watch --json prints
                                 {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
+                                or {"event":"resync","revision":N}
           --version             the version, the protocol version, and the OpenSSL and SQLite versions
           -h, --help            this help (after a command: that command's help)
 
@@ -190,6 +197,7 @@ let helpText: String = {
           list, add, edit, rm:  id<TAB>revision<TAB>insertDate<TAB>first line
           watch:                existing|created|updated|deleted<TAB>id<TAB>revision<TAB>updateDate<TAB>first line
                                 (existing: the memos there when watch started; deleted: the delete's time)
+                                or resync<TAB>N, then every memo again as existing (history-gone)
           show:                 the content as it is
         Errors go to stderr, one line each.
 
