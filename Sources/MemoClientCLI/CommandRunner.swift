@@ -79,6 +79,9 @@ public struct CommandRunner: Sendable {
             text = content
         default: break
         }
+        // --timeout is the whole command's time, connecting included: a write retried after an unknown outcome
+        // stops trying then.
+        let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
         let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         switch command {
@@ -96,17 +99,17 @@ public struct CommandRunner: Sendable {
             if let found { memo = found } else { memo = try await client.get(id: id) }
             out.write(formatter.detail(memo))
         case .add:
-            let memo = try await client.create(content: text ?? "")
+            let memo = try await add(text ?? "", client, retry)
             out.line(formatter.written(memo, verb: "created"))
         case .edit(let idText, _, let ifRevision, _):
-            let (id, _) = try await resolve(idText, client)
-            let memo = try await client.update(id: id, content: text ?? "", expectedRevision: ifRevision)
+            let (id, found) = try await resolve(idText, client)
+            let memo = try await edit(id, found: found, to: text ?? "", ifRevision: ifRevision, client, retry)
             out.line(formatter.written(memo, verb: "updated"))
         case .remove(let idText, let ifRevision):
             let (id, found) = try await resolve(idText, client)
             var known = found
-            if known == nil { known = try? await client.get(id: id) }
-            let memo = try await client.delete(id: id, expectedRevision: ifRevision, known: known)
+            if known == nil { known = try? await client.get(id: id, timeout: retry.timeLeft) }
+            let memo = try await remove(id, known: known, ifRevision: ifRevision, client, retry)
             out.line(formatter.written(memo, verb: "deleted"))
         case .watch:
             try await watch(client)
@@ -214,6 +217,8 @@ public struct CommandRunner: Sendable {
     private enum ImportOutcome: Sendable {
         case created, unchanged
         case conflict(line: Int, any Error)
+        /// Sent, and still unknown when its time was up (retried by id until then).
+        case unknown(line: Int, any Error)
         case failed(line: Int, any Error)
     }
 
@@ -246,6 +251,7 @@ public struct CommandRunner: Sendable {
         var unchanged = 0
         var conflicts = 0
         var failed = 0
+        var unknown = 0
         try await withThrowingTaskGroup(of: ImportOutcome.self) { group in
             func take(_ outcome: ImportOutcome) {
                 switch outcome {
@@ -257,6 +263,9 @@ public struct CommandRunner: Sendable {
                 case .failed(let line, let error):
                     failed += 1
                     err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
+                case .unknown(let line, let error):
+                    unknown += 1
+                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
                 }
             }
             var inFlight = 0
@@ -266,14 +275,19 @@ public struct CommandRunner: Sendable {
                     take(outcome)
                 }
                 inFlight += 1
+                let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
                 group.addTask {
                     do {
-                        let memo = try await client.create(
-                            content: record.content, id: record.id, insertMicros: record.insertMicros,
-                            updateMicros: record.updateMicros)
+                        // By its id, so a create whose outcome is unknown is safely sent again.
+                        let memo = try await retry.run { _, timeout in
+                            try await client.create(
+                                content: record.content, id: record.id, insertMicros: record.insertMicros,
+                                updateMicros: record.updateMicros, timeout: timeout)
+                        }
                         return memo.revision > baseline ? .created : .unchanged
                     } catch let error as MemoError {
                         if case .conflict = error { return .conflict(line: line, error) }
+                        if case .outcomeUnknown = error { return .unknown(line: line, error) }
                         // A read-only certificate is refused for every line alike: one line, exit 5.
                         if case .permissionDenied = error { throw error }
                         return .failed(line: line, error)
@@ -286,15 +300,17 @@ public struct CommandRunner: Sendable {
         err.flush()
         if style.json {
             out.line("{\"created\":\(created),\"unchanged\":\(unchanged),\"conflicts\":\(conflicts),"
-                + "\"invalid\":\(invalid),\"failed\":\(failed)}")
+                + "\"invalid\":\(invalid),\"failed\":\(failed),\"unknown\":\(unknown)}")
         } else if style.human {
             out.line("imported \(created) new, \(unchanged) already there, \(conflicts) conflicts"
-                + (invalid + failed > 0 ? ", \(invalid + failed) failed" : ""))
+                + (invalid + failed > 0 ? ", \(invalid + failed) failed" : "")
+                + (unknown > 0 ? ", \(unknown) outcome unknown (may or may not be there)" : ""))
         } else {
             out.line("created \(created)\tunchanged \(unchanged)\tconflicts \(conflicts)\tinvalid \(invalid)"
-                + "\tfailed \(failed)")
+                + "\tfailed \(failed)" + (unknown > 0 ? "\tunknown \(unknown)" : ""))
         }
         if conflicts > 0 { return .conflict }
+        if unknown > 0 { return .outcomeUnknown }
         return invalid + failed > 0 ? .failure : .ok
     }
 }

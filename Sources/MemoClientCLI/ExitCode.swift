@@ -107,6 +107,10 @@ extension ExitCode {
                     + origin + ")"
             }
             return "cannot use the certificates: \(error.description)"
+        case MemoError.outcomeUnknown(let message):
+            // Whatever the server or the library said, the line says what it means for the user.
+            let meaning = message.contains("may or may not") ? "" : "; the write may or may not have been applied"
+            return "outcome unknown: " + message + meaning
         case let error as CustomStringConvertible:
             return error.description
         default:
