@@ -44,7 +44,8 @@ public enum HelpTopics {
           --cert FILE           our client certificate (env MEMO_CERT)
           --key FILE            its private key (env MEMO_KEY)
           --timeout SECONDS     how long a request may take, connecting and retrying a refused connection
-                                included (env MEMO_TIMEOUT, default 10)
+                                included, and retrying a write of unknown outcome (env MEMO_TIMEOUT,
+                                default 10)
           --json                JSON lines instead of tab-separated text
 
         """
@@ -71,6 +72,8 @@ public enum HelpTopics {
             Prints id<TAB>revision<TAB>insertDate<TAB>first line. Content is at most 65536 bytes (UTF-8); more is
             refused before anything is sent (exit 1). Empty content is refused (exit 1) unless --allow-empty.
             Use -- before text that starts with a dash: memo-client add -- -5 degrees.
+            The id is chosen here: a create whose answer is lost (or answered outcome-unknown) is sent again
+            with the same id until --timeout; the memo coming back unchanged is success. Still unknown: exit 7.
 
             """,
         "edit": """
@@ -79,6 +82,10 @@ public enum HelpTopics {
             Replaces a memo's content (the words joined by spaces, or stdin with -).
               --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
               --allow-empty    allow empty content (refused by default, exit 1)
+            Without --if-revision the memo's current revision is read first and sent as the expected one (read
+            again if another writer moves it meanwhile: the last writer wins). An update whose answer is lost
+            (or answered outcome-unknown) is sent again with that revision until --timeout; a conflict whose
+            memo holds our text means the first try did it (exit 0). Still unknown: exit 7.
 
             """,
         "rm": """
@@ -86,6 +93,8 @@ public enum HelpTopics {
 
             Deletes a memo and prints it as it was.
               --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
+            A delete whose answer is lost (or answered outcome-unknown) is sent again until --timeout; finding
+            nothing then means the first try did it (exit 0). Still unknown: exit 7.
 
             """,
         "watch": """
@@ -114,7 +123,9 @@ public enum HelpTopics {
 
             Memos from export output, read line by line from FILE (any readable path: a file, a pipe,
             /dev/stdin, <(command)) or stdin with -. Importing the same lines twice changes nothing.
-            Prints created N<TAB>unchanged N<TAB>conflicts N<TAB>invalid N<TAB>failed N.
+            Prints created N<TAB>unchanged N<TAB>conflicts N<TAB>invalid N<TAB>failed N, then <TAB>unknown N
+            when N creates were still of unknown outcome at --timeout (each is retried by its id until then;
+            exit 7 unless there are conflicts).
             A read-only certificate stops the import at once (exit 5).
 
             """,
@@ -176,7 +187,8 @@ let helpText: String = {
           --cert FILE           our client certificate (instead of DIR/client.crt; env MEMO_CERT)
           --key FILE            its private key (instead of DIR/client.key; env MEMO_KEY)
           --timeout SECONDS     how long a request may take, connecting included; a refused connection is
-                                retried with backoff until then (env MEMO_TIMEOUT, default 10)
+                                retried with backoff until then, and so is a write of unknown outcome
+                                (sent, and its answer lost) (env MEMO_TIMEOUT, default 10)
           --if-revision N       edit, rm: only if the memo is still at revision N
           --allow-empty         add, edit: allow empty content
           --locale ID           front end: the locale of its words and dates, e.g. ko_KR (Korean)

@@ -118,4 +118,24 @@ struct ClientOutcomeTests {
         #expect(store.snapshot().memos.isEmpty)
         #expect(store.revision == memo.revision + 3)
     }
+
+    /// `import` retries a create answered 505 by its id, like `add` (the same test hook as above).
+    @Test func anImportedCreateAnswered505IsRetriedByItsIDAndCountedOnce() throws {
+        let directory = try TemporaryDirectory()
+        let store = OutcomeUnknownStore(try SQLiteStore(path: directory.path + "/memos.sqlite"), armed: [.create])
+        let server = try TestServer(store: store)
+        defer { server.stop() }
+        let lines = [
+            #"{"id":"6f1c0a52-4d0e-4c38-9a55-0c7e8d1e2f01","content":"first","insertDate":"2026-11-30T03:26:13.123456Z","updateDate":"2026-11-30T03:26:13.123456Z","revision":1}"#,
+            #"{"id":"6f1c0a52-4d0e-4c38-9a55-0c7e8d1e2f02","content":"second","insertDate":"2026-11-30T03:27:13.123456Z","updateDate":"2026-11-30T03:27:13.123456Z","revision":2}"#,
+        ]
+        let imported = try runClient(
+            ["import", "-"], server: server.address.description, certs: server.certificates.path,
+            stdin: lines.joined(separator: "\n") + "\n")
+        #expect(imported.status == 0, "stderr: \(imported.err)")
+        #expect(imported.out == "created 2\tunchanged 0\tconflicts 0\tinvalid 0\tfailed 0\n")
+        #expect(store.withheld == 1)
+        #expect(store.snapshot().memos.map(\.content) == ["second", "first"])
+        #expect(store.revision == 2)
+    }
 }
