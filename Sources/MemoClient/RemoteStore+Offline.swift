@@ -81,6 +81,11 @@ extension RemoteStore {
                     offline.withLock { $0.draining = false }
                     drainQueue()
                     return
+                } catch MemoError.outcomeUnknown {
+                    // Sent, and maybe done: it stays first and is sent again, which is safe (a create by its id, an
+                    // update or delete with its expected revision; `send` reads what a retry meets). Not at once:
+                    // the server has just said its store is in trouble.
+                    try? await Task.sleep(for: Self.unknownOutcomePause)
                 } catch {
                     await refuseFirst(token, write, error)
                 }
@@ -174,6 +179,9 @@ extension RemoteStore {
         // The writes are still in memory and on screen; the next change of the queue tries the file again.
         try? WriteQueueFile.save(entries.map(\.write), to: queuePath)
     }
+
+    /// How long a queued write whose outcome is unknown waits before it is sent again.
+    static let unknownOutcomePause: Duration = .milliseconds(500)
 
     /// Errors that say nothing about the write itself, only that the server could not be asked.
     static func isConnectionFailure(_ error: any Error) -> Bool {

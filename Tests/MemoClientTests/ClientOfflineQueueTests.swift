@@ -63,4 +63,45 @@ struct ClientOfflineQueueTests {
         // Created, edited; created, deleted: four revisions, in the order they were made.
         #expect(onServer.first?.revision == 2)
     }
+
+    /// The server's store applies each write and answers 505 (`OutcomeUnknownStore`, a test hook standing in for
+    /// the PostgreSQL store's real 505, another engineer's change): the queue keeps the write and sends it again
+    /// instead of rolling it back as refused.
+    @Test func aQueuedWriteOfUnknownOutcomeIsSentAgainNotRolledBack() async throws {
+        let first = try TestServer()
+        let address = first.address.description
+        let certificates = first.certificates
+        var configuration = first.clientConfiguration()
+        first.stop()
+        configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
+        let folder = try TemporaryDirectory()
+        let client = try MemoConnection.start(configuration)
+        defer { client.close() }
+        let store = try RemoteStore(
+            client: client, cachePath: folder.path + "/mirror.cache", queuePath: folder.path + "/mirror.queue")
+        let refusals = Recorder<RefusedWrite>()
+        let watch = store.refusals.subscribe { refusals.record($0) }
+        defer { watch.cancel() }
+        store.startMirror()
+        let made = try await store.create(content: "queued", id: nil, insertDate: nil)
+        _ = try await store.update(id: made.id, content: "queued, edited", expectedRevision: made.revision)
+        #expect(store.queuedWrites == 2)
+
+        let serverStore = OutcomeUnknownStore(MemoryStore(), armed: [.create, .update])
+        let server = try MemoServer.start(
+            ServerConfiguration(listen: address, certsDirectory: certificates.path), store: serverStore, log: .silent)
+        defer {
+            server.shutdown(timeout: 5)
+            serverStore.close()
+        }
+        _ = try await firstValue(of: store.pendingWrites, "every write confirmed") { $0.isEmpty }
+        _ = try await firstValue(of: store.memoList(), "the edit on the list") { $0.map(\.content) == ["queued, edited"] }
+        #expect(serverStore.withheld == 2)
+        #expect(refusals.values.isEmpty)
+        #expect(store.queuedWrites == 0)
+        // Each applied once: created at 1, edited at 2.
+        let onServer = serverStore.snapshot()
+        #expect(onServer.memos.map(\.content) == ["queued, edited"])
+        #expect(onServer.revision == 2)
+    }
 }
