@@ -79,11 +79,11 @@ public struct CommandRunner: Sendable {
             text = content
         default: break
         }
-        // --timeout is the whole command's time, connecting included: a write retried after an unknown outcome
-        // stops trying then.
-        let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
         let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
+        // Connecting had its --timeout; the write has its own, retries of an unknown outcome included (a slow
+        // connect must not leave a write a few milliseconds, which would make its outcome unknown for nothing).
+        let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
         switch command {
         case .list(let filter, let limit):
             var memos = try await client.list().memos

@@ -8,7 +8,7 @@ import MemoCore
 /// The caller's `attempt` turns what a retry meets into what it knows (a conflict whose memo holds our bytes is
 /// our first try's success; a delete that finds nothing after an unknown try is done).
 struct WriteRetry: Sendable {
-    /// When the write's time is up (`--timeout` from the command's start, connecting included).
+    /// When the write's time is up (`--timeout` after the connection was made).
     let deadline: ContinuousClock.Instant
     /// The first pause after an unknown outcome, doubled up to `longestPause`.
     static let firstPause: Duration = .milliseconds(50)
