@@ -54,16 +54,7 @@ final class TurnProxy: Sendable {
                 return state.clientTurns
             }
             if let turn { beforeClientTurn(turn) }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes {
-                    send(destination, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
-                }
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else { break }
-                offset += written
-            }
-            if offset < count { break }
+            guard sendAll(buffer[..<count], to: destination) else { break }
         }
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))

@@ -6,16 +6,20 @@ import MemoServer
 import MemoTestSupport
 import Testing
 
+/// A free address with nothing listening (a server that was there and stopped), its certificates, and a client
+/// configuration for it that reconnects quickly.
+private func stoppedServer() throws -> (String, TestCertificates, ClientConfiguration) {
+    let first = try TestServer()
+    var configuration = first.clientConfiguration()
+    first.stop()
+    configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
+    return (first.address.description, first.certificates, configuration)
+}
+
 @Suite("RemoteStore: writes made while the server is away are queued on disk and sent in order when it is back")
 struct ClientOfflineQueueTests {
     @Test func queuedWritesShowAtOnceAreKeptInTheFileAndReachTheServerInOrder() async throws {
-        // A free address with nothing listening: a server that was there and stopped.
-        let first = try TestServer()
-        let address = first.address.description
-        let certificates = first.certificates
-        var configuration = first.clientConfiguration()
-        first.stop()
-        configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
+        let (address, certificates, configuration) = try stoppedServer()
         let folder = try TemporaryDirectory()
         let queuePath = folder.path + "/mirror.queue"
         let client = try MemoConnection.start(configuration)
@@ -68,12 +72,7 @@ struct ClientOfflineQueueTests {
     /// the PostgreSQL store's real 505, another engineer's change): the queue keeps the write and sends it again
     /// instead of rolling it back as refused.
     @Test func aQueuedWriteOfUnknownOutcomeIsSentAgainNotRolledBack() async throws {
-        let first = try TestServer()
-        let address = first.address.description
-        let certificates = first.certificates
-        var configuration = first.clientConfiguration()
-        first.stop()
-        configuration.reconnect = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
+        let (address, certificates, configuration) = try stoppedServer()
         let folder = try TemporaryDirectory()
         let client = try MemoConnection.start(configuration)
         defer { client.close() }

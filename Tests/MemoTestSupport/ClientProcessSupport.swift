@@ -156,21 +156,27 @@ package final class CuttingProxy: Sendable {
                 state.cuts += 1
                 return true
             }
-            if cut { break }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + offset, count - offset,
-                                                            Int32(MSG_NOSIGNAL)) }
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else { break }
-                offset += written
-            }
-            if offset < count { break }
+            if cut || !sendAll(buffer[..<count], to: destination) { break }
         }
         // Either side ending ends both: the answer in `buffer` is dropped with the connection.
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))
     }
+}
+
+/// Writes all of `bytes` to the blocking socket `fd` (retrying EINTR and short writes). - Returns: false when the
+/// socket failed first.
+package func sendAll(_ bytes: ArraySlice<UInt8>, to fd: Int32) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes {
+            send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+        }
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else { return false }
+        offset += written
+    }
+    return true
 }
 
 /// A blocking TCP listener on a free loopback port, for a test proxy. - Returns: its descriptor and port.
