@@ -64,7 +64,11 @@ extension ClientError {
         case .permissionDenied: return MemoError.permissionDenied(message)
         case .storageUnavailable, .internalError: return MemoError.storage(message)
         case .storageFull: return MemoError.storageFull(message)
-        case .outcomeUnknown: return MemoError.outcomeUnknown(message)
+        case .outcomeUnknown:
+            // The server sends MemoError's description, which already starts with the words the client adds.
+            let prefix = "outcome unknown: "
+            let reason = message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
+            return MemoError.outcomeUnknown(reason)
         default: return ClientError.server(code: code, message: message)
         }
     }

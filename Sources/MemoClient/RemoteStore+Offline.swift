@@ -23,13 +23,15 @@ public struct RefusedWrite: Sendable, Hashable {
 extension RemoteStore {
     /// Queues `write` when the connection is not live or older writes are still queued, so that the caller does not
     /// wait for the network: the write shows as pending at once and is sent when the connection is back.
+    /// - Parameter always: queue it even while live with nothing queued (a write whose outcome is unknown, to be
+    ///   sent again).
     /// - Returns: the memo as shown, or nil when the write should go to the server now.
     /// - Throws: when the queue file cannot be written (the write is then not shown either).
-    func enqueueIfOffline(_ write: QueuedWrite) throws -> Memo? {
+    func enqueueIfOffline(_ write: QueuedWrite, always: Bool = false) throws -> Memo? {
         guard let queuePath else { return nil }
         let id = write.memo.id
         let outcome: (deliveries: [ShownDeliveries], error: (any Error)?)? = offline.withLock { queue in
-            guard !queue.entries.isEmpty || client.connectionState.value != .live else { return nil }
+            guard always || !queue.entries.isEmpty || client.connectionState.value != .live else { return nil }
             var write = write
             // An edit of a memo whose earlier write is still queued expects the revision that write will get.
             write.afterQueued = queue.entries.contains { $0.write.memo.id == id }

@@ -234,7 +234,8 @@ public final class RemoteStore: MemoStorage {
     }
 
     /// Runs a write with its pending form shown until the server answers; with an offline queue, a write made while
-    /// not live (or behind queued ones) is queued instead and returns at once.
+    /// not live (or behind queued ones) is queued instead and returns at once, and so is one whose outcome turned out
+    /// unknown (it is sent again from the queue).
     private func write(
         _ pendingForm: PendingWrite?, queued: QueuedWrite?, _ body: () async throws -> Memo
     ) async throws -> Memo {
@@ -248,7 +249,14 @@ public final class RemoteStore: MemoStorage {
             changeShownNow(id) { $0.confirm(token, revision: memo.revision) }
             return memo
         } catch {
+            // Sent, and maybe done: not rolled back as failed, but queued to be sent again (safe: a create by its id,
+            // an update or delete with its expected revision), shown as pending meanwhile.
+            var requeued: Memo?
+            if case MemoError.outcomeUnknown = error, let queued {
+                requeued = try? enqueueIfOffline(queued, always: true)
+            }
             changeShownNow(id) { $0.reject(token) }
+            if let requeued { return requeued }
             throw error
         }
     }

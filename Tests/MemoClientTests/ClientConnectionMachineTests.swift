@@ -477,7 +477,7 @@ struct ClientConnectionMachineTests {
         _ = driver.goLive()
         let update = driver.submit(.update(id: UUID(), expectedRevision: 2, content: "c"))
         let answered = driver.completions(driver.receive(
-            .error(code: .outcomeUnknown, message: "the commit's connection broke"), id: update.id))
+            .error(code: .outcomeUnknown, message: "outcome unknown: the commit's connection broke"), id: update.id))
         guard case .failure(MemoError.outcomeUnknown("the commit's connection broke"))? = answered.first?.result else {
             Issue.record("expected outcome unknown, got \(answered)")
             return

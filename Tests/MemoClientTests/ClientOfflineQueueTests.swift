@@ -103,4 +103,27 @@ struct ClientOfflineQueueTests {
         #expect(onServer.memos.map(\.content) == ["queued, edited"])
         #expect(onServer.revision == 2)
     }
+
+    /// A write made while live whose outcome turns out unknown (505 from the same test hook) is not rolled back
+    /// and thrown as failed: it joins the queue, stays shown as pending, and is sent again.
+    @Test func aLiveWriteOfUnknownOutcomeJoinsTheQueueInsteadOfFailing() async throws {
+        let serverStore = OutcomeUnknownStore(MemoryStore(), armed: [.create])
+        let server = try TestServer(store: serverStore)
+        defer { server.stop() }
+        let folder = try TemporaryDirectory()
+        let client = try await MemoConnection.connect(server.clientConfiguration())
+        defer { client.close() }
+        let store = try RemoteStore(
+            client: client, cachePath: folder.path + "/mirror.cache", queuePath: folder.path + "/mirror.queue")
+        try await store.waitUntilFresh()
+        let made = try await store.create(content: "saved live", id: nil, insertDate: nil)
+        #expect(made.content == "saved live")
+        _ = try await firstValue(of: store.pendingWrites, "the write confirmed") { $0.isEmpty }
+        _ = try await firstValue(of: store.memoList(), "the memo on the list") { $0.map(\.id) == [made.id] }
+        #expect(serverStore.withheld == 1)
+        #expect(store.queuedWrites == 0)
+        let onServer = serverStore.snapshot()
+        #expect(onServer.memos.map(\.content) == ["saved live"])
+        #expect(onServer.revision == 1)
+    }
 }
