@@ -20,12 +20,12 @@ struct WriteRetry: Sendable {
     var timeLeft: Duration { max(deadline - ContinuousClock.now, .milliseconds(1)) }
 
     /// - Parameter attempt: one try, told whether an earlier try's outcome is unknown and how long it may take.
-    /// - Returns: the first try's result that is known.
+    /// - Returns: the answer of the first try that settles the write.
     /// - Throws: the first definite failure; `MemoError.outcomeUnknown` when the time ran out with the outcome
     ///   still unknown (an earlier try may have been applied).
-    func run<Result: Sendable>(
-        _ attempt: (_ afterUnknown: Bool, _ timeout: Duration) async throws -> Result
-    ) async throws -> Result {
+    func run<Answer: Sendable>(
+        _ attempt: (_ afterUnknown: Bool, _ timeout: Duration) async throws -> Answer
+    ) async throws -> Answer {
         var unknown: MemoError?
         var pause = Self.firstPause
         while true {
