@@ -39,7 +39,7 @@ struct ClientOutcomeTests {
         defer { proxy.stop() }
 
         let (status, out, err) = try runClient(
-            ["--timeout", "2", "add", "sent, then the server froze"], server: proxy.address, certs: certificates.path)
+            ["--timeout", "3", "add", "sent, then the server froze"], server: proxy.address, certs: certificates.path)
         #expect(stopped.withLock { $0 })
         #expect(status == ExitCode.outcomeUnknown.rawValue, "stdout: \(out) stderr: \(err)")
         #expect(out.isEmpty)

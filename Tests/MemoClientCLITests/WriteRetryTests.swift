@@ -11,7 +11,7 @@ struct WriteRetryTests {
     private let id = UUID()
 
     @Test func anUnknownTryIsMadeAgainAndTheRetrysAnswerIsTheResult() async throws {
-        let retry = WriteRetry(deadline: .now + .seconds(30))
+        let retry = WriteRetry(deadline: .now + .seconds(3600))
         var tries: [Bool] = []
         let answer = try await retry.run { afterUnknown, _ in
             tries.append(afterUnknown)
@@ -23,7 +23,7 @@ struct WriteRetryTests {
     }
 
     @Test func aDefiniteFailureOfTheFirstTryIsNotRetried() async {
-        let retry = WriteRetry(deadline: .now + .seconds(30))
+        let retry = WriteRetry(deadline: .now + .seconds(3600))
         var tries = 0
         await #expect(throws: ClientError.self) {
             try await retry.run { _, _ -> String in
@@ -35,7 +35,8 @@ struct WriteRetryTests {
     }
 
     @Test func afterAnUnknownTryAnAnswerThatSettlesItIsThrownAndTroubleKeepsItUnknown() async {
-        let retry = WriteRetry(deadline: .now + .seconds(30))
+        // Deadlines far away, except where the deadline is the point: a loaded machine may hold a task for long.
+        let retry = WriteRetry(deadline: .now + .seconds(3600))
         var tries = 0
         await #expect(throws: MemoError.conflict(id: id, expected: 3, actual: 4)) {
             try await retry.run { _, _ -> String in
@@ -44,17 +45,16 @@ struct WriteRetryTests {
                 throw MemoError.conflict(id: id, expected: 3, actual: 4)
             }
         }
-        // A retry that could not be sent (no connection) says nothing of the first try: still unknown at the end.
-        let short = WriteRetry(deadline: .now + .milliseconds(400))
-        var shortTries = 0
-        await #expect(throws: MemoError.outcomeUnknown("lost")) {
-            try await short.run { _, _ -> String in
-                shortTries += 1
-                if shortTries == 1 { throw MemoError.outcomeUnknown("lost") }
-                throw ClientError.unreachable(server: "s", reason: "connection refused")
-            }
+        // A retry that could not be sent (no connection) says nothing of the first try: it is tried again.
+        var unsentTries = 0
+        let answer = try? await retry.run { _, _ -> String in
+            unsentTries += 1
+            if unsentTries == 1 { throw MemoError.outcomeUnknown("lost") }
+            if unsentTries == 2 { throw ClientError.unreachable(server: "s", reason: "connection refused") }
+            return "done"
         }
-        #expect(shortTries >= 2)
+        #expect(answer == "done")
+        #expect(unsentTries == 3)
         // Nor does a refused certificate, which no retry fixes: unknown at once.
         var refusedTries = 0
         await #expect(throws: MemoError.outcomeUnknown("lost")) {
@@ -65,5 +65,12 @@ struct WriteRetryTests {
             }
         }
         #expect(refusedTries == 2)
+    }
+
+    @Test func stillUnknownWhenTheDeadlineComesIsThrownAsUnknown() async {
+        let retry = WriteRetry(deadline: .now + .milliseconds(300))
+        await #expect(throws: MemoError.outcomeUnknown("lost")) {
+            try await retry.run { _, _ -> String in throw MemoError.outcomeUnknown("lost") }
+        }
     }
 }
