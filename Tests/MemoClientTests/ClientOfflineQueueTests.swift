@@ -93,8 +93,11 @@ struct ClientOfflineQueueTests {
             server.shutdown(timeout: 5)
             serverStore.close()
         }
-        _ = try await firstValue(of: store.pendingWrites, "every write confirmed") { $0.isEmpty }
-        _ = try await firstValue(of: store.memoList(), "the edit on the list") { $0.map(\.content) == ["queued, edited"] }
+        // Generous: each 505 costs a pause, and the drain's task shares a loaded machine's few threads.
+        _ = try await firstValue(of: store.pendingWrites, "every write confirmed", seconds: 60) { $0.isEmpty }
+        _ = try await firstValue(of: store.memoList(), "the edit on the list", seconds: 60) {
+            $0.map(\.content) == ["queued, edited"]
+        }
         #expect(serverStore.withheld == 2)
         #expect(refusals.values.isEmpty)
         #expect(store.queuedWrites == 0)
@@ -118,8 +121,10 @@ struct ClientOfflineQueueTests {
         try await store.waitUntilFresh()
         let made = try await store.create(content: "saved live", id: nil, insertDate: nil)
         #expect(made.content == "saved live")
-        _ = try await firstValue(of: store.pendingWrites, "the write confirmed") { $0.isEmpty }
-        _ = try await firstValue(of: store.memoList(), "the memo on the list") { $0.map(\.id) == [made.id] }
+        _ = try await firstValue(of: store.pendingWrites, "the write confirmed", seconds: 60) { $0.isEmpty }
+        _ = try await firstValue(of: store.memoList(), "the memo on the list", seconds: 60) {
+            $0.map(\.id) == [made.id]
+        }
         #expect(serverStore.withheld == 1)
         #expect(store.queuedWrites == 0)
         let onServer = serverStore.snapshot()
