@@ -40,11 +40,11 @@ final class PostgresFeed: Sendable {
     private let state = Mutex(State())
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
-    private let log: @Sendable (String) -> Void
+    private let log: @Sendable (LogRecord) -> Void
 
     init(
         core: StoreCore, link: PostgresLink, connection: PGConnection, recheckMillis: Int = 1_000,
-        log: @escaping @Sendable (String) -> Void
+        log: @escaping @Sendable (LogRecord) -> Void
     ) throws(MemoError) {
         self.core = core
         self.link = link
@@ -210,7 +210,10 @@ final class PostgresFeed: Sendable {
                     defer { state.behind = reason }
                     return state.behind == nil
                 }
-                if first { log(reason) }
+                if first {
+                    log(LogRecord(
+                        .error, "feed_behind", [("applied", "\(applied)"), ("oldest", "\(floor)")], text: reason))
+                }
                 return
             }
             core.apply(changes)

@@ -31,14 +31,14 @@ public final class PostgresStore: CoreBackedStore {
     ///   - recheckMillis: how often the feed reads the changes table when no notification came (a notification is
     ///     a hint that PostgreSQL drops while the feed's connection is down); tests set it long to see that a
     ///     notification alone brings another server's change.
-    ///   - log: receives one line per connection transition.
+    ///   - log: receives one record per connection transition.
     /// - Throws: `MemoError.storage` when PostgreSQL cannot be reached or its schema is newer than this binary.
     public init(
         uri: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
         clock: @escaping @Sendable () -> Int64 = { Date().unixMicros },
         recheckMillis: Int = 1_000,
-        log: @escaping @Sendable (String) -> Void = { _ in }
+        log: @escaping @Sendable (LogRecord) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
         self.historyCapacity = historyCapacity
