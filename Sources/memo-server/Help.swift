@@ -98,10 +98,12 @@ enum Help {
     static let certsList = """
         usage: memo-server certs list [--dir DIR]
 
-        Lists every certificate the CA in DIR (default certs) issued, from DIR/ca.index: NAME, ROLE (server,
-        read-write, read-only), SERIAL, EXPIRES (UTC) and REVOKED (the time, or -). A CA made before memo
-        kept an index has none: the list then shows the certificates found in DIR that the CA signed, and
-        says so on stderr.
+        Lists every certificate the CA in DIR (default certs) issued, from DIR/ca.index, oldest first: NAME,
+        ROLE (server, read-write, read-only), SERIAL, EXPIRES (UTC), SUPERSEDED (the serial of the certificate
+        issued later in its place: a re-issued server certificate, or a client certificate re-issued under
+        the same name; - when none) and REVOKED (the time, or -). A superseded certificate stays valid until
+        it expires or is revoked. A CA made before memo kept an index has none: the list then shows the
+        certificates found in DIR that the CA signed, and says so on stderr.
         """
 
     static let certs = [certsInit, certsClient, certsServer, certsRevoke, certsList].joined(separator: "\n\n")
