@@ -113,6 +113,17 @@ public enum HelpTopics {
             A read-only certificate stops the import at once (exit 5).
 
             """,
+        "whoami": """
+            usage: memo-client whoami [--json]
+
+            The certificate this client would present (--cert, MEMO_CERT or the certificates folder's
+            client.crt), read locally without connecting: name (CN), role (read-write or read-only), serial,
+            issuer (the CA's CN), notBefore, notAfter (UTC), daysLeft and the certificate's path, as
+            field<TAB>value lines; with --json one object with those fields and warning (text or null).
+            Within 30 days of notAfter it warns on stderr; every other command gives that warning too, at
+            most once a day (the day is kept in $XDG_CACHE_HOME/memo/certificate-warnings).
+
+            """,
         "completion": """
             usage: memo-client completion bash|zsh
 
@@ -152,6 +163,7 @@ let helpText: String = {
                                             across server restarts without missing or repeating a change
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
+          whoami                            the client certificate: name, role, serial, issuer, expiry
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
           help [COMMAND]                    this help, or one command's (also: COMMAND --help)
 
