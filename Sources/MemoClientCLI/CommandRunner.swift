@@ -35,18 +35,22 @@ public struct CommandRunner: Sendable {
     let err: BufferedOutput
     /// Where the day of the last certificate-expiry warning is kept (`ClientCertificate.warningsPath`).
     let warningsPath: String
+    /// False under MEMO_EXPIRY_WARNING=0: commands other than whoami give no expiry warning.
+    let warnsOfExpiry: Bool
     /// How many creates an import keeps in flight at once.
     static let importWindow = 64
 
     /// - Parameters:
     ///   - out: standard output, or a test's pipe; its broken-pipe handler is the caller's decision.
-    ///   - environment: where the cache folder is (XDG_CACHE_HOME, HOME), for the daily expiry warning.
+    ///   - environment: where the cache folder is (XDG_CACHE_HOME, HOME) for the daily expiry warning, and
+    ///     MEMO_EXPIRY_WARNING=0, which turns that warning off.
     public init(
         configuration: ClientConfiguration, style: OutputStyle, out: BufferedOutput, err: BufferedOutput,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
         self.configuration = configuration
         warningsPath = ClientCertificate.warningsPath(environment: environment)
+        warnsOfExpiry = environment["MEMO_EXPIRY_WARNING"] != "0"
         formatter = MemoFormatter(style: style)
         self.out = out
         self.err = err
@@ -57,7 +61,7 @@ public struct CommandRunner: Sendable {
     /// Runs `command`; errors are printed as one line on stderr.
     public func run(_ command: ClientCommand) async -> ExitCode {
         // The expiry warning, at most once a day, before the command's own output (whoami always gives it).
-        if command != .whoami, let certificate = try? ClientCertificate(configuration: configuration),
+        if command != .whoami, warnsOfExpiry, let certificate = try? ClientCertificate(configuration: configuration),
             let warning = certificate.dailyWarning(now: UTCTime.now(), path: warningsPath)
         {
             err.line("memo-client: " + warning)

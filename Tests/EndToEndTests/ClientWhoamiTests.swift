@@ -50,7 +50,7 @@ struct ClientWhoamiTests {
         let certs = server.certificates.path
         _ = try CertificateAuthority.issueClient(name: "soon", directory: certs, validity: .days(3))
         let cache = try TemporaryDirectory()
-        let environment = cleanEnvironment(["XDG_CACHE_HOME": cache.path])
+        let environment = cleanEnvironment(["XDG_CACHE_HOME": cache.path, "MEMO_EXPIRY_WARNING": "1"])
         let arguments = ["--server", server.address.description, "--certs", certs, "--cert", certs + "/soon.crt",
                          "--key", certs + "/soon.key"]
         let first = try runTool("memo-client", arguments + ["add", "첫 메모"], environment: environment)
@@ -70,5 +70,11 @@ struct ClientWhoamiTests {
             .write(to: URL(fileURLWithPath: cache.path + "/memo/certificate-warnings"))
         let third = try runTool("memo-client", arguments + ["list"], environment: environment)
         #expect(third.2.hasPrefix("memo-client: warning: the client certificate "), "\(third.2)")
+        // MEMO_EXPIRY_WARNING=0 silences it (scripts whose stderr must stay clean).
+        try FileManager.default.removeItem(atPath: cache.path + "/memo/certificate-warnings")
+        var quiet = environment
+        quiet["MEMO_EXPIRY_WARNING"] = "0"
+        let fourth = try runTool("memo-client", arguments + ["list"], environment: quiet)
+        #expect(fourth.0 == 0 && fourth.2.isEmpty, "\(fourth.2)")
     }
 }
