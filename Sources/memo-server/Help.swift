@@ -53,6 +53,14 @@ enum Help {
           --history N                changes kept for clients that resume (default 100000)
           --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
                                      record layer (default; less memory per connection) or OpenSSL's
+          --log-format text|json     text: the UTC time, then the line (default); json: one object per line
+                                     with time, level, event, the line's fields (conn, peer, cn, reason, ...)
+                                     and message (the text line)
+          --log-level LEVEL          debug, info (default), warn or error: lines below it are left out
+
+        Under systemd (NOTIFY_SOCKET set) the server sends READY=1 once it listens, RELOADING=1 and READY=1
+        around a SIGHUP reload, STOPPING=1 when it stops, and WATCHDOG=1 every WATCHDOG_USEC/2 when the
+        unit has WatchdogSec= (Type=notify; README.md has a unit file).
         """
 
     static let certsInit = """
