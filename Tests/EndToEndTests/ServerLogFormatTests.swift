@@ -65,6 +65,27 @@ struct ServerLogFormatTests {
         #expect(stopping["signal"] as? String == "SIGTERM")
     }
 
+    @Test func aServerThatCannotStartSaysWhyAsAJSONFatalRecordInJSONMode() throws {
+        let certificates = try TestCertificates()
+        let data = try TemporaryDirectory()
+        let store = "sqlite:\(data.path)/memos.sqlite"
+        let first = try ServerProcess(
+            arguments: ["--store", store, "--certs", certificates.path, "--listen", "127.0.0.1:0"], directory: data)
+        defer {
+            first.signal(SIGTERM)
+            _ = first.waitForExit()
+        }
+        let (status, out, err) = try runTool("memo-server", [
+            "serve", "--store", store, "--certs", certificates.path, "--listen", "127.0.0.1:0", "--log-format", "json",
+        ])
+        #expect(status == 1 && out.isEmpty)
+        let records = try jsonLines(err)
+        #expect(records.count == 1, "\(err)")
+        #expect(records.first?["event"] as? String == "fatal")
+        #expect(records.first?["level"] as? String == "error")
+        #expect((records.first?["reason"] as? String)?.contains("is in use by another memo-server") == true, "\(err)")
+    }
+
     @Test func logLevelWarnLeavesOutInfoLinesAndBadValuesAreRefusedWithOneLine() throws {
         let certificates = try TestCertificates()
         let data = try TemporaryDirectory()
