@@ -56,9 +56,13 @@ mkdir -p "$out"
 tarball="$out/memo-$version-linux-$arch.tar.gz"
 tar -C "$root" --owner=0 --group=0 --sort=name -czf "$tarball" usr
 
-# The .deb: the same tree, the packages whose libraries ldd finds (the C library and the loader excepted).
+# The .deb: the same tree; Depends names the packages of the libraries the binaries link directly (their NEEDED
+# entries, found where ldd finds them; what those pull in is their packages' business), libc6 first.
+needed=$(for program in memo-server memo-client; do
+    readelf -d "$bin/$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; done | sort -u)
 depends=$(for program in memo-server memo-client; do ldd "$bin/$program"; done \
-    | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u \
+    | awk -v needed="$needed" 'BEGIN { split(needed, list, "\n"); for (i in list) want[list[i]] = 1 }
+        $2 == "=>" && $3 ~ /^\// && ($1 in want) { print $3 }' | sort -u \
     | while read -r library; do dpkg -S "$(realpath "$library")" 2>/dev/null || dpkg -S "$library"; done \
     | cut -d: -f1 | sort -u | grep -vx 'libc6' | paste -sd, | sed 's/,/, /g')
 install -d "$root/DEBIAN"

@@ -135,10 +135,10 @@ public final class MemoServer: Sendable {
                         // The trust loaded last: a reload applies to every handshake that starts after it.
                         engine = try TLSEngine(context: core.trust.context)
                     } catch {
+                        let reason = "TLS setup failed: \(error)"
                         core.log(
-                            .error, "close",
-                            [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", "TLS setup failed: \(error)")],
-                            "close conn=\(number) peer=\(accepted.peer) reason=\"TLS setup failed: \(error)\"")
+                            .error, "close", [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", reason)],
+                            "close conn=\(number) peer=\(accepted.peer) reason=\"\(reason)\"")
                         accepted.socket.close()
                         core.connectionClosed()
                         return

@@ -59,7 +59,8 @@ struct ServerLogFormatTests {
         #expect(refused["cn"] as? String == "reader")
         #expect(refused["op"] as? String == "create")
         #expect(refused["code"] as? String == "\(ErrorCode.permissionDenied.rawValue)")
-        let close = try #require(records.first { $0["event"] as? String == "close" && $0["cn"] as? String == "client" })
+        let close = try #require(
+            records.first { $0["event"] as? String == "close" && $0["cn"] as? String == "client" })
         #expect(close["reason"] is String)
         let stopping = try #require(records.first { $0["event"] as? String == "stopping" })
         #expect(stopping["signal"] as? String == "SIGTERM")
@@ -93,7 +94,8 @@ struct ServerLogFormatTests {
             arguments: ["--store", "memory", "--certs", certificates.path, "--listen", "127.0.0.1:0",
                         "--log-level", "warn"],
             directory: data)
-        let client = try TestClient(address: try SocketAddress(parsing: server.address), identity: certificates.client())
+        let address = try SocketAddress(parsing: server.address)
+        let client = try TestClient(address: address, identity: certificates.client())
         try client.hello()
         client.socket.close()
         server.signal(SIGTERM)
