@@ -42,6 +42,13 @@ struct ClientWhoamiTests {
             "name", "role", "serial", "issuer", "notBefore", "notAfter", "daysLeft", "certificate",
         ])
         #expect(rows.first { $0[0] == "role" }?.last == "read-write")
+
+        // No certificate there: exit 5 with one line naming the file, as every command says it.
+        let (missingStatus, missingOut, missingErr) = try runTool(
+            "memo-client", ["whoami", "--certs", certs, "--cert", certs + "/nobody.crt"], environment: environment)
+        #expect(missingStatus == 5 && missingOut.isEmpty)
+        #expect(missingErr.hasPrefix("memo-client: ") && missingErr.contains(certs + "/nobody.crt"), "\(missingErr)")
+        #expect(missingErr.split(separator: "\n").count == 1, "\(missingErr)")
     }
 
     @Test func everyCommandWarnsOfAnExpiringCertificateOnceADay() throws {
