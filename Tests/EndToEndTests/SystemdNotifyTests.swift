@@ -3,6 +3,9 @@ import Glibc
 import MemoTestSupport
 import Testing
 
+/// A notification as the bytes systemd compares.
+private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
 /// The test's side of systemd's notification socket: a Unix datagram socket that memo-server's messages reach.
 final class NotifySocket {
     let descriptor: Int32
@@ -35,8 +38,8 @@ final class NotifySocket {
 
     deinit { close(descriptor) }
 
-    /// The next datagram, or nil when none comes within `seconds`.
-    func receive(seconds: Double) -> String? {
+    /// The next datagram's bytes, or nil when none comes within `seconds`.
+    func receive(seconds: Double) -> [UInt8]? {
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         let deadline = Date().addingTimeInterval(seconds)
         while true {
@@ -48,15 +51,15 @@ final class NotifySocket {
             var buffer = [UInt8](repeating: 0, count: 4096)
             let count = recv(descriptor, &buffer, buffer.count, 0)
             guard count >= 0 else { return nil }
-            return String(decoding: buffer[0..<count], as: UTF8.self)
+            return Array(buffer[0..<count])
         }
     }
 
     /// The next datagram other than `WATCHDOG=1`, counting the watchdog ones it passes.
-    func nextState(seconds: Double, watchdogs: inout Int) -> String? {
+    func nextState(seconds: Double, watchdogs: inout Int) -> [UInt8]? {
         let deadline = Date().addingTimeInterval(seconds)
         while let message = receive(seconds: deadline.timeIntervalSinceNow) {
-            if message == "WATCHDOG=1" {
+            if message == bytes("WATCHDOG=1") {
                 watchdogs += 1
                 continue
             }
@@ -88,25 +91,26 @@ struct SystemdNotifyTests {
             }
         }
         var watchdogs = 0
-        #expect(systemd.nextState(seconds: 30, watchdogs: &watchdogs).map { Array($0.utf8) } == Array("READY=1".utf8))
+        #expect(systemd.nextState(seconds: 30, watchdogs: &watchdogs) == bytes("READY=1"))
         // Several watchdog pings while the server runs.
         let deadline = Date().addingTimeInterval(30)
         while watchdogs < 3, let message = systemd.receive(seconds: deadline.timeIntervalSinceNow) {
-            #expect(message == "WATCHDOG=1")
-            if message == "WATCHDOG=1" { watchdogs += 1 }
+            #expect(message == bytes("WATCHDOG=1"))
+            if message == bytes("WATCHDOG=1") { watchdogs += 1 }
         }
         #expect(watchdogs >= 3)
 
         server.signal(SIGHUP)
-        let reloading = try #require(systemd.nextState(seconds: 30, watchdogs: &watchdogs))
+        let reloading = String(decoding: try #require(systemd.nextState(seconds: 30, watchdogs: &watchdogs)),
+                               as: UTF8.self)
         let lines = reloading.split(separator: "\n").map(String.init)
-        #expect(lines.first == "RELOADING=1", "\(reloading)")
+        #expect(lines.first.map(bytes) == bytes("RELOADING=1"), "\(reloading)")
         #expect(lines.count == 2 && lines[1].hasPrefix("MONOTONIC_USEC=")
                     && UInt64(lines[1].dropFirst("MONOTONIC_USEC=".count)) != nil, "\(reloading)")
-        #expect(systemd.nextState(seconds: 30, watchdogs: &watchdogs) == "READY=1")
+        #expect(systemd.nextState(seconds: 30, watchdogs: &watchdogs) == bytes("READY=1"))
 
         server.signal(SIGTERM)
-        #expect(systemd.nextState(seconds: 30, watchdogs: &watchdogs) == "STOPPING=1")
+        #expect(systemd.nextState(seconds: 30, watchdogs: &watchdogs) == bytes("STOPPING=1"))
         #expect(server.waitForExit() == 0)
         stopped = true
     }
@@ -121,9 +125,9 @@ struct SystemdNotifyTests {
         let server = try ServerProcess(
             arguments: ["--store", "memory", "--certs", certificates.path, "--listen", "127.0.0.1:0"],
             directory: data, environment: environment)
-        #expect(systemd.receive(seconds: 30) == "READY=1")
+        #expect(systemd.receive(seconds: 30) == bytes("READY=1"))
         server.signal(SIGTERM)
-        #expect(systemd.receive(seconds: 30) == "STOPPING=1")
+        #expect(systemd.receive(seconds: 30) == bytes("STOPPING=1"))
         #expect(server.waitForExit() == 0)
     }
 }
