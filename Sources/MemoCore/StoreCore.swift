@@ -16,14 +16,20 @@ public final class StoreCore: Sendable {
         var closed = false
         var observers: [UInt64: @Sendable (Change) -> Void] = [:]
         var nextObserver: UInt64 = 0
+        /// The insert clock of the writes planned here (see `WritePlanner.lastInsertMicros`).
+        var lastInsertMicros: Int64
     }
 
     private let inner: Mutex<Inner>
     private let events = Subject<WatchEvent>()
 
-    public init(table: MemoTable, history: ChangeHistory) {
+    /// - Parameter nowMicros: the real time of opening (not a store's clock, which tests may step on each call).
+    ///   The insert clock starts at the latest insert date not after it: dates in the future are a client's (an
+    ///   import), not the clock's, and must not move it.
+    public init(table: MemoTable, history: ChangeHistory, nowMicros: Int64 = Date().unixMicros) {
         precondition(table.revision == history.head, "the history must end at the table's revision")
-        inner = Mutex(Inner(table: table, history: history))
+        let clock = table.latestInsert(notAfter: nowMicros)
+        inner = Mutex(Inner(table: table, history: history, lastInsertMicros: clock))
     }
 
     /// The revision of the last applied change.
@@ -53,14 +59,17 @@ public final class StoreCore: Sendable {
     public func plan(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
         inner.withLock { inner in
             if inner.closed { return ops.map { _ in .failure(.closed) } }
-            var planner = WritePlanner(startingAt: inner.table)
-            return ops.map { op in
+            var planner = WritePlanner(startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros)
+            let results = ops.map { op -> Result<WriteOutcome, MemoError> in
                 do throws(MemoError) {
                     return .success(try planner.plan(op, in: inner.table, nowMicros: nowMicros))
                 } catch {
                     return .failure(error)
                 }
             }
+            // Kept even when the batch then fails: the clock only has to increase.
+            inner.lastInsertMicros = planner.lastInsertMicros
+            return results
         }
     }
 
@@ -74,7 +83,8 @@ public final class StoreCore: Sendable {
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
-            var planner = WritePlanner(startingAt: inner.table, appliesAsItGoes: true)
+            var planner = WritePlanner(
+                startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros, appliesAsItGoes: true)
             var results: [Result<WriteOutcome, MemoError>] = []
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
@@ -89,6 +99,7 @@ public final class StoreCore: Sendable {
                     results.append(.failure(error))
                 }
             }
+            inner.lastInsertMicros = planner.lastInsertMicros
             if !pending.isEmpty { lists = queueLists(in: inner, edits: edits) }
             return results
         }
@@ -227,6 +238,27 @@ public final class StoreCore: Sendable {
         }
         subject.deliver(pending)
         return subscription
+    }
+
+    /// Replaces the table and the history with a fresh snapshot (a server that fell behind its shared database
+    /// reloads), skipping the changes in between: the change observers are not called for it (their owner, the
+    /// server, let its subscribers go first), a watcher gets `historyGone` for the revision it was at, and the
+    /// list subjects get the new list (the position edits as a `.reset`).
+    public func reload(table: MemoTable, history: ChangeHistory) {
+        precondition(table.revision == history.head, "the history must end at the table's revision")
+        var pending: [Subject<WatchEvent>.PendingDelivery] = []
+        var lists = ListDeliveries()
+        inner.withLock { inner in
+            guard !inner.closed else { return }
+            let before = inner.table.revision
+            inner.table = table
+            inner.history = history
+            pending.append(events.enqueue(
+                .historyGone(requested: before, oldestAvailable: inner.history.oldestResumable)))
+            if let subject = inner.list { lists.list = (subject, subject.enqueue(inner.table.list)) }
+            if let subject = inner.listDeltas { lists.delta = (subject, subject.enqueue(.reset(inner.table.list))) }
+        }
+        deliver(pending, lists)
     }
 
     /// Stops the store: later calls fail with `closed`, watchers stop.

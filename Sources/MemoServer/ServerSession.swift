@@ -150,6 +150,16 @@ struct ServerSession {
             return
         }
         switch message {
+        case .get, .list, .subscribe:
+            // A store that fell behind its shared database answers no read from state it knows may be stale.
+            if case .notReady(let reason) = store.readiness {
+                answer(&actions, id, .error(code: .storageUnavailable, message: Self.notServing(reason)))
+                return
+            }
+        default:
+            break
+        }
+        switch message {
         case .hello:
             answer(&actions, id, .error(code: .invalidRequest, message: "hello was already done"))
         case .get(let memoID):
@@ -205,11 +215,24 @@ struct ServerSession {
         }
     }
 
+    /// The answer to a read while the store cannot serve.
+    static func notServing(_ reason: String) -> String {
+        "this server fell behind its database and is reloading (\(reason)): read from another server, or again "
+            + "shortly"
+    }
+
     private mutating func write(_ actions: inout [SessionAction], _ id: UInt32, _ op: WriteOp) {
         guard role == .readWrite else {
             let error = MemoError.permissionDenied("this client's certificate is read-only")
             actions.append(.log(Self.refusal(requestID: id, WriteTarget(op), error)))
             answer(&actions, id, .error(code: ErrorCode(error), message: "this client's certificate is read-only"))
+            return
+        }
+        do throws(MemoError) {
+            try op.validateArguments()
+        } catch {
+            actions.append(.log(Self.refusal(requestID: id, WriteTarget(op), error)))
+            answer(&actions, id, .error(code: ErrorCode(error), message: error.description))
             return
         }
         guard admitInFlight(&actions, id) else { return }
