@@ -1,6 +1,7 @@
 import Foundation
 import MemoClient
 import MemoCore
+import MemoTLS
 
 /// Where a memo's text comes from.
 public enum TextSource: Sendable, Hashable {
@@ -21,6 +22,8 @@ public enum ClientCommand: Sendable, Hashable {
     case export
     /// A file of `export` lines; "-" is standard input.
     case importMemos(path: String)
+    /// The certificate this client would present: read locally, no connection.
+    case whoami
 }
 
 /// Runs one command against a server and prints its result: the logic of `memo-client`, kept out of
@@ -30,13 +33,24 @@ public struct CommandRunner: Sendable {
     public let formatter: MemoFormatter
     let out: BufferedOutput
     let err: BufferedOutput
+    /// Where the day of the last certificate-expiry warning is kept (`ClientCertificate.warningsPath`).
+    let warningsPath: String
+    /// False under MEMO_EXPIRY_WARNING=0: commands other than whoami give no expiry warning.
+    let warnsOfExpiry: Bool
     /// How many creates an import keeps in flight at once.
     static let importWindow = 64
 
     /// - Parameters:
     ///   - out: standard output, or a test's pipe; its broken-pipe handler is the caller's decision.
-    public init(configuration: ClientConfiguration, style: OutputStyle, out: BufferedOutput, err: BufferedOutput) {
+    ///   - environment: where the cache folder is (XDG_CACHE_HOME, HOME) for the daily expiry warning, and
+    ///     MEMO_EXPIRY_WARNING=0, which turns that warning off.
+    public init(
+        configuration: ClientConfiguration, style: OutputStyle, out: BufferedOutput, err: BufferedOutput,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         self.configuration = configuration
+        warningsPath = ClientCertificate.warningsPath(environment: environment)
+        warnsOfExpiry = environment["MEMO_EXPIRY_WARNING"] != "0"
         formatter = MemoFormatter(style: style)
         self.out = out
         self.err = err
@@ -46,6 +60,13 @@ public struct CommandRunner: Sendable {
 
     /// Runs `command`; errors are printed as one line on stderr.
     public func run(_ command: ClientCommand) async -> ExitCode {
+        // The expiry warning, at most once a day, before the command's own output (whoami always gives it).
+        if command != .whoami, warnsOfExpiry, let certificate = try? ClientCertificate(configuration: configuration),
+            let warning = certificate.dailyWarning(now: UTCTime.now(), path: warningsPath)
+        {
+            err.line("memo-client: " + warning)
+            err.flush()
+        }
         let code: ExitCode
         do {
             code = try await execute(command)
@@ -77,6 +98,9 @@ public struct CommandRunner: Sendable {
                         + "give --allow-empty to store an empty memo")
             }
             text = content
+        case .whoami:
+            whoami(try ClientCertificate(configuration: configuration))
+            return .ok
         default: break
         }
         let client = try await MemoConnection.connect(configuration)
@@ -117,8 +141,30 @@ public struct CommandRunner: Sendable {
             for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
         case .importMemos(let path):
             return try await importMemos(path, client)
+        case .whoami:
+            break  // answered before connecting
         }
         return .ok
+    }
+
+    /// `whoami`: the fields as `field<TAB>value` lines (aligned for people), or one JSON object; the expiry
+    /// warning on stderr.
+    private func whoami(_ certificate: ClientCertificate) {
+        let now = UTCTime.now()
+        if style.json {
+            out.line(certificate.json(now: now))
+        } else {
+            let width = certificate.fields(now: now).map(\.0.count).max() ?? 0
+            for (name, value) in certificate.fields(now: now) {
+                out.line(style.human ? name + String(repeating: " ", count: width - name.count + 2) + value
+                    : name + "\t" + value)
+            }
+        }
+        out.flush()
+        if let warning = certificate.warning(now: now) {
+            err.line("memo-client: " + warning)
+            err.flush()
+        }
     }
 
     private func printList(_ memos: [Memo]) {

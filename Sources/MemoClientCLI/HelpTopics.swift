@@ -132,6 +132,18 @@ public enum HelpTopics {
             A read-only certificate stops the import at once (exit 5).
 
             """,
+        "whoami": """
+            usage: memo-client whoami [--json]
+
+            The certificate this client would present (--cert, MEMO_CERT or the certificates folder's
+            client.crt), read locally without connecting: name (CN), role (read-write or read-only), serial,
+            issuer (the CA's CN), notBefore, notAfter (UTC), daysLeft and the certificate's path, as
+            field<TAB>value lines; with --json one object with those fields and warning (text or null).
+            Within 30 days of notAfter it warns on stderr; every other command gives that warning too, at
+            most once a day (the day is kept in $XDG_CACHE_HOME/memo/certificate-warnings), unless
+            MEMO_EXPIRY_WARNING=0.
+
+            """,
         "completion": """
             usage: memo-client completion bash|zsh
 
@@ -172,6 +184,7 @@ let helpText: String = {
                                             across an explicit resync (then the whole list again)
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
+          whoami                            the client certificate: name, role, serial, issuer, expiry
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
           help [COMMAND]                    this help, or one command's (also: COMMAND --help)
 
@@ -208,7 +221,9 @@ let helpText: String = {
           -h, --help            this help (after a command: that command's help)
 
         Environment: MEMO_TLS_RECORDS=own|openssl chooses who protects TLS 1.3 records after the handshake:
-        the client's own record layer (default) or OpenSSL's.
+        the client's own record layer (default) or OpenSSL's. Within 30 days of the client certificate's
+        expiry every command warns on stderr, at most once a day (see whoami); MEMO_EXPIRY_WARNING=0 turns
+        that off.
 
         Output is a table for people when stdout is a terminal (short id, local date, first line; colors
         unless NO_COLOR is set) and tab-separated when it is not:

@@ -144,6 +144,8 @@ extension Invocation {
             command = .export
         case "import":
             command = .importMemos(path: try arguments.required("a FILE (or - for stdin)"))
+        case "whoami":
+            command = .whoami
         case "completion":
             let shell = try arguments.required("a shell: bash or zsh")
             if shell == "ids" {

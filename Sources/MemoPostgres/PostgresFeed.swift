@@ -59,11 +59,11 @@ final class PostgresFeed: Sendable {
     private let letGoSubject = Subject<String>()
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
-    private let log: @Sendable (String) -> Void
+    private let log: @Sendable (LogRecord) -> Void
 
     init(
         core: StoreCore, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
-        recheckMillis: Int = 1_000, maxLagMillis: Int, log: @escaping @Sendable (String) -> Void
+        recheckMillis: Int = 1_000, maxLagMillis: Int, log: @escaping @Sendable (LogRecord) -> Void
     ) throws(MemoError) {
         self.core = core
         self.link = link
@@ -197,7 +197,11 @@ final class PostgresFeed: Sendable {
                             defer { state.recovering = false }
                             return state.recovering
                         }
-                        if recovered { log("PostgreSQL feed caught up at revision \(core.revision)") }
+                        if recovered {
+                            log(LogRecord(
+                                .info, "feed_caught_up", [("revision", "\(core.revision)")],
+                                text: "PostgreSQL feed caught up at revision \(core.revision)"))
+                        }
                     case .belowHistory(let reason):
                         letGo(reason)
                         mustReload = true
@@ -276,8 +280,10 @@ final class PostgresFeed: Sendable {
         }
         serving.store(false, ordering: .releasing)
         guard first else { return }
-        log("this server cannot follow the database (\(reason)): letting its clients go (504 lagging), refusing "
-            + "reads and writes, and reloading a snapshot")
+        log(LogRecord(
+            .error, "feed_let_go", [("reason", reason)],
+            text: "this server cannot follow the database (\(reason)): letting its clients go (504 lagging), "
+                + "refusing reads and writes, and reloading a snapshot"))
         letGoSubject.send(reason)
     }
 
@@ -304,7 +310,9 @@ final class PostgresFeed: Sendable {
             state.recovering = false
         }
         serving.store(true, ordering: .releasing)
-        log("reloaded a snapshot at revision \(core.revision); serving again")
+        log(LogRecord(
+            .info, "feed_reloaded", [("revision", "\(core.revision)")],
+            text: "reloaded a snapshot at revision \(core.revision); serving again"))
         _ = finishWaiters()
         return true
     }

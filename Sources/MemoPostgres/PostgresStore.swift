@@ -36,7 +36,7 @@ public final class PostgresStore: CoreBackedStore {
     ///     PostgreSQL does (frozen, partitioned, lock-queued); also the deadline of every other call.
     ///   - maxFeedLagMillis: how long the feed may be unable to confirm that it holds every change before this
     ///     server lets its clients go and reloads (see `readiness`).
-    ///   - log: receives one line per connection transition.
+    ///   - log: receives one record per connection transition.
     /// - Throws: `MemoError.storage` when PostgreSQL cannot be reached or its schema is newer than this binary.
     public init(
         uri: String,
@@ -45,7 +45,7 @@ public final class PostgresStore: CoreBackedStore {
         recheckMillis: Int = 1_000,
         storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis,
         maxFeedLagMillis: Int = PostgresStore.defaultMaxFeedLagMillis,
-        log: @escaping @Sendable (String) -> Void = { _ in }
+        log: @escaping @Sendable (LogRecord) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
         self.historyCapacity = historyCapacity

@@ -84,8 +84,9 @@ public final class MemoServer: Sendable {
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")
         let core = ServerCore(
             store: store, limits: configuration.limits, serverName: configuration.serverName, log: log, trust: trust)
-        log("loaded certificates from \(trust.directory): \(trust.current.summary)")
-        for warning in trust.current.expiryWarnings() { log(warning) }
+        log(.info, "certificates_loaded", [("directory", trust.directory)],
+            "loaded certificates from \(trust.directory): \(trust.current.summary)")
+        for warning in trust.current.expiryWarnings() { log(.warn, "certificate_expiry", warning) }
         do {
             return try MemoServer(listener: listener, group: group, core: core)
         } catch {
@@ -113,13 +114,18 @@ public final class MemoServer: Sendable {
         acceptor = try acceptLoop.runAndWait { () throws(NetError) -> LoopBound<Acceptor?> in
             let acceptor = try Acceptor(
                 listener: listener, eventLoop: acceptLoop,
-                onError: { error in core.log("accept failed: \(error.message)") },
+                onError: { error in
+                    core.log(.error, "accept_failed", [("reason", error.message)], "accept failed: \(error.message)")
+                },
                 onAccept: { accepted in
                     let number = counter.add(1, ordering: .relaxed).newValue
                     let open = core.connectionOpened()
                     if open > limits.maxConnections + 1024 {
                         // Far over the limit: not even a TLS handshake.
-                        core.log("close conn=\(number) peer=\(accepted.peer) reason=\"too many connections\"")
+                        core.log(
+                            .warn, "close",
+                            [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", "too many connections")],
+                            "close conn=\(number) peer=\(accepted.peer) reason=\"too many connections\"")
                         accepted.socket.close()
                         core.connectionClosed()
                         return
@@ -129,7 +135,10 @@ public final class MemoServer: Sendable {
                         // The trust loaded last: a reload applies to every handshake that starts after it.
                         engine = try TLSEngine(context: core.trust.context)
                     } catch {
-                        core.log("close conn=\(number) peer=\(accepted.peer) reason=\"TLS setup failed: \(error)\"")
+                        let reason = "TLS setup failed: \(error)"
+                        core.log(
+                            .error, "close", [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", reason)],
+                            "close conn=\(number) peer=\(accepted.peer) reason=\"\(reason)\"")
                         accepted.socket.close()
                         core.connectionClosed()
                         return
@@ -151,6 +160,12 @@ public final class MemoServer: Sendable {
     /// How many connections are open.
     public var connectionCount: Int { core.connectionCount }
 
+    /// Runs `work` every `interval` on the loop that accepts connections, for as long as the server runs: a
+    /// heartbeat for a supervisor (systemd's watchdog) that stops when that loop stops turning.
+    public func repeatOnAcceptLoop(every interval: Duration, _ work: @escaping @Sendable () -> Void) {
+        scheduleRepeating(on: group.loops[0], every: interval, work)
+    }
+
     #if DEBUG
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
     var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
@@ -166,11 +181,15 @@ public final class MemoServer: Sendable {
         do {
             material = try core.trust.reload()
         } catch {
-            core.log("reload failed, keeping the certificates loaded before: \(error)")
+            core.log(
+                .error, "reload_failed", [("reason", "\(error)")],
+                "reload failed, keeping the certificates loaded before: \(error)")
             return false
         }
-        core.log("reloaded certificates from \(core.trust.directory): \(material.summary)")
-        for warning in material.expiryWarnings() { core.log(warning) }
+        core.log(
+            .info, "certificates_reloaded", [("directory", core.trust.directory)],
+            "reloaded certificates from \(core.trust.directory): \(material.summary)")
+        for warning in material.expiryWarnings() { core.log(.warn, "certificate_expiry", warning) }
         guard !material.revoked.isEmpty else { return true }
         for context in contexts {
             context.eventLoop.execute {
@@ -203,7 +222,9 @@ public final class MemoServer: Sendable {
             }
         }
         if !core.waitForNoConnections(timeout: timeout) {
-            core.log("shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
+            core.log(
+                .warn, "shutdown_timeout", [("connections", "\(core.connectionCount)")],
+                "shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
         }
         broadcaster.stop()
         group.shutdownGracefully()
@@ -218,11 +239,18 @@ private func scheduleSweep(_ context: LoopBound<LoopContext>) {
     }
 }
 
+private func scheduleRepeating(on loop: EventLoop, every interval: Duration, _ work: @escaping @Sendable () -> Void) {
+    _ = loop.schedule(after: interval) {
+        work()
+        scheduleRepeating(on: loop, every: interval, work)
+    }
+}
+
 /// Repeats the expiry warnings every 12 hours, so that a server that runs for months says so before its
 /// certificate lapses, not only when it starts or reloads.
 private func scheduleExpiryCheck(_ core: ServerCore, on loop: EventLoop) {
     _ = loop.schedule(after: .seconds(12 * 3600)) {
-        for warning in core.trust.current.expiryWarnings() { core.log(warning) }
+        for warning in core.trust.current.expiryWarnings() { core.log(.warn, "certificate_expiry", warning) }
         scheduleExpiryCheck(core, on: loop)
     }
 }

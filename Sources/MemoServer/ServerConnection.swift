@@ -70,7 +70,9 @@ final class ServerConnection: EventHandler {
             try? socket.detectDeadPeer()
             registration = try loop.register(fileDescriptor: socket.fileDescriptor, interest: .readable, handler: self)
         } catch {
-            server.log("close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
+            server.log(
+                .error, "close", [("conn", "\(number)"), ("peer", "\(peer)"), ("reason", "cannot register: \(error)")],
+                "close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
             socket.close()
             server.connectionClosed()
             return
@@ -232,15 +234,20 @@ final class ServerConnection: EventHandler {
 
     /// A log line about this connection, named as the open and close lines name it.
     private func logLine(_ line: LogLine) {
-        server.log("\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
+        server.log(
+            line.level, line.name, [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName)] + line.fields,
+            "\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
     }
 
     private func handshakeCompleted() {
         commonName = tls.peerCommonName ?? "-"
         let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
         let roleName = role == .readOnly ? "read-only" : "read-write"
-        server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) "
-            + "tls=\(tls.negotiatedProtocol ?? "?")")
+        let version = tls.negotiatedProtocol ?? "?"
+        server.log(
+            .info, "open",
+            [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName), ("role", roleName), ("tls", version)],
+            "open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) tls=\(version)")
         if rejected {
             enqueue(.frame(Message.goingAway(
                 code: .tooManyConnections,
@@ -380,8 +387,12 @@ final class ServerConnection: EventHandler {
         if outboundBytes > server.limits.maxOutboundBytes, machine.isServing {
             // Drop what is queued (the client resumes from its revision) and say why, after the records already
             // encrypted; if the peer does not read even that, the closing deadline ends it.
-            server.log("slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
-                + "\(server.limits.maxOutboundBytes) bytes queued; dropping them and sending going-away")
+            server.log(
+                .warn, "slow_consumer",
+                [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName),
+                 ("queued_limit", "\(server.limits.maxOutboundBytes)")],
+                "slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
+                    + "\(server.limits.maxOutboundBytes) bytes queued; dropping them and sending going-away")
             outbound.removeAll()
             outbound.append(.frame(Message.goingAway(
                 code: .slowConsumer,
@@ -630,7 +641,10 @@ final class ServerConnection: EventHandler {
         socket.close()
         context.value.removeAll(of: self)
         outbound.removeAll()
-        server.log("close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(machine.closeReason)\"")
+        let reason = machine.closeReason
+        server.log(
+            .info, "close", [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName), ("reason", reason)],
+            "close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(reason)\"")
         server.connectionClosed()
     }
 }

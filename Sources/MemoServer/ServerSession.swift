@@ -21,9 +21,14 @@ enum SessionAction {
 }
 
 /// A log line about one connection, which the connection writes with its name between the two parts.
-struct LogLine: Equatable {
+struct LogLine {
+    /// The text form's first words.
     var event: String
     var detail: String
+    /// The event name of the structured form, its level and its fields after the connection's.
+    var name: String
+    var level: LogLevel
+    var fields: [(String, String)]
 }
 
 /// One connection's protocol state, with no socket: frames in, actions out (the connection carries them out).
@@ -198,7 +203,9 @@ struct ServerSession {
             break
         case .error(let code, let text):
             // A client reporting a problem: logged, not answered (an error answering an error could loop).
-            actions.append(.log(LogLine(event: "client error", detail: "request=\(id) \(code): \(text)")))
+            actions.append(.log(LogLine(
+                event: "client error", detail: "request=\(id) \(code): \(text)", name: "client_error", level: .warn,
+                fields: [("request", "\(id)"), ("code", "\(code.rawValue)"), ("reason", text)])))
         case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone:
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
@@ -261,8 +268,14 @@ struct ServerSession {
     static func refusal(requestID: UInt32, _ target: WriteTarget, _ error: MemoError) -> LogLine {
         let what = "\(target.verb) id=\(target.id.uuidString.lowercased())"
         let code = ErrorCode(error)
-        return LogLine(event: code.rawValue >= 500 ? "storage error" : "refused",
-                       detail: "request=\(requestID) \(what): \(code): \(error)")
+        let storage = code.rawValue >= 500
+        return LogLine(
+            event: storage ? "storage error" : "refused", detail: "request=\(requestID) \(what): \(code): \(error)",
+            name: storage ? "storage_error" : "refused", level: storage ? .error : .info,
+            fields: [
+                ("request", "\(requestID)"), ("op", "\(target.verb)"), ("id", target.id.uuidString.lowercased()),
+                ("code", "\(code.rawValue)"), ("reason", "\(error)"),
+            ])
     }
 
     /// `count` list answers were sent in full.

@@ -61,6 +61,14 @@ enum Help {
                                      lagging, answers reads and writes 501 and reloads a snapshot by itself
           --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
                                      record layer (default; less memory per connection) or OpenSSL's
+          --log-format text|json     text: the UTC time, then the line (default); json: one object per line
+                                     with time, level, event, the line's fields (conn, peer, cn, reason, ...)
+                                     and message (the text line)
+          --log-level LEVEL          debug, info (default), warn or error: lines below it are left out
+
+        Under systemd (NOTIFY_SOCKET set) the server sends READY=1 once it listens, RELOADING=1 and READY=1
+        around a SIGHUP reload, STOPPING=1 when it stops, and WATCHDOG=1 every WATCHDOG_USEC/2 when the
+        unit has WatchdogSec= (Type=notify; README.md has a unit file).
         """
 
     static let certsInit = """
@@ -106,10 +114,12 @@ enum Help {
     static let certsList = """
         usage: memo-server certs list [--dir DIR]
 
-        Lists every certificate the CA in DIR (default certs) issued, from DIR/ca.index: NAME, ROLE (server,
-        read-write, read-only), SERIAL, EXPIRES (UTC) and REVOKED (the time, or -). A CA made before memo
-        kept an index has none: the list then shows the certificates found in DIR that the CA signed, and
-        says so on stderr.
+        Lists every certificate the CA in DIR (default certs) issued, from DIR/ca.index, oldest first: NAME,
+        ROLE (server, read-write, read-only), SERIAL, EXPIRES (UTC), SUPERSEDED (the serial of the certificate
+        issued later in its place: a re-issued server certificate, or a client certificate re-issued under
+        the same name; - when none) and REVOKED (the time, or -). A superseded certificate stays valid until
+        it expires or is revoked. A CA made before memo kept an index has none: the list then shows the
+        certificates found in DIR that the CA signed, and says so on stderr.
         """
 
     static let certs = [certsInit, certsClient, certsServer, certsRevoke, certsList].joined(separator: "\n\n")

@@ -12,6 +12,8 @@ final class WatchProcess {
         self.number = number
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["watch", "--json", "--server", server, "--certs", certs]
+        // Its certificates live a day: no expiry warning (nor a note of it in the user's cache folder).
+        process.environment = ProcessInfo.processInfo.environment.merging(["MEMO_EXPIRY_WARNING": "0"]) { $1 }
         let output = Pipe()
         process.standardOutput = output
         stderrPath = directory + "/watch-\(number).log"
