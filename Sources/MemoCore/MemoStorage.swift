@@ -102,6 +102,10 @@ public protocol ServingStore: MemoStorage, ChangeFeed {
     /// that cannot fall behind (memory, SQLite) is always ready; a shared one (PostgreSQL) is not while its
     /// database is unreachable or its feed lags. Cheap to read from any thread.
     var readiness: StoreReadiness { get }
+
+    /// The store's kind, place, size and (shared stores) how it follows its database: what `status` and
+    /// `/metrics` show. Cheap to read from any thread.
+    var storeStatus: StoreStatus { get }
 }
 
 /// Whether a store can serve now.

@@ -41,12 +41,14 @@ final class PostgresFeed: Sendable {
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
     private let log: @Sendable (String) -> Void
+    private let stats: PostgresStats
 
     init(
         core: StoreCore, link: PostgresLink, connection: PGConnection, recheckMillis: Int = 1_000,
-        log: @escaping @Sendable (String) -> Void
+        stats: PostgresStats = PostgresStats(), log: @escaping @Sendable (String) -> Void
     ) throws(MemoError) {
         self.core = core
+        self.stats = stats
         self.link = link
         self.recheckMillis = recheckMillis
         self.log = log
@@ -169,6 +171,7 @@ final class PostgresFeed: Sendable {
             let applied = core.revision
             var due = false
             for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                if let head = UInt64(payload) { stats.saw(head: head) }
                 due = true
                 StageTrace.record(.woken, UInt64(payload) ?? 0)
             }
@@ -193,7 +196,10 @@ final class PostgresFeed: Sendable {
             let applied = core.revision
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
-            guard rows.rowCount > 0 else { return }
+            guard rows.rowCount > 0 else {
+                stats.feedProgressed()
+                return
+            }
             let floor = UInt64(rows.integer(0, 0))
             var changes: [Change] = []
             for row in 0..<rows.rowCount where !rows.isNull(row, 1) {
@@ -214,7 +220,11 @@ final class PostgresFeed: Sendable {
                 return
             }
             core.apply(changes)
-            if changes.count < Self.page { return }
+            if let last = changes.last { stats.saw(head: last.revision) }
+            if changes.count < Self.page {
+                stats.feedProgressed()
+                return
+            }
         }
     }
 
@@ -231,6 +241,7 @@ final class PostgresFeed: Sendable {
             state.known = state.known.filter { $0.key > revision }
         }
         core.apply(next)
+        if !next.isEmpty { stats.feedProgressed() }
     }
 
     /// Runs the waiters whose writes are applied (or out of time); returns whether the feed is stopping.

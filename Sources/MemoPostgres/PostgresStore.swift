@@ -23,6 +23,10 @@ public final class PostgresStore: CoreBackedStore {
     private let writerLink: PostgresLink
     private let feed: PostgresFeed
     private let batches = Atomic<Int>(0)
+    /// The URI given (with its password: `storeStatus` shows it without).
+    let uri: String
+    /// Batch sizes, commit times and the feed's progress, for `status`.
+    let stats = PostgresStats()
 
     /// Connects to the database at `uri` (any libpq URI or connection string), creating the schema on first use,
     /// and loads the memos and the last `historyCapacity` changes in one snapshot.
@@ -42,6 +46,7 @@ public final class PostgresStore: CoreBackedStore {
     ) throws(MemoError) {
         self.clock = clock
         self.historyCapacity = historyCapacity
+        self.uri = uri
         writerLink = PostgresLink(uri: uri, role: "writer", log: log)
         let feedLink = PostgresLink(uri: uri, role: "feed", log: log)
         let feedConnection: PGConnection
@@ -62,7 +67,8 @@ public final class PostgresStore: CoreBackedStore {
         let (table, history) = try PostgresSchema.load(from: feedConnection, historyCapacity: historyCapacity)
         core = StoreCore(table: table, history: history)
         feed = try PostgresFeed(
-            core: core, link: feedLink, connection: feedConnection, recheckMillis: recheckMillis, log: log)
+            core: core, link: feedLink, connection: feedConnection, recheckMillis: recheckMillis, stats: stats,
+            log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
@@ -125,10 +131,12 @@ public final class PostgresStore: CoreBackedStore {
         var healthy = true
         if !sent.isEmpty {
             do throws(PGError) {
+                let started = PostgresStats.now()
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
                         sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)))
+                stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
                 for (row, index) in sent.enumerated() {
@@ -138,6 +146,7 @@ public final class PostgresStore: CoreBackedStore {
                 }
                 StageTrace.record(.committed, changes)
                 handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
+                stats.saw(head: handedOver)
             } catch {
                 // A broken connection may have committed or not: never answer success, the client retries
                 // creates by id and updates with their revision.

@@ -13,6 +13,12 @@ final class ServerCore: Sendable {
     let serverName: String
     let log: ServerLog
     let trust: TrustStore
+    /// CLOCK_MONOTONIC nanoseconds when the server started (for uptime).
+    let startedAt = monotonicNanos()
+    /// Set when shutdown begins: the server is then not ready.
+    let shuttingDown = Atomic<Bool>(false)
+    /// Every loop's context, set once the loops are made: what `status` and `/metrics` read.
+    let loopContexts = Mutex<[LoopBound<LoopContext>]>([])
     private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
     #if DEBUG
     /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
@@ -104,6 +110,8 @@ public final class MemoServer: Sendable {
             loop.runAndWait { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
         }
         broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
+        let all = contexts
+        core.loopContexts.withLock { $0 = all }
         for context in contexts { scheduleSweep(context) }
         scheduleExpiryCheck(core, on: group.loops[0])
         let contexts = contexts
@@ -151,6 +159,21 @@ public final class MemoServer: Sendable {
     /// How many connections are open.
     public var connectionCount: Int { core.connectionCount }
 
+    /// Whether the server serves now (`ready`, or why not: the store's reason, or shutting down).
+    public var readiness: StoreReadiness { core.readiness }
+
+    /// The answer a `status` request gets now. Waits for every loop to answer: not for use on a loop's thread.
+    public func status() -> StatusReport {
+        let result = Mutex<StatusReport?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        core.gatherStatus { report in
+            result.withLock { $0 = report }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
     #if DEBUG
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
     var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
@@ -190,6 +213,7 @@ public final class MemoServer: Sendable {
             return !stopped
         }
         guard first else { return }
+        core.shuttingDown.store(true, ordering: .relaxed)
         let acceptor = acceptor
         acceptor.eventLoop.runAndWait {
             acceptor.value?.stop()

@@ -18,6 +18,8 @@ enum SessionAction {
     case close(reason: String)
     /// Write a line to the server's log: the event, the connection's name, then the detail.
     case log(LogLine)
+    /// Gather the server's status from every loop and answer this request with it (`statusAnswered` after).
+    case status(requestID: UInt32)
 }
 
 /// A log line about one connection, which the connection writes with its name between the two parts.
@@ -46,6 +48,8 @@ struct ServerSession {
     private(set) var pendingWrites: [UInt32: WriteTarget] = [:]
     /// `list` answers queued but not yet sent in full: each holds a snapshot of every memo until it is.
     private(set) var pendingLists = 0
+    /// `status` requests being gathered from the loops: counted in flight, so that a flood of them is bounded.
+    private(set) var pendingStatus = 0
     /// Open subscriptions, by the request id of their `subscribe`.
     private(set) var subscriptions = Set<UInt32>()
     private(set) var clientName = ""
@@ -75,6 +79,16 @@ struct ServerSession {
     mutating func receive(
         _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max
     ) -> [SessionAction] {
+        var counters = LoopCounters()
+        return receive(bytes, store: store, outputBudget: outputBudget, counters: &counters)
+    }
+
+    /// `receive`, counting each request that is answered now (not the writes: `completed` counts those) in
+    /// `counters`, the loop's.
+    mutating func receive(
+        _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max,
+        counters: inout LoopCounters
+    ) -> [SessionAction] {
         guard phase != .closed else { return [] }
         decoder.append(bytes)
         var actions: [SessionAction] = []
@@ -90,10 +104,12 @@ struct ServerSession {
                 (type, requestID, payload) = next
                 framesReceived += 1
             } catch {
+                counters.count(.other, .refused)
                 fail(&actions, requestID: 0, code: error.code, error.description)
                 break
             }
             handle(type: type, requestID: requestID, payload: &payload, store: store, into: &actions)
+            Self.count(type: type, actions[before...], into: &counters)
             for action in actions[before...] {
                 switch action {
                 // Counted with what holding them costs until the connection queues them (the array's header,
@@ -106,6 +122,25 @@ struct ServerSession {
             }
         }
         return actions
+    }
+
+    /// Counts a request answered by `actions` (a write handed to the store is counted when the store answers).
+    @inline(__always)
+    private static func count(type: UInt8, _ actions: ArraySlice<SessionAction>, into counters: inout LoopCounters) {
+        var result = RequestResult.ok
+        for action in actions {
+            switch action {
+            case .submit, .status:
+                return
+            case .send(let bytes):
+                if bytes.count >= 11, bytes[4] == Message.Kind.error.rawValue {
+                    result = RequestResult(code: ErrorCode(rawValue: UInt16(bytes[9]) << 8 | UInt16(bytes[10])))
+                }
+            default:
+                break
+            }
+        }
+        counters.count(RequestKind(type: type), result)
     }
 
     /// Whether a whole frame is buffered, not yet taken because the output budget ran out.
@@ -183,13 +218,17 @@ struct ServerSession {
             answer(&actions, id, .ok)
         case .ping(let nonce):
             answer(&actions, id, .pong(nonce: nonce))
+        case .status:
+            guard admitInFlight(&actions, id) else { return }
+            pendingStatus += 1
+            actions.append(.status(requestID: id))
         case .pong:
             // The server sends no ping in version 1: a pong answers nothing and gets no answer.
             break
         case .error(let code, let text):
             // A client reporting a problem: logged, not answered (an error answering an error could loop).
             actions.append(.log(LogLine(event: "client error", detail: "request=\(id) \(code): \(text)")))
-        case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone:
+        case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport:
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:
@@ -211,7 +250,7 @@ struct ServerSession {
     }
 
     private mutating func admitInFlight(_ actions: inout [SessionAction], _ id: UInt32) -> Bool {
-        guard pendingWrites.count + subscriptions.count + pendingLists < limits.maxInFlight else {
+        guard pendingWrites.count + subscriptions.count + pendingLists + pendingStatus < limits.maxInFlight else {
             fail(&actions, requestID: id, code: .tooManyInFlight,
                  "more than \(limits.maxInFlight) requests in flight; read the answers before sending more")
             return false
@@ -222,15 +261,21 @@ struct ServerSession {
     /// A write finished: the message that answers it, and for a refused or failed write the line to log.
     mutating func completed(
         requestID: UInt32, _ result: Result<WriteOutcome, MemoError>
-    ) -> (answer: Message, log: LogLine?) {
+    ) -> (answer: Message, log: LogLine?, kind: RequestKind) {
         let op = pendingWrites.removeValue(forKey: requestID)
+        let kind = op?.kind ?? .other
         switch result {
         case .success(let outcome):
-            return (.memo(outcome.memo), nil)
+            return (.memo(outcome.memo), nil, kind)
         case .failure(let error):
             let answer = Message.error(code: ErrorCode(error), message: error.description)
-            return (answer, op.map { Self.refusal(requestID: requestID, $0, error) })
+            return (answer, op.map { Self.refusal(requestID: requestID, $0, error) }, kind)
         }
+    }
+
+    /// A `status` request was answered.
+    mutating func statusAnswered() {
+        pendingStatus -= 1
     }
 
     /// The log line of a write the store refused or failed: `refused` when the request was at fault,
@@ -268,14 +313,22 @@ struct ServerSession {
 
 /// The kind of a write and the memo it names: what a refusal's log line says about it.
 struct WriteTarget {
-    let verb: StaticString
+    let kind: RequestKind
     let id: UUID
+
+    var verb: StaticString {
+        switch kind {
+        case .update: return "update"
+        case .delete: return "delete"
+        default: return "create"
+        }
+    }
 
     init(_ op: WriteOp) {
         switch op {
-        case .create(let id, _, _, _): (verb, self.id) = ("create", id)
-        case .update(let id, _, _): (verb, self.id) = ("update", id)
-        case .delete(let id, _): (verb, self.id) = ("delete", id)
+        case .create(let id, _, _, _): (kind, self.id) = (.create, id)
+        case .update(let id, _, _): (kind, self.id) = (.update, id)
+        case .delete(let id, _): (kind, self.id) = (.delete, id)
         }
     }
 }
