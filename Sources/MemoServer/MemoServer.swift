@@ -74,6 +74,10 @@ public final class MemoServer: Sendable {
     private let acceptor: LoopBound<Acceptor?>
     private let broadcaster: Broadcaster
     private let stopped = Mutex(false)
+    private let metrics: MetricsListener?
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (the real port when 0 was asked for); nil without
+    /// `metrics` in the configuration.
+    public var metricsAddress: SocketAddress? { metrics?.boundAddress }
 
     /// Starts serving `store`.
     /// - Throws: `TLSError` when the certificates cannot be loaded, `NetError` when the address cannot be bound.
@@ -92,18 +96,30 @@ public final class MemoServer: Sendable {
             store: store, limits: configuration.limits, serverName: configuration.serverName, log: log, trust: trust)
         log("loaded certificates from \(trust.directory): \(trust.current.summary)")
         for warning in trust.current.expiryWarnings() { log(warning) }
+        let metrics: MetricsListener?
         do {
-            return try MemoServer(listener: listener, group: group, core: core)
+            metrics = try configuration.metrics.map { address throws(NetError) in
+                try MetricsListener(address: address, core: core)
+            }
         } catch {
+            group.shutdownGracefully()
+            listener.close()
+            throw error
+        }
+        do {
+            return try MemoServer(listener: listener, group: group, core: core, metrics: metrics)
+        } catch {
+            metrics?.stop()
             group.shutdownGracefully()
             listener.close()
             throw error
         }
     }
 
-    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore) throws {
+    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore, metrics: MetricsListener?) throws {
         self.group = group
         self.core = core
+        self.metrics = metrics
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
         contexts = group.loops.map { loop in
@@ -230,6 +246,7 @@ public final class MemoServer: Sendable {
             core.log("shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
         }
         broadcaster.stop()
+        metrics?.stop()
         group.shutdownGracefully()
     }
 }

@@ -53,6 +53,10 @@ enum Help {
           --history N                changes kept for clients that resume (default 100000)
           --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
                                      record layer (default; less memory per connection) or OpenSSL's
+          --metrics [HOST:]PORT      serve plain HTTP (no TLS) on this address: /metrics (Prometheus text),
+                                     /healthz (200 while the process runs), /readyz (200 when ready, 503 and
+                                     the reason when not); off by default; PORT or :PORT binds 127.0.0.1;
+                                     logs `metrics on http://HOST:PORT` to stderr
         """
 
     static let certsInit = """

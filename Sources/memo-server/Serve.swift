@@ -45,6 +45,9 @@ struct Serve {
             }
             configuration.tlsRecords = choice
         }
+        if let metrics = try arguments.option("--metrics") {
+            configuration.metrics = try Self.metricsAddress(metrics)
+        }
         try arguments.finish()
         guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) || Self.isPostgres(store) else {
             throw UsageError("--store takes sqlite:PATH, postgres://URI or memory, not '\(store)'")
@@ -84,6 +87,9 @@ struct Serve {
         ServerLog.standardError(
             "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
                 + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
+        if let metrics = server.metricsAddress {
+            ServerLog.standardError("metrics on http://\(metrics) (/metrics, /healthz, /readyz)")
+        }
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -117,6 +123,17 @@ struct Serve {
         ServerLog.standardError(summary)
         _ = watcher
         signals.shutdownGracefully()
+    }
+
+    /// `--metrics`'s address: `PORT` and `:PORT` are on loopback, `HOST:PORT` as given.
+    static func metricsAddress(_ text: String) throws(UsageError) -> String {
+        let port = text.hasPrefix(":") ? String(text.dropFirst()) : text
+        if let number = UInt16(port) { return "127.0.0.1:\(number)" }
+        do {
+            return try HostPort(parsing: text, defaultPort: nil).description
+        } catch {
+            throw UsageError("--metrics takes PORT, :PORT or HOST:PORT: \(error)")
+        }
     }
 
     /// A libpq URI: several servers share the database it names.
