@@ -21,6 +21,8 @@ public enum ClientCommand: Sendable, Hashable {
     case export
     /// A file of `export` lines; "-" is standard input.
     case importMemos(path: String)
+    /// How each server of `--server` is doing.
+    case status
 }
 
 /// Runs one command against a server and prints its result: the logic of `memo-client`, kept out of
@@ -64,6 +66,8 @@ public struct CommandRunner: Sendable {
     }
 
     private func execute(_ command: ClientCommand) async throws -> ExitCode {
+        // Each server on a connection of its own, not one connection failing over.
+        if command == .status { return await status() }
         // Read stdin before connecting: a slow writer must not eat into the request deadline. Content the server
         // would refuse is refused here, before anything is sent.
         var text: String?
@@ -114,6 +118,8 @@ public struct CommandRunner: Sendable {
             for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
         case .importMemos(let path):
             return try await importMemos(path, client)
+        case .status:
+            break  // answered above
         }
         return .ok
     }
