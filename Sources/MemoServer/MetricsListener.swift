@@ -77,6 +77,8 @@ final class MetricsConnection: EventHandler {
     private var response: [UInt8] = []
     private var written = 0
     private var answering = false
+    /// The whole answer is written (and our side shut).
+    private var finished = false
     private var closed = false
 
     init(socket: TCPSocket, state: LoopBound<MetricsListener.ListenerState>, core: ServerCore) {
@@ -96,9 +98,14 @@ final class MetricsConnection: EventHandler {
         let bound = LoopBound(self, eventLoop: loop)
         deadline = loop.schedule(after: MetricsListener.readTimeout) {
             let connection = bound.value
-            // A scraper that has not finished its request by now (slowloris) is told so and dropped; one whose
-            // answer the socket has not taken is dropped.
-            if connection.answering { connection.close() } else { connection.respond(408, "request timeout\n") }
+            // A scraper that has not finished its request by now (slowloris) is told so and dropped a second
+            // later; one that is being answered, or has not closed after its answer, is dropped now.
+            if connection.answering {
+                connection.close()
+                return
+            }
+            connection.respond(408, "request timeout\n")
+            connection.deadline = connection.loop.schedule(after: .seconds(1)) { bound.value.close() }
         }
     }
 
@@ -120,12 +127,13 @@ final class MetricsConnection: EventHandler {
             switch result {
             case .bytes(let count):
                 request.append(contentsOf: chunk[..<count])
-                if let end = Self.headerEnd(request) {
-                    handle(head: request[..<end])
+                let end = Self.headerEnd(request)
+                if (end.map { $0 + 4 } ?? request.count) > MetricsListener.maxRequestBytes {
+                    respond(431, "request header fields too large\n")
                     return
                 }
-                if request.count > MetricsListener.maxRequestBytes {
-                    respond(431, "request header fields too large\n")
+                if let end {
+                    handle(head: request[..<end])
                     return
                 }
             case .wouldBlock:
@@ -215,7 +223,7 @@ final class MetricsConnection: EventHandler {
     }
 
     private func flush() {
-        guard !closed, !response.isEmpty else { return }
+        guard !closed, !finished, !response.isEmpty else { return }
         while written < response.count {
             let result: TCPSocket.WriteResult
             do {
@@ -233,17 +241,30 @@ final class MetricsConnection: EventHandler {
                 return
             }
         }
-        // Everything is written: say we are done, and close.
+        // Everything is written: say we are done, then read until the scraper closes too (closing with its bytes
+        // unread would reset the connection, and could destroy the answer before the scraper reads it). The
+        // deadline ends a scraper that never closes.
+        finished = true
         try? socket.shutdownWrite()
-        close()
+        setInterest(.readable)
+        drain()
     }
 
+    /// Reads and drops what comes after the request; closes at the scraper's EOF once the answer is written.
     private func drain() {
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        let result = try? chunk.withUnsafeMutableBytes { buffer throws(NetError) in try socket.read(into: buffer) }
-        if case .bytes = result { return }
-        if case .wouldBlock = result { return }
-        if response.isEmpty { close() }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        for _ in 0..<16 {
+            let result = try? chunk.withUnsafeMutableBytes { buffer throws(NetError) in try socket.read(into: buffer) }
+            switch result {
+            case .bytes: continue
+            case .wouldBlock: return
+            case .eof, nil:
+                // Before the answer is written (a scraper that shut its sending side after the request), wait
+                // for the answer without watching for reads.
+                if finished { close() } else { setInterest(response.isEmpty ? .none : .writable) }
+                return
+            }
+        }
     }
 
     private func setInterest(_ interest: Interest) {
