@@ -84,7 +84,8 @@ package final class RawConnection {
 /// `GET path` (or another method) on a fresh connection, answered and closed.
 package func httpRequest(_ address: SocketAddress, _ path: String, method: String = "GET") throws -> HTTPAnswer {
     let connection = try RawConnection(address)
-    try connection.write("\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nUser-Agent: memo-tests\r\n\r\n")
+    try connection.write(
+        "\(method) \(path) HTTP/1.1\r\nHost: \(address)\r\nUser-Agent: memo-tests\r\nConnection: close\r\n\r\n")
     return try connection.readAnswer()
 }
 
