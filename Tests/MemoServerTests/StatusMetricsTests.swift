@@ -3,6 +3,7 @@ import Glibc
 import MemoCore
 import MemoNet
 import MemoProbe
+@testable import MemoPostgres
 @testable import MemoServer
 import MemoTestSupport
 import MemoWire
@@ -210,5 +211,21 @@ struct StatusMetricsTests {
         try huge.write("GET /metrics HTTP/1.1\r\nX-Huge: " + String(repeating: "a", count: 9 * 1024) + "\r\n\r\n")
         #expect(try huge.readAnswer().status == 431)
         #expect(try client.request(.ping(nonce: 7)) == .pong(nonce: 7))
+    }
+}
+
+@Suite("status: a PostgreSQL URI is shown without its password")
+struct PasswordRedactionTests {
+    @Test(arguments: [
+        ("postgresql://memo:secret@db:5432/memo", "postgresql://memo:***@db:5432/memo"),
+        ("postgres://memo@db/memo", "postgres://memo@db/memo"),
+        ("postgresql://memo:p%40ss@db/memo?sslmode=require", "postgresql://memo:***@db/memo?sslmode=require"),
+        ("postgresql://db/memo?user=memo&password=secret&sslmode=require",
+         "postgresql://db/memo?user=memo&password=***&sslmode=require"),
+        ("host=db dbname=memo password='se cret' user=memo", "host=db dbname=memo password=*** user=memo"),
+        ("host=db password=secret", "host=db password=***"),
+    ])
+    func thePasswordIsReplaced(uri: String, shown: String) {
+        #expect(PostgresStore.withoutPassword(uri) == shown)
     }
 }
