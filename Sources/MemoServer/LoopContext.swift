@@ -137,6 +137,6 @@ final class LoopContext {
         // Once per change and loop, not per subscriber: one clock read for the whole batch.
         counters.deliveries &+= delivered
         let now = monotonicNanos()
-        for frame in frames { counters.deliveryDelay.observe(Double(now &- min(now, frame.madeAt)) / 1e9) }
+        for frame in frames { counters.deliveryDelay.observe(nanoseconds: now &- min(now, frame.madeAt)) }
     }
 }

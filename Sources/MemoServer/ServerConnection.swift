@@ -340,23 +340,16 @@ final class ServerConnection: EventHandler {
         _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], started: UInt64, flush now: Bool = true
     ) {
         let answered = monotonicNanos()
-        let seconds = Double(answered &- min(answered, started)) / 1e9
         let ctx = context.value
+        // Every write of a batch took the same time: one observation of that many.
+        ctx.counters.requestDuration.observe(nanoseconds: answered &- min(answered, started), count: results.count)
         for (requestID, result) in zip(requestIDs, results) {
             guard machine.storeAnswered(),
-                let (answer, line, kind) = session?.completed(requestID: requestID, result)
+                let (answer, line) = session?.completed(requestID: requestID, result, counters: &ctx.counters)
             else {
                 return
             }
             if let line { logLine(line) }
-            switch result {
-            case .success:
-                ctx.counters.count(kind, .ok)
-                ctx.counters.writes &+= 1
-            case .failure(let error):
-                ctx.counters.count(kind, RequestResult(code: ErrorCode(error)))
-            }
-            ctx.counters.requestDuration.observe(seconds)
             enqueue(answer, requestID: requestID)
         }
         if now { flush() }

@@ -50,6 +50,9 @@ struct ServerSession {
     private(set) var pendingLists = 0
     /// `status` requests being gathered from the loops: counted in flight, so that a flood of them is bounded.
     private(set) var pendingStatus = 0
+    /// How the request being handled ended, for the loop's counters (set by `answer` and `fail`); nil when its
+    /// answer comes later (a write the store answers, a status the loops answer), which is counted then.
+    private var handledResult: RequestResult? = .ok
     /// Open subscriptions, by the request id of their `subscribe`.
     private(set) var subscriptions = Set<UInt32>()
     private(set) var clientName = ""
@@ -108,8 +111,9 @@ struct ServerSession {
                 fail(&actions, requestID: 0, code: error.code, error.description)
                 break
             }
+            handledResult = .ok
             handle(type: type, requestID: requestID, payload: &payload, store: store, into: &actions)
-            Self.count(type: type, actions[before...], into: &counters)
+            if let result = handledResult { counters.count(RequestKind(type: type), result) }
             for action in actions[before...] {
                 switch action {
                 // Counted with what holding them costs until the connection queues them (the array's header,
@@ -122,25 +126,6 @@ struct ServerSession {
             }
         }
         return actions
-    }
-
-    /// Counts a request answered by `actions` (a write handed to the store is counted when the store answers).
-    @inline(__always)
-    private static func count(type: UInt8, _ actions: ArraySlice<SessionAction>, into counters: inout LoopCounters) {
-        var result = RequestResult.ok
-        for action in actions {
-            switch action {
-            case .submit, .status:
-                return
-            case .send(let bytes):
-                if bytes.count >= 11, bytes[4] == Message.Kind.error.rawValue {
-                    result = RequestResult(code: ErrorCode(rawValue: UInt16(bytes[9]) << 8 | UInt16(bytes[10])))
-                }
-            default:
-                break
-            }
-        }
-        counters.count(RequestKind(type: type), result)
     }
 
     /// Whether a whole frame is buffered, not yet taken because the output budget ran out.
@@ -221,6 +206,7 @@ struct ServerSession {
         case .status:
             guard admitInFlight(&actions, id) else { return }
             pendingStatus += 1
+            handledResult = nil
             actions.append(.status(requestID: id))
         case .pong:
             // The server sends no ping in version 1: a pong answers nothing and gets no answer.
@@ -246,6 +232,7 @@ struct ServerSession {
         }
         guard admitInFlight(&actions, id) else { return }
         pendingWrites[id] = WriteTarget(op)
+        handledResult = nil
         actions.append(.submit(requestID: id, op: op))
     }
 
@@ -261,15 +248,27 @@ struct ServerSession {
     /// A write finished: the message that answers it, and for a refused or failed write the line to log.
     mutating func completed(
         requestID: UInt32, _ result: Result<WriteOutcome, MemoError>
-    ) -> (answer: Message, log: LogLine?, kind: RequestKind) {
+    ) -> (answer: Message, log: LogLine?) {
+        var counters = LoopCounters()
+        return completed(requestID: requestID, result, counters: &counters)
+    }
+
+    /// `completed`, counting the write in `counters` (the loop's) by its kind and result.
+    mutating func completed(
+        requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, counters: inout LoopCounters
+    ) -> (answer: Message, log: LogLine?) {
         let op = pendingWrites.removeValue(forKey: requestID)
         let kind = op?.kind ?? .other
         switch result {
         case .success(let outcome):
-            return (.memo(outcome.memo), nil, kind)
+            counters.count(kind, .ok)
+            counters.writes &+= 1
+            return (.memo(outcome.memo), nil)
         case .failure(let error):
-            let answer = Message.error(code: ErrorCode(error), message: error.description)
-            return (answer, op.map { Self.refusal(requestID: requestID, $0, error) }, kind)
+            let code = ErrorCode(error)
+            counters.count(kind, RequestResult(code: code))
+            let answer = Message.error(code: code, message: error.description)
+            return (answer, op.map { Self.refusal(requestID: requestID, $0, error) })
         }
     }
 
@@ -300,11 +299,13 @@ struct ServerSession {
     /// Whether writes are still waiting for the store (a closing connection waits for them).
     var hasPendingWrites: Bool { !pendingWrites.isEmpty }
 
-    private func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
+    private mutating func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
+        if case .error(let code, _) = message { handledResult = RequestResult(code: code) }
         actions.append(.send(message.frame(requestID: id)))
     }
 
     private mutating func fail(_ actions: inout [SessionAction], requestID: UInt32, code: ErrorCode, _ text: String) {
+        handledResult = RequestResult(code: code)
         actions.append(.send(Message.error(code: code, message: text).frame(requestID: requestID)))
         actions.append(.close(reason: "\(code.name): \(text)"))
         phase = .closed

@@ -93,7 +93,7 @@ import Testing
         // The memory store answers at once, on this thread.
         let answer = Mutex<Result<WriteOutcome, MemoError>?>(nil)
         store.submit([op]) { results in answer.withLock { $0 = results[0] } }
-        let (message, line, _) = session.completed(requestID: 7, try #require(answer.withLock { $0 }))
+        let (message, line) = session.completed(requestID: 7, try #require(answer.withLock { $0 }))
         #expect(line == nil)
         #expect(!session.hasPendingWrites)
         guard case .memo(let memo) = message else {
@@ -116,7 +116,7 @@ import Testing
         }
         let answer = Mutex<Result<WriteOutcome, MemoError>?>(nil)
         store.submit([op]) { results in answer.withLock { $0 = results[0] } }
-        let (message, line, _) = session.completed(requestID: 9, try #require(answer.withLock { $0 }))
+        let (message, line) = session.completed(requestID: 9, try #require(answer.withLock { $0 }))
         let logged = try #require(line)
         #expect(logged.event == "refused")
         #expect(logged.detail.hasPrefix("request=9 update id=\(id.uuidString.lowercased()): 200 not-found"))

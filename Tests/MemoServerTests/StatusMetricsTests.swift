@@ -229,3 +229,38 @@ struct PasswordRedactionTests {
         #expect(PostgresStore.withoutPassword(uri) == shown)
     }
 }
+
+@Suite("metrics: histogram buckets")
+struct HistogramTests {
+    @Test func eachBoundFallsInItsOwnBucketAndJustAboveInTheNext() {
+        for (index, bound) in Histogram.bounds.enumerated() {
+            let nanoseconds = UInt64((bound * 1e9).rounded())
+            #expect(Histogram.bucket(nanoseconds) == index)
+            #expect(Histogram.bucket(nanoseconds + 1) == index + 1)
+        }
+        var histogram = Histogram()
+        histogram.observe(nanoseconds: 300_000, count: 16)
+        #expect(histogram.buckets[2] == 16 && histogram.count == 16 && histogram.sumNanoseconds == 4_800_000)
+    }
+}
+
+@Suite("metrics: close reasons")
+struct CloseReasonTests {
+    @Test(arguments: [
+        ("server shutting down", CloseReason.shutdown),
+        ("slow consumer: outbound buffer over 8388608 bytes", .slowConsumer),
+        ("too many connections", .tooManyConnections),
+        ("certificate revoked (serial 0A)", .revoked),
+        ("TLS handshake failed: certificate unknown", .tls),
+        ("handshake not finished within 10.0 s", .timeout),
+        ("frame not finished within 30.0 s", .timeout),
+        ("read failed: connection reset", .io),
+        ("peer sent close_notify", .client),
+        ("client is going away", .client),
+        ("hung up", .client),
+        ("malformed-frame: the payload has 3 bytes left over", .protocolError),
+    ])
+    func aCloseReasonIsSortedIntoItsLabel(reason: String, label: CloseReason) {
+        #expect(CloseReason(reason: reason) == label)
+    }
+}
