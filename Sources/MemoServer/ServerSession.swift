@@ -254,6 +254,7 @@ struct ServerSession {
     }
 
     /// `completed`, counting the write in `counters` (the loop's) by its kind and result.
+    @inline(__always)
     mutating func completed(
         requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, counters: inout LoopCounters
     ) -> (answer: Message, log: LogLine?) {
