@@ -16,7 +16,12 @@ package final class RawConnection {
 
     /// Connects to `address`; every read waits at most `timeout` seconds.
     package init(_ address: SocketAddress, timeout: Double = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connected(to: address, timeout: timeout)
+    }
+
+    /// A connected socket, or a throw with nothing left open (the descriptor is ours only once `init` has it).
+    private static func connected(to address: SocketAddress, timeout: Double) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError(message: "socket failed") }
         var time = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
@@ -30,9 +35,11 @@ package final class RawConnection {
             }
         }
         guard connected else {
+            let reason = errno
             Glibc.close(fd)
-            throw TestHTTPError(message: "cannot connect to \(address): errno \(errno)")
+            throw TestHTTPError(message: "cannot connect to \(address): errno \(reason)")
         }
+        return fd
     }
 
     deinit { Glibc.close(fd) }
