@@ -24,6 +24,8 @@ public enum ClientCommand: Sendable, Hashable {
     case importMemos(path: String)
     /// The certificate this client would present: read locally, no connection.
     case whoami
+    /// How each server of `--server` is doing.
+    case status
 }
 
 /// Runs one command against a server and prints its result: the logic of `memo-client`, kept out of
@@ -85,6 +87,8 @@ public struct CommandRunner: Sendable {
     }
 
     private func execute(_ command: ClientCommand) async throws -> ExitCode {
+        // Each server on a connection of its own, not one connection failing over.
+        if command == .status { return await status() }
         // Read stdin before connecting: a slow writer must not eat into the request deadline. Content the server
         // would refuse is refused here, before anything is sent.
         var text: String?
@@ -143,6 +147,8 @@ public struct CommandRunner: Sendable {
             return try await importMemos(path, client)
         case .whoami:
             break  // answered before connecting
+        case .status:
+            break  // answered above
         }
         return .ok
     }

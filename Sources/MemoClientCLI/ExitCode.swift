@@ -21,6 +21,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// A write was sent and its answer never came (the connection or the server's store broke or timed out
     /// meanwhile): it may or may not have been applied.
     case outcomeUnknown = 7
+    /// `status`: a server answered that it is not ready (shutting down, its store unreachable or lagging).
+    case notReady = 8
 
     public var meaning: String {
         switch self {
@@ -36,6 +38,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .outcomeUnknown:
             return "outcome unknown: a write was sent but its answer never came (retried until --timeout); it may "
                 + "or may not be applied"
+        case .notReady: return "status: a server answered that it is not ready (the reason is in its row)"
         }
     }
 

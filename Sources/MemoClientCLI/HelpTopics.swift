@@ -115,6 +115,22 @@ public enum HelpTopics {
             N is the revision of the list that follows. Ctrl-C stops.
 
             """,
+        "status": """
+            usage: memo-client status [--json] [--server HOST[:PORT],...]
+
+            How each server is doing, each asked on a connection of its own (with several --server
+            addresses, one row per server, in the order given; a server that cannot be reached is a row
+            saying why). Columns: SERVER, STATUS (ready, not-ready, unreachable), REVISION, MEMOS,
+            CONNECTIONS, SUBSCRIBERS, LAG (PostgreSQL: revisions behind the database as far as the server
+            knows, and seconds since its feed last caught up; - otherwise), STORE, UPTIME, DETAIL (why not
+            ready, or why unreachable). A table with a header on a terminal, tab-separated without one
+            otherwise. With --json: one object per line, one line per server:
+              {"server":S,"reachable":true,"ready":B,"reason":null|S,"fields":{NAME:VALUE,...}}
+            with every value the server reports (PROTOCOL.md, Status), null where it does not apply.
+            Exit 0 when every server is ready, 6 (or 5) when one cannot be reached, else 8 when one is not
+            ready.
+
+            """,
         "export": """
             usage: memo-client export
 
@@ -185,6 +201,8 @@ let helpText: String = {
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
           whoami                            the client certificate: name, role, serial, issuer, expiry
+          status                            how each server is doing: one row per --server address; exit 8
+                                            when one is not ready (status --help: the columns and --json)
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
           help [COMMAND]                    this help, or one command's (also: COMMAND --help)
 
@@ -232,6 +250,8 @@ let helpText: String = {
                                 (existing: the memos there when watch started; deleted: the delete's time)
                                 or resync<TAB>N, then every memo again as existing (history-gone)
           show:                 the content as it is
+          status:               server<TAB>status<TAB>revision<TAB>memos<TAB>connections<TAB>subscribers<TAB>lag
+                                <TAB>store<TAB>uptime<TAB>detail
         Errors go to stderr, one line each.
 
         Exit codes:

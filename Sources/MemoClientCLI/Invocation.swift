@@ -140,6 +140,8 @@ extension Invocation {
             command = .remove(id: try arguments.required("an ID"), ifRevision: ifRevision)
         case "watch":
             command = .watch
+        case "status":
+            command = .status
         case "export":
             command = .export
         case "import":

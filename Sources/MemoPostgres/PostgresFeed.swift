@@ -60,12 +60,15 @@ final class PostgresFeed: Sendable {
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
     private let log: @Sendable (LogRecord) -> Void
+    private let stats: PostgresStats
 
     init(
         core: StoreCore, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
-        recheckMillis: Int = 1_000, maxLagMillis: Int, log: @escaping @Sendable (LogRecord) -> Void
+        recheckMillis: Int = 1_000, maxLagMillis: Int, stats: PostgresStats = PostgresStats(),
+        log: @escaping @Sendable (LogRecord) -> Void
     ) throws(MemoError) {
         self.core = core
+        self.stats = stats
         self.link = link
         self.historyCapacity = historyCapacity
         self.recheckMillis = recheckMillis
@@ -325,6 +328,7 @@ final class PostgresFeed: Sendable {
             let applied = core.revision
             var due = false
             for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                if let head = UInt64(payload) { stats.saw(head: head) }
                 due = true
                 StageTrace.record(.woken, UInt64(payload) ?? 0)
             }
@@ -349,7 +353,10 @@ final class PostgresFeed: Sendable {
             let applied = core.revision
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
-            guard rows.rowCount > 0 else { return .caughtUp }
+            guard rows.rowCount > 0 else {
+                stats.feedProgressed()
+                return .caughtUp
+            }
             let floor = UInt64(rows.integer(0, 0))
             var changes: [Change] = []
             for row in 0..<rows.rowCount where !rows.isNull(row, 1) {
@@ -364,7 +371,11 @@ final class PostgresFeed: Sendable {
                     "it applied revision \(applied), but the database keeps only the changes after \(floor)")
             }
             core.apply(changes)
-            if changes.count < Self.page { return .caughtUp }
+            if let last = changes.last { stats.saw(head: last.revision) }
+            if changes.count < Self.page {
+                stats.feedProgressed()
+                return .caughtUp
+            }
         }
     }
 
@@ -381,6 +392,7 @@ final class PostgresFeed: Sendable {
             state.known = state.known.filter { $0.key > revision }
         }
         core.apply(next)
+        if !next.isEmpty { stats.feedProgressed() }
     }
 
     /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in

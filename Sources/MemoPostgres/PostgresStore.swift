@@ -24,6 +24,10 @@ public final class PostgresStore: CoreBackedStore {
     private let writerLink: PostgresLink
     private let feed: PostgresFeed
     private let batches = Atomic<Int>(0)
+    /// The URI given (with its password: `storeStatus` shows it without).
+    let uri: String
+    /// Batch sizes, commit times and the feed's progress, for `status`.
+    let stats = PostgresStats()
 
     /// Connects to the database at `uri` (any libpq URI or connection string), creating the schema on first use,
     /// and loads the memos and the last `historyCapacity` changes in one snapshot.
@@ -50,6 +54,7 @@ public final class PostgresStore: CoreBackedStore {
         self.clock = clock
         self.historyCapacity = historyCapacity
         self.storageTimeoutMillis = storageTimeoutMillis
+        self.uri = uri
         writerLink = PostgresLink(uri: uri, role: "writer", timeoutMillis: storageTimeoutMillis, log: log)
         let feedLink = PostgresLink(uri: uri, role: "feed", timeoutMillis: storageTimeoutMillis, log: log)
         let feedConnection: PGConnection
@@ -74,7 +79,7 @@ public final class PostgresStore: CoreBackedStore {
         core = StoreCore(table: table, history: history)
         feed = try PostgresFeed(
             core: core, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
-            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, log: log)
+            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, stats: stats, log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
@@ -202,11 +207,13 @@ public final class PostgresStore: CoreBackedStore {
         } else if !sent.isEmpty {
             do throws(PGError) {
                 try fitLimits(on: connection, leftMillis: left, deadline: deadline)
+                let started = PostgresStats.now()
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
                         sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)),
                     deadline: deadline)
+                stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
                 for (row, index) in sent.enumerated() {
@@ -216,6 +223,7 @@ public final class PostgresStore: CoreBackedStore {
                 }
                 StageTrace.record(.committed, changes)
                 handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
+                stats.saw(head: handedOver)
             } catch {
                 if error.connectionLost {
                     writerLink.lost(error)

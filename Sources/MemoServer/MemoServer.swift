@@ -13,6 +13,12 @@ final class ServerCore: Sendable {
     let serverName: String
     let log: ServerLog
     let trust: TrustStore
+    /// CLOCK_MONOTONIC nanoseconds when the server started (for uptime).
+    let startedAt = monotonicNanos()
+    /// Set when shutdown begins: the server is then not ready.
+    let shuttingDown = Atomic<Bool>(false)
+    /// Every loop's context, set once the loops are made: what `status` and `/metrics` read.
+    let loopContexts = Mutex<[LoopBound<LoopContext>]>([])
     private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
     #if DEBUG
     /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
@@ -68,6 +74,10 @@ public final class MemoServer: Sendable {
     private let acceptor: LoopBound<Acceptor?>
     private let broadcaster: Broadcaster
     private let stopped = Mutex(false)
+    private let metrics: MetricsListener?
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (the real port when 0 was asked for); nil without
+    /// `metrics` in the configuration.
+    public var metricsAddress: SocketAddress? { metrics?.boundAddress }
 
     /// Starts serving `store`.
     /// - Throws: `TLSError` when the certificates cannot be loaded, `NetError` when the address cannot be bound.
@@ -87,24 +97,38 @@ public final class MemoServer: Sendable {
         log(.info, "certificates_loaded", [("directory", trust.directory)],
             "loaded certificates from \(trust.directory): \(trust.current.summary)")
         for warning in trust.current.expiryWarnings() { log(.warn, "certificate_expiry", warning) }
+        let metrics: MetricsListener?
         do {
-            return try MemoServer(listener: listener, group: group, core: core)
+            metrics = try configuration.metrics.map { address throws(NetError) in
+                try MetricsListener(address: address, core: core)
+            }
         } catch {
+            group.shutdownGracefully()
+            listener.close()
+            throw error
+        }
+        do {
+            return try MemoServer(listener: listener, group: group, core: core, metrics: metrics)
+        } catch {
+            metrics?.stop()
             group.shutdownGracefully()
             listener.close()
             throw error
         }
     }
 
-    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore) throws {
+    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore, metrics: MetricsListener?) throws {
         self.group = group
         self.core = core
+        self.metrics = metrics
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
         contexts = group.loops.map { loop in
             loop.runAndWait { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
         }
         broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
+        let all = contexts
+        core.loopContexts.withLock { $0 = all }
         for context in contexts { scheduleSweep(context) }
         scheduleExpiryCheck(core, on: group.loops[0])
         let contexts = contexts
@@ -166,6 +190,21 @@ public final class MemoServer: Sendable {
         scheduleRepeating(on: group.loops[0], every: interval, work)
     }
 
+    /// Whether the server serves now (`ready`, or why not: the store's reason, or shutting down).
+    public var readiness: StoreReadiness { core.readiness }
+
+    /// The answer a `status` request gets now. Waits for every loop to answer: not for use on a loop's thread.
+    public func status() -> StatusReport {
+        let result = Mutex<StatusReport?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        core.gatherStatus { report in
+            result.withLock { $0 = report }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
     #if DEBUG
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
     var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
@@ -209,6 +248,7 @@ public final class MemoServer: Sendable {
             return !stopped
         }
         guard first else { return }
+        core.shuttingDown.store(true, ordering: .relaxed)
         let acceptor = acceptor
         acceptor.eventLoop.runAndWait {
             acceptor.value?.stop()
@@ -227,6 +267,7 @@ public final class MemoServer: Sendable {
                 "shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
         }
         broadcaster.stop()
+        metrics?.stop()
         group.shutdownGracefully()
     }
 }

@@ -69,6 +69,10 @@ enum Help {
         Under systemd (NOTIFY_SOCKET set) the server sends READY=1 once it listens, RELOADING=1 and READY=1
         around a SIGHUP reload, STOPPING=1 when it stops, and WATCHDOG=1 every WATCHDOG_USEC/2 when the
         unit has WatchdogSec= (Type=notify; README.md has a unit file).
+          --metrics [HOST:]PORT      serve plain HTTP (no TLS) on this address: /metrics (Prometheus text),
+                                     /healthz (200 while the process runs), /readyz (200 when ready, 503 and
+                                     the reason when not); off by default; PORT or :PORT binds 127.0.0.1;
+                                     logs `metrics on http://HOST:PORT` to stderr
         """
 
     static let certsInit = """

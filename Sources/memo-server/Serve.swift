@@ -66,6 +66,9 @@ struct Serve {
             }
             logLevel = chosen
         }
+        if let metrics = try arguments.option("--metrics") {
+            configuration.metrics = try Self.metricsAddress(metrics)
+        }
         try arguments.finish()
         guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) || Self.isPostgres(store) else {
             throw UsageError("--store takes sqlite:PATH, postgres://URI or memory, not '\(store)'")
@@ -111,6 +114,9 @@ struct Serve {
              ("listen", "\(server.boundAddress)"), ("tls_records", configuration.tlsRecords.name)],
             "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
                 + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
+        if let metrics = server.metricsAddress {
+            log(.info, "metrics", [("listen", "\(metrics)")], "metrics on http://\(metrics) (/metrics, /healthz, /readyz)")
+        }
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
@@ -156,7 +162,17 @@ struct Serve {
         signals.shutdownGracefully()
     }
 
-    /// A libpq URI: several servers share the database it names.
+    /// `--metrics`'s address: `PORT` and `:PORT` are on loopback, `HOST:PORT` as given.
+    static func metricsAddress(_ text: String) throws(UsageError) -> String {
+        let port = text.hasPrefix(":") ? String(text.dropFirst()) : text
+        if let number = UInt16(port) { return "127.0.0.1:\(number)" }
+        do {
+            return try HostPort(parsing: text, defaultPort: nil).description
+        } catch {
+            throw UsageError("--metrics takes PORT, :PORT or HOST:PORT: \(error)")
+        }
+    }
+
     /// A number of seconds in `range` (fractions allowed), as milliseconds.
     static func millis(
         _ arguments: inout Arguments, _ name: String, in range: ClosedRange<Double>
@@ -170,6 +186,7 @@ struct Serve {
         return Int((value * 1000).rounded())
     }
 
+    /// A libpq URI: several servers share the database it names.
     static func isPostgres(_ store: String) -> Bool {
         store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
     }
