@@ -21,6 +21,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// A write was sent and its answer never came (the connection or the server's store broke or timed out
     /// meanwhile): it may or may not have been applied.
     case outcomeUnknown = 7
+    /// Interrupted (SIGINT) during an import, after printing its summary.
+    case interrupted = 130
 
     public var meaning: String {
         switch self {
@@ -32,6 +34,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .refused: return "TLS failed or the certificate was refused (read-only certificates may not write)"
         case .unreachable: return "server unreachable (a refused connection is retried until --timeout) or timed out"
         case .outcomeUnknown: return "outcome unknown: a write was sent but its answer never came; it may or may not be applied"
+        case .interrupted: return "interrupted (Ctrl-C) during an import, after printing what it did"
         }
     }
 

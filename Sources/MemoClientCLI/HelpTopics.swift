@@ -5,7 +5,7 @@ public enum HelpTopics {
     /// Options that take a value: their value is not the command when looking for the command in `argv`.
     static let valueOptions: Set<String> = [
         "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--filter", "--limit",
-        "--locale", "--if-revision",
+        "--locale", "--if-revision", "--id", "--since", "--max-errors",
     ]
 
     /// The other names a command answers to.

@@ -110,7 +110,7 @@ struct ClientCommandLineTests {
         // Content over the limit: another error (1).
         let huge = try client("add", "-", stdin: String(repeating: "x", count: 70_000))
         #expect(huge.status == 1)
-        #expect(huge.err.hasPrefix("memo-client: content is 70000 bytes"))
+        #expect(huge.err.hasPrefix("memo-client: content is over the limit of 65536 bytes"))
 
         // A read-only certificate may read but not write (5).
         #expect(try client("list", name: "reader").status == 0)
