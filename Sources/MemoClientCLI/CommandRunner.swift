@@ -82,7 +82,9 @@ public struct CommandRunner: Sendable {
     }
 
     func report(_ error: any Error) {
-        err.line("memo-client: " + ExitCode.message(for: error, certificatesOrigin: configuration.certificatesOrigin))
+        err.line("memo-client: " + ExitCode.message(
+            for: error, certificatesOrigin: configuration.certificatesOrigin,
+            certificates: (configuration.caPath, configuration.certificatePath)))
         err.flush()
     }
 

@@ -39,7 +39,7 @@ enum Help {
                                      certs); when DIR holds no CA the server makes one as `certs init` would
                                      and says where
           --threads N                event-loop threads (default: one per CPU the server may use, from its
-                                     affinity mask, e.g. under taskset; at most 64)
+                                     affinity mask, e.g. under taskset, at most 64; given: 1 to 256)
           --max-connections N        connections served at once; more are refused with going-away 302
                                      (default 16384)
           --max-frame BYTES          largest frame accepted or sent (default 1048576)
