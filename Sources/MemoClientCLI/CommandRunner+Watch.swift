@@ -27,7 +27,10 @@ extension CommandRunner {
                     seen.lost = false
                     let revision = client.serverRevision.map(String.init) ?? "unknown"
                     return "reconnected to \(server) at revision \(revision)"
-                case .reconnecting, .offline, .connecting:
+                case .offline, .connecting:
+                    // Offline is also what closing the client at the end of the command reports: not a loss.
+                    return nil
+                case .reconnecting:
                     guard seen.everLive, !seen.lost else { return nil }
                     seen.lost = true
                     let reason = client.connectionFailure.value??.description ?? "the connection ended"
