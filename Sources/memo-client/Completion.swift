@@ -7,7 +7,7 @@ import MemoCore
 enum Completion {
     static let commands = "list ls show get add new edit rm delete watch status export import whoami completion help"
     static let options = "--server --certs --ca --cacert --cert --key --timeout --keepalive --json --filter --limit "
-        + "--if-revision --allow-empty --locale --version --help"
+        + "--if-revision --allow-empty --locale --version --help --id --quiet --since --max-errors --dry-run"
 
     /// The ids in the mirror cache of `server`, newest first; none when there is no cache or it is damaged.
     static func cachedIDs(server: String) -> [String] {

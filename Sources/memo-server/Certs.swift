@@ -56,7 +56,7 @@ enum Certs {
             FileHandle.standardError.write(Data(
                 "memo-server: serial \(serial) is not in the index; it is on the revocation list all the same\n".utf8))
         }
-        print("\(outcome.listPath) lists \(outcome.listCount) certificates; send SIGHUP to a running memo-server "
+        print("\(outcome.listPath) lists \(outcome.listCount) certificate\(outcome.listCount == 1 ? "" : "s"); send SIGHUP to a running memo-server "
             + "to apply it")
     }
 

@@ -20,7 +20,8 @@ enum Help {
         usage: memo-server serve [options]
 
         Serves memos over TLS (mutual TLS: clients need a certificate signed by the CA in --certs). Prints
-        exactly one line `listening on HOST:PORT` to stdout once it accepts connections; logs go to stderr
+        exactly one line `listening on HOST:PORT` to stdout once it accepts connections (one that cannot listen
+        exits 1 and removes the store, CA and keys it made for this start); logs go to stderr
         (one line per connection opened and closed). SIGTERM or SIGINT stops it cleanly: it stops accepting,
         sends going-away to every client, answers the writes in flight, closes the store and exits 0.
         SIGHUP reloads server.crt, server.key, ca.crt and ca.crl from --certs: new handshakes use them,
@@ -39,7 +40,7 @@ enum Help {
                                      certs); when DIR holds no CA the server makes one as `certs init` would
                                      and says where
           --threads N                event-loop threads (default: one per CPU the server may use, from its
-                                     affinity mask, e.g. under taskset; at most 64)
+                                     affinity mask, e.g. under taskset, at most 64; given: 1 to 256)
           --max-connections N        connections served at once; more are refused with going-away 302
                                      (default 16384)
           --max-frame BYTES          largest frame accepted or sent (default 1048576)

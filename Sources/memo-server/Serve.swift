@@ -84,7 +84,8 @@ struct Serve {
         let systemd = SystemdNotifier()
 
         // The store first: a server refused because another one holds the file must leave nothing behind, not
-        // even a CA made for it.
+        // even a CA made for it. A server that then cannot listen removes what it made (`leftovers`).
+        var leftovers = StartupLeftovers()
         let memoStore: any ServingStore
         let storeName: String
         if store == "memory" {
@@ -97,15 +98,27 @@ struct Serve {
             storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
-            memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
+            for suffix in ["", "-wal", "-shm", "-journal", ".lock"] { leftovers.expect(file: path + suffix) }
+            do {
+                memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
+            } catch {
+                leftovers.remove()
+                throw error
+            }
             storeName = "sqlite:" + path
         }
-        ensureCertificates()
+        ensureCertificates(&leftovers)
         let server: MemoServer
         do {
             server = try MemoServer.start(configuration, store: memoStore, log: log)
         } catch {
             memoStore.close()
+            let removed = leftovers.remove()
+            if !removed.isEmpty {
+                log(
+                    .warn, "not_started_cleanup", [("removed", removed.joined(separator: " "))],
+                    "not started: removed what this start made: \(removed.joined(separator: " "))")
+            }
             throw error
         }
         log(
@@ -201,9 +214,14 @@ struct Serve {
     }
 
     /// Makes a CA and certificates as `certs init` would when the folder holds no CA.
-    private func ensureCertificates() {
+    private func ensureCertificates(_ leftovers: inout StartupLeftovers) {
         let directory = absolutePath(configuration.certsDirectory)
         guard !FileManager.default.fileExists(atPath: directory + "/ca.crt") else { return }
+        leftovers.expect(directory: directory)
+        let names = ["ca.crt", "ca.key", "server.crt", "server.key", "client.crt", "client.key", CertificateIndex.fileName]
+        for name in names {
+            leftovers.expect(file: directory + "/" + name)
+        }
         do {
             let result = try CertificateAuthority.initialize(directory: directory)
             log(

@@ -31,8 +31,18 @@ struct ClientFailureTests {
             let huge = try runClient(["add", "-"], server: proxy.address, certs: server.certificates.path,
                                      stdin: String(repeating: "x", count: size))
             #expect(huge.status == 1)
-            #expect(huge.err == "memo-client: content is \(size) bytes, over the limit of 65536\n")
+            #expect(huge.err == "memo-client: content is over the limit of 65536 bytes (standard input holds more "
+                + "than 65537; reading stopped there)\n")
         }
+        // Words are counted exactly (one argument is at most 128 KiB on Linux).
+        let words = try runClient(["add", String(repeating: "y", count: 70_000)], server: proxy.address,
+                                  certs: server.certificates.path)
+        #expect(words.status == 1)
+        #expect(words.err == "memo-client: content is 70000 bytes, over the limit of 65536\n")
+        // 65,536 bytes and one final newline are within the limit; one more byte is not.
+        let exact = String(repeating: "z", count: 65_537)
+        let over = try runClient(["add", "-"], server: proxy.address, certs: server.certificates.path, stdin: exact)
+        #expect(over.err == "memo-client: content is 65537 bytes, over the limit of 65536\n")
         #expect(proxy.connections == 0)
     }
 

@@ -115,8 +115,9 @@ package func runTool(
     process.standardError = errors
     process.standardInput = input
     try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
+    // A tool may stop reading before the end (memo-client stops at the content limit): EPIPE is not a failure.
+    if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) }
+    try? input.fileHandleForWriting.close()
     let out = output.fileHandleForReading.readDataToEndOfFile()
     let err = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
