@@ -98,7 +98,9 @@ struct Serve {
             storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
-            for suffix in ["", "-wal", "-shm", "-journal", ".lock"] { leftovers.expect(file: path + suffix) }
+            for suffix in ["", "-wal", "-shm", "-journal", ".lock", "-reserve"] {
+                leftovers.expect(file: path + suffix)
+            }
             do {
                 memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
             } catch {

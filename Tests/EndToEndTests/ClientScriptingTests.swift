@@ -14,6 +14,8 @@ func shell(
     var merged = ProcessInfo.processInfo.environment
     let binaries = (builtExecutable("memo-client") as NSString).deletingLastPathComponent
     merged["PATH"] = binaries + ":" + (merged["PATH"] ?? "/usr/bin:/bin")
+    // The test certificates live a day: without this every command's stderr would open with the expiry warning.
+    merged["MEMO_EXPIRY_WARNING"] = "0"
     for (name, value) in environment { merged[name] = value }
     return try runTool("/bin/sh", ["-c", command], environment: merged, stdin: stdin)
 }
@@ -34,6 +36,7 @@ final class PipedClient {
         process.executableURL = URL(fileURLWithPath: builtExecutable("memo-client"))
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
+        merged["MEMO_EXPIRY_WARNING"] = "0"
         for (name, value) in environment { merged[name] = value }
         process.environment = merged
         process.standardInput = input
