@@ -161,6 +161,18 @@ extension ClientConnectionMachine {
             if let token = subscriptionByRequest[frame.requestID] {
                 guard let event = SubscriptionEvent(message) else { continue }
                 batches.append(event, for: token)
+                if case .failed(let code, let text) = event, code.isTheServersOwnTrouble {
+                    // The server cannot serve the subscription now (its store is unreachable, it lags, it stops):
+                    // nothing is wrong with the request. Like a lost connection: connect again with backoff (to
+                    // the next address when there are several) and resume after the last applied revision. Ending
+                    // the subscription here would leave a watcher waiting for changes that never come.
+                    batches.drop(token)
+                    deliver(&batches, into: &actions)
+                    subscriptionByRequest[frame.requestID] = nil
+                    subscriptions[token]?.requestID = nil
+                    closeConnection(as: .lost("server error \(code): \(text)"), now: now, into: &actions)
+                    return
+                }
                 switch event {
                 case .historyGone, .failed:
                     // The server ended this subscription; deliver what came, then start it again.
@@ -269,6 +281,15 @@ private struct SubscriptionBatches {
         events[token, default: []].append(event)
     }
 
+    /// Forgets the last event of `token`'s batch (one the machine handles itself instead of delivering).
+    mutating func drop(_ token: Int) {
+        events[token]?.removeLast()
+        if events[token]?.isEmpty == true {
+            events[token] = nil
+            order.removeAll { $0 == token }
+        }
+    }
+
     mutating func take() -> [(Int, [SubscriptionEvent])] {
         defer {
             events.removeAll()
@@ -304,6 +325,12 @@ extension Message {
 }
 
 extension ErrorCode {
+    /// The server's own trouble, not the request's (500 internal, 501 storage unavailable, 503 shutting down,
+    /// 504 lagging): the same request may succeed later, or now on another server.
+    var isTheServersOwnTrouble: Bool {
+        self == .internalError || self == .storageUnavailable || self == .shuttingDown || self == .lagging
+    }
+
     /// The server refused a frame itself (too large, malformed, of a type no request has, bad UTF-8, a reused
     /// id) and closes: the same bytes would be refused again, so they are never resent.
     var refusesTheFrame: Bool {
