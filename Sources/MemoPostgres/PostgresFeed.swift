@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// Every call has the storage timeout as its deadline: a read or notification that gets no answer in time is a
 /// lost connection, made again at once. When a read has been due for longer than the lag bound without
-/// completing, or the database no longer holds the changes after the applied revision, the server cannot follow:
+/// completing (it is not ready from then on, even while the read still waits for its deadline), or the database no
+/// longer holds the changes after the applied revision, the server cannot follow:
 /// this thread lets its clients go (`observeLetGo`), refuses writes and reads meanwhile (`behind`, `readiness`),
 /// reloads a snapshot and serves again.
 final class PostgresFeed: Sendable {
@@ -33,8 +34,6 @@ final class PostgresFeed: Sendable {
         var stopping = false
         /// Why this server refuses writes and reads: it cannot follow the database (nil while it serves).
         var letGo: String?
-        /// Since when a read of the changes table has been due and not done: how far behind the feed may be.
-        var dueSince: DispatchTime?
         var connected = true
         var reloading = false
         /// Set when the connection was lost, until a read catches up again: that transition is logged once.
@@ -56,6 +55,10 @@ final class PostgresFeed: Sendable {
     private let state = Mutex(State())
     /// True while serving: the fast path of `readiness`, read on every read request.
     private let serving = Atomic<Bool>(true)
+    /// Since when (uptime nanoseconds) a read of the changes table has been due and not done, 0 when none: how far
+    /// behind the feed may be. Written by the feed's thread only; `readiness` reads it while that thread may be
+    /// held in a call that gets no answer (a frozen backend) until the storage timeout.
+    private let dueSince = Atomic<UInt64>(0)
     private let letGoSubject = Subject<String>()
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
@@ -104,7 +107,12 @@ final class PostgresFeed: Sendable {
 
     /// See `PostgresStore.readiness`.
     var readiness: StoreReadiness {
-        if serving.load(ordering: .acquiring) { return .ready }
+        if serving.load(ordering: .acquiring) {
+            // Past the lag bound the feed cannot say it holds every change, even while its thread still waits for
+            // an answer (it lets go once the call's deadline ends the wait).
+            if let lag = lagMillis(), lag > maxLagMillis { return .notReady("feed lagging \(Self.seconds(lag)) s") }
+            return .ready
+        }
         return state.withLock { state in
             guard let reason = state.letGo else { return .ready }
             if !state.connected { return .notReady("store unreachable") }
@@ -188,14 +196,16 @@ final class PostgresFeed: Sendable {
             if stopping { break }
             let recheck = lastRead + .milliseconds(recheckMillis)
             readDue = readDue || hasHole() || DispatchTime.now() >= recheck
-            if readDue { state.withLock { $0.dueSince = $0.dueSince ?? .now() } }
+            if readDue, dueSince.load(ordering: .relaxed) == 0 {
+                dueSince.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+            }
             if readDue, let current = connection {
                 do throws(PGError) {
                     switch try catchUp(current) {
                     case .caughtUp:
                         readDue = false
                         lastRead = .now()
-                        state.withLock { $0.dueSince = nil }
+                        dueSince.store(0, ordering: .relaxed)
                         let recovered = state.withLock { state in
                             defer { state.recovering = false }
                             return state.recovering
@@ -212,7 +222,13 @@ final class PostgresFeed: Sendable {
                     }
                 } catch {
                     lose(error, &connection)
-                    // Reconnects at once (the link allows a first attempt without waiting) and reads again.
+                    // A read that stayed due past the bound (a frozen backend answers nothing until the call's
+                    // deadline) means this server could not follow meanwhile: it lets go and reloads. Otherwise it
+                    // reconnects at once (the link allows a first attempt without waiting) and reads again.
+                    if let lag = lagMillis(), lag > maxLagMillis {
+                        letGo("feed lagging \(Self.seconds(lag)) s")
+                        mustReload = true
+                    }
                     continue
                 }
                 applyKnown()
@@ -236,8 +252,9 @@ final class PostgresFeed: Sendable {
                 var wake = state.waiters.reduce(
                     connection == nil ? DispatchTime.distantFuture : lastRead + .milliseconds(recheckMillis)
                 ) { min($0, $1.deadline) }
-                if !mustReload, let since = state.dueSince {
-                    wake = min(wake, since + .milliseconds(maxLagMillis + 1))
+                let since = dueSince.load(ordering: .relaxed)
+                if !mustReload, since != 0 {
+                    wake = min(wake, DispatchTime(uptimeNanoseconds: since) + .milliseconds(maxLagMillis + 1))
                 }
                 return wake
             }
@@ -266,9 +283,10 @@ final class PostgresFeed: Sendable {
 
     /// How long a read has been due without being done, when one is.
     private func lagMillis() -> Int? {
-        state.withLock { state in
-            state.dueSince.map { Int((DispatchTime.now().uptimeNanoseconds &- $0.uptimeNanoseconds) / 1_000_000) }
-        }
+        let since = dueSince.load(ordering: .relaxed)
+        guard since != 0 else { return nil }
+        let now = DispatchTime.now().uptimeNanoseconds
+        return now > since ? Int((now - since) / 1_000_000) : 0
     }
 
     private static func seconds(_ millis: Int) -> String {
@@ -309,9 +327,9 @@ final class PostgresFeed: Sendable {
         state.withLock { state in
             state.letGo = nil
             state.reloading = false
-            state.dueSince = nil
             state.recovering = false
         }
+        dueSince.store(0, ordering: .relaxed)
         serving.store(true, ordering: .releasing)
         log(LogRecord(
             .info, "feed_reloaded", [("revision", "\(core.revision)")],

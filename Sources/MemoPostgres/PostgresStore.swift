@@ -94,8 +94,9 @@ public final class PostgresStore: CoreBackedStore {
     /// How many batches reached PostgreSQL since opening.
     public var batchCount: Int { batches.load(ordering: .relaxed) }
 
-    /// Ready unless this server cannot follow the database: its feed lags by more than its bound or fell below
-    /// the retained history (it then lets its clients go and reloads). While not ready it refuses writes and
+    /// Ready unless this server cannot follow the database: its feed lags by more than its bound (a read of the
+    /// changes table due for longer, even one still waiting for its answer) or fell below the retained history (it
+    /// then lets its clients go and reloads, once a waiting read's deadline has ended the wait). While not ready it refuses writes and
     /// reads (501) rather than serve what it knows may be stale.
     public var readiness: StoreReadiness { feed.readiness }
 

@@ -60,6 +60,8 @@ enum Help {
                                      every change, from 0.1 to 3600 (default 5); past it, or when it finds
                                      itself below the retained history, it sends every client going-away 504
                                      lagging, answers reads and writes 501 and reloads a snapshot by itself
+                                     (a read still waiting for PostgreSQL: not ready and reads 501 past
+                                     it, the rest when --storage-timeout ends the wait)
           --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
                                      record layer (default; less memory per connection) or OpenSSL's
           --log-format text|json     text: the UTC time, then the line (default); json: one object per line

@@ -39,16 +39,6 @@ private func listAll(_ client: TestClient) throws -> [Memo]? {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-private func pollUntil(seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        Thread.sleep(forTimeInterval: 0.05)
-    }
-    return try condition()
-}
-
 @Suite("Every PostgreSQL call has a deadline: frozen, lock-queued or dead connections are answered in time",
        .enabled(if: postgresTestsEnabled), .serialized)
 struct PostgresDeadlineTests {
@@ -154,9 +144,7 @@ struct PostgresDeadlineTests {
         let servers = try SharedDatabaseServers(count: 2, storageTimeoutMillis: Self.timeoutMillis)
         defer { servers.stop() }
         // Server 0's stores were opened first, so its feed's backend is the older of the two.
-        let feed = try #require(pid_t(try servers.cluster.sql(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = 'memo-feed' AND datname = "
-                + "'\(servers.database)' ORDER BY backend_start LIMIT 1", database: "postgres")))
+        let feed = try #require(try servers.cluster.feedBackends(database: servers.database).first)
         let subscriber = try RecordingSubscriber(servers: servers, index: 0)
         defer { subscriber.stop() }
         kill(feed, SIGSTOP)

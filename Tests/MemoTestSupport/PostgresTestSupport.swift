@@ -109,6 +109,14 @@ package final class TestPostgres: Sendable {
         return [postmaster] + children.split(separator: "\n").compactMap { pid_t($0) }
     }
 
+    /// The process ids of the backends serving the memo servers' feed connections to `database`, oldest first:
+    /// a server's feed connects when its store opens, so servers started one after another come in that order.
+    package func feedBackends(database: String) throws -> [pid_t] {
+        try sql("SELECT pid FROM pg_stat_activity WHERE application_name = 'memo-feed' AND datname = "
+                    + "'\(database)' ORDER BY backend_start", database: "postgres")
+            .split(separator: "\n").compactMap { pid_t($0) }
+    }
+
     /// A URI for a new, empty database.
     package func makeDatabase() throws -> String {
         uri(try makeDatabaseName())

@@ -60,6 +60,13 @@ package final class ServerProcess {
         kill(process.processIdentifier, number)
     }
 
+    /// Asks the server to stop (SIGTERM) and waits for it to exit; returns its status.
+    @discardableResult
+    package func stop() -> Int32 {
+        signal(SIGTERM)
+        return waitForExit()
+    }
+
     /// Waits for the process to exit and returns its status.
     package func waitForExit() -> Int32 {
         process.waitUntilExit()
