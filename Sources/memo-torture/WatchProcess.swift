@@ -8,10 +8,15 @@ final class WatchProcess {
     private let lines = LockedBox<[String]>([])
     let stderrPath: String
 
-    init(number: Int, binary: String, server: String, certs: String, directory: String) throws {
+    /// - Parameters:
+    ///   - launcher: a command the client runs under (`ip netns exec NS`), empty to run it directly.
+    ///   - extra: more options for `watch`.
+    init(number: Int, binary: String, server: String, certs: String, directory: String, launcher: [String] = [],
+         extra: [String] = []) throws {
         self.number = number
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["watch", "--json", "--server", server, "--certs", certs]
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [binary])
+            + ["watch", "--json", "--server", server, "--certs", certs] + extra
         let output = Pipe()
         process.standardOutput = output
         stderrPath = directory + "/watch-\(number).log"
@@ -37,6 +42,7 @@ final class WatchProcess {
 
     var output: [String] { lines.value }
     var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
 
     /// Waits until `condition` holds for the lines so far, at most `seconds`. - Returns: whether it did.
     func wait(seconds: Double, until condition: ([String]) -> Bool) -> Bool {

@@ -1,0 +1,164 @@
+import Foundation
+import MemoCore
+import MemoWire
+
+/// The invariants checked after each fault of `memo-torture gray`, against the final list and the history a
+/// healthy server holds (from `oldest`: with a small `--history` the older changes are gone, and only the
+/// final list speaks for them).
+struct GrayCheck {
+    let history: [UInt64: Change]
+    let oldest: UInt64
+    let finalMemos: [UUID: Memo]
+    let head: UInt64
+
+    var acknowledged = 0
+    var failed = 0
+    var unknown = 0
+    /// Unknown writes that the store shows were done.
+    var unknownApplied = 0
+    var lost = 0
+    var wronglyReported = 0
+    var otherViolations = 0
+    var watcherGaps = 0
+    var watcherRepeats = 0
+    var watcherMismatches = 0
+    var resyncs = 0
+    var eventsChecked = 0
+    var problems: [String] = []
+
+    init(history: [Change], oldest: UInt64, finalMemos: [Memo], head: UInt64) {
+        self.history = Dictionary(history.map { ($0.revision, $0) }, uniquingKeysWith: { first, _ in first })
+        self.oldest = oldest
+        self.finalMemos = Dictionary(finalMemos.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.head = head
+    }
+
+    private mutating func problem(_ text: String) {
+        if problems.count < 30 { problems.append(text) }
+    }
+
+    /// Whether a create or update with this unique content reached the store.
+    private func applied(_ write: GrayWrite) -> Bool {
+        switch write.kind {
+        case .created, .updated:
+            return finalMemos[write.id]?.content == write.content
+                || history.values.contains { $0.memo.id == write.id && $0.memo.content == write.content
+                    && $0.kind != .deleted }
+        case .deleted:
+            return finalMemos[write.id] == nil
+        }
+    }
+
+    mutating func checkWriter(_ writer: GrayWriter) {
+        acknowledged += writer.acknowledged.count
+        failed += writer.failed.count
+        unknown += writer.unknown.count
+        otherViolations += writer.violations.count
+        for violation in writer.violations.prefix(5) { problem(violation) }
+        for write in writer.acknowledged {
+            guard let revision = write.revision, revision >= oldest else { continue }
+            guard let change = history[revision], change.memo.id == write.id, change.kind == write.kind,
+                write.kind == .deleted || change.memo.content == write.content
+            else {
+                lost += 1
+                problem("writer \(writer.number): acknowledged \(write.kind.name) of \(write.id) '\(write.content)' at "
+                    + "\(revision); the history has \(history[revision].map { "\($0)" } ?? "nothing")")
+                continue
+            }
+        }
+        for (id, state) in writer.live where finalMemos[id]?.content != state.content {
+            lost += 1
+            problem("writer \(writer.number): \(id) acknowledged as '\(state.content)', finally "
+                + "\(finalMemos[id].map { "'\($0.content)'" } ?? "absent")")
+        }
+        for id in writer.deleted where finalMemos[id] != nil {
+            lost += 1
+            problem("writer \(writer.number): \(id) acknowledged as deleted is in the final list")
+        }
+        for write in writer.failed where applied(write) {
+            wronglyReported += 1
+            problem("writer \(writer.number): \(write.kind.name) of \(write.id) '\(write.content)' was answered "
+                + "'\(write.answer)' (failed) but is in the store")
+        }
+        unknownApplied += writer.unknown.filter { applied($0) }.count
+    }
+
+    /// One watcher's `watch --json` lines: the seed memo (type existing), then every change after it exactly
+    /// once and in order, as the history has it; or, after an explicit resync event `{"event":"resync",
+    /// "revision":N}` and the full set it prints, every change after N. It must reach the head.
+    mutating func checkWatcher(number: Int, lines: [String], seedRevision: UInt64) {
+        var previous = seedRevision
+        var inResync = false
+        var started = false
+        for line in lines {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                otherViolations += 1
+                problem("watcher \(number): unreadable line \(line.prefix(200))")
+                continue
+            }
+            if let event = object["event"] as? String {
+                if event == "resync", let revision = (object["revision"] as? NSNumber)?.uint64Value {
+                    resyncs += 1
+                    previous = revision
+                    inResync = true
+                }
+                continue
+            }
+            guard let type = object["type"] as? String,
+                let revision = (object["revision"] as? NSNumber)?.uint64Value,
+                let memo = object["memo"] as? [String: Any]
+            else {
+                otherViolations += 1
+                problem("watcher \(number): a line that is no change: \(line.prefix(200))")
+                continue
+            }
+            if type == "existing" {
+                // The seed memo at the start, or the full set after a resync; anywhere else it is a diff the
+                // watcher made up.
+                if !(started == false || inResync) {
+                    watcherMismatches += 1
+                    problem("watcher \(number): an existing line without a resync: \(line.prefix(200))")
+                }
+                started = true
+                continue
+            }
+            if revision <= seedRevision && eventsChecked == 0 && !inResync {
+                // The seed itself, as a change: the watcher's server had not applied it when the watch began.
+                started = true
+                continue
+            }
+            started = true
+            inResync = false
+            eventsChecked += 1
+            if revision <= previous {
+                watcherRepeats += 1
+                problem("watcher \(number): revision \(revision) after \(previous)")
+                continue
+            }
+            if revision > previous + 1 {
+                watcherGaps += Int(revision - previous - 1)
+                problem("watcher \(number): revisions \(previous + 1)...\(revision - 1) never arrived")
+            }
+            previous = revision
+            if let change = history[revision] {
+                let id = (memo["id"] as? String) ?? ""
+                let content = (memo["content"] as? String) ?? ""
+                if change.kind.name != type || change.memo.id.uuidString.lowercased() != id
+                    || (type != "deleted" && Array(change.memo.content.utf8) != Array(content.utf8))
+                {
+                    watcherMismatches += 1
+                    problem("watcher \(number): \(line.prefix(200)) but the history has \(change)")
+                }
+            }
+        }
+        if previous < head {
+            watcherGaps += Int(head - previous)
+            problem("watcher \(number): stopped at revision \(previous), the head is \(head)")
+        }
+    }
+
+    var passed: Bool {
+        lost == 0 && wronglyReported == 0 && otherViolations == 0 && watcherGaps == 0 && watcherRepeats == 0
+            && watcherMismatches == 0
+    }
+}
