@@ -10,6 +10,8 @@ struct GrayCheck {
     let oldest: UInt64
     let finalMemos: [UUID: Memo]
     let head: UInt64
+    /// "id content" of every create and update in the history.
+    private let written: Set<String>
 
     var acknowledged = 0
     var failed = 0
@@ -31,6 +33,7 @@ struct GrayCheck {
         self.oldest = oldest
         self.finalMemos = Dictionary(finalMemos.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.head = head
+        written = Set(history.filter { $0.kind != .deleted }.map { "\($0.memo.id) \($0.memo.content)" })
     }
 
     private mutating func problem(_ text: String) {
@@ -41,9 +44,7 @@ struct GrayCheck {
     private func applied(_ write: GrayWrite) -> Bool {
         switch write.kind {
         case .created, .updated:
-            return finalMemos[write.id]?.content == write.content
-                || history.values.contains { $0.memo.id == write.id && $0.memo.content == write.content
-                    && $0.kind != .deleted }
+            return finalMemos[write.id]?.content == write.content || written.contains("\(write.id) \(write.content)")
         case .deleted:
             return finalMemos[write.id] == nil
         }

@@ -48,7 +48,7 @@ struct GrayTorture {
         Prints a line per run and a summary line per fault, then `gray summary: PASS|FAIL; ...`; exits 0 when
         every check held, 1 otherwise. Defaults: --runs 1 --writers 4 --watchers 2 (per server)
         --fault-seconds 20 --warmup 2 --timeout 10 (a writer's request deadline). --short: every fault once with
-        --writers 3 --watchers 1 --fault-seconds 8 --warmup 1 (about 2-3 minutes). --keepalive is passed to the
+        --writers 3 --watchers 1 --fault-seconds 12 --warmup 1 (about 2-3 minutes). --keepalive is passed to the
         watchers as their --keepalive. --keep leaves the logs and says where.
         """
 
@@ -93,7 +93,7 @@ struct GrayTorture {
         if arguments.flag("--short") {
             writers = 3
             watchers = 1
-            faultSeconds = 8
+            faultSeconds = 12
             warmup = 1
         }
         listOnly = arguments.flag("--list")
@@ -155,9 +155,10 @@ struct GrayTorture {
 
         let network = try GrayNetwork()
         let postgresDirectory = directory + "/pg"
-        // If the harness dies (even by SIGKILL), a watchdog stops PostgreSQL and unmounts the disk.
+        // If the harness dies (even by SIGKILL), a watchdog stops PostgreSQL, unmounts the disk and removes the
+        // folder.
         cleanupWhenGone("runuser -u postgres -- /usr/lib/postgresql/*/bin/pg_ctl -D "
-            + "\(postgresDirectory)/data -m immediate stop; umount -l \(disk)")
+            + "\(postgresDirectory)/data -m immediate stop; umount -l \(disk)" + (keep ? "" : "; rm -rf \(directory)"))
         var postgres: GrayPostgres?
         let home = try currentNetworkNamespace()
         defer {
@@ -185,6 +186,7 @@ struct GrayTorture {
         say("gray: network \(network.prefix)-*: PostgreSQL, 2 servers, \(2 * watchers) watchers, \(writers) writers, "
             + "the harness, each in a namespace of its own")
         postgres = try GrayPostgres(directory: postgresDirectory, namespace: postgresNamespace)
+        say("gray: PostgreSQL on \(GrayNetwork.postgresAddress):5432, data in \(postgresDirectory)/data")
         // From here on the harness's own connections (markers, the final reads) leave from its namespace.
         try enterNetworkNamespace(harnessNamespace)
 
@@ -432,7 +434,7 @@ struct GrayTorture {
     /// Every change the server still keeps, up to `head`, and the oldest revision among them.
     private func changes(_ connection: ProbeConnection, upTo head: UInt64) throws -> ([Change], UInt64) {
         var after: UInt64 = 0
-        while true {
+        for _ in 0..<5 {
             let id = try connection.send(.subscribe(after: after))
             var changes: [Change] = []
             var gone = false
@@ -441,14 +443,16 @@ struct GrayTorture {
                 switch message {
                 case .subscribed: continue
                 case .change(let change): changes.append(change)
-                case .historyGone(_, let oldestAvailable) where after == 0:
-                    after = oldestAvailable > 0 ? oldestAvailable - 1 : 0
+                case .historyGone(_, let oldestAvailable):
+                    // Older changes are pruned (a small --history): take what is kept.
+                    after = max(after + 1, oldestAvailable)
                     gone = true
                 default: throw TortureError("the history subscription answered \(message)")
                 }
             }
             if !gone { return (changes, after + 1) }
         }
+        throw TortureError("the history kept moving away")
     }
 
     /// Whether a watcher's lines have reached `memo`'s revision.

@@ -143,6 +143,8 @@ final class GrayWriter: @unchecked Sendable {
             settle(op, unknown: true, answer: "505 \(text)")
         case .error(let code, let text) where code.rawValue >= 500 || code == .tooManyInFlight:
             settle(op, unknown: false, answer: "\(code) \(text)")
+            // A server that refuses writes refuses them at once: a client would not retry in a tight loop.
+            pause(0.05)
         case .goingAway(let code, let text):
             // Sent instead of an answer: the write may or may not have been done.
             settle(op, unknown: true, answer: "going-away \(code) \(text)")
