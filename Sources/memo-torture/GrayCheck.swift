@@ -16,6 +16,10 @@ struct GrayCheck {
     var acknowledged = 0
     var failed = 0
     var unknown = 0
+    /// Unknown writes that got no answer within the writer's timeout.
+    var timedOut = 0
+    /// The longest a write waited for its answer, in milliseconds.
+    var slowestMilliseconds = 0
     /// Unknown writes that the store shows were done.
     var unknownApplied = 0
     var lost = 0
@@ -54,6 +58,8 @@ struct GrayCheck {
         acknowledged += writer.acknowledged.count
         failed += writer.failed.count
         unknown += writer.unknown.count
+        timedOut += writer.timedOut
+        slowestMilliseconds = max(slowestMilliseconds, milliseconds(writer.slowest))
         otherViolations += writer.violations.count
         for violation in writer.violations.prefix(5) { problem(violation) }
         for write in writer.acknowledged {

@@ -364,7 +364,8 @@ struct GrayTorture {
         let passed = check.passed && !late
         for problem in check.problems.prefix(10) { say("gray: \(tag): problem: \(problem)") }
         say("gray: \(tag): \(passed ? "PASS" : "FAIL"); acknowledged \(check.acknowledged), failed \(check.failed), "
-            + "unknown \(check.unknown) (done \(check.unknownApplied)), lost \(check.lost), wrongly reported "
+            + "unknown \(check.unknown) (timed out \(check.timedOut), done \(check.unknownApplied)), slowest answer "
+            + "\(format(Double(check.slowestMilliseconds) / 1000)), lost \(check.lost), wrongly reported "
             + "\(check.wronglyReported), watcher gaps \(check.watcherGaps), repeats \(check.watcherRepeats), "
             + "mismatches \(check.watcherMismatches), resyncs \(check.resyncs), other \(check.otherViolations); "
             + "recovered \(recovery.map(format) ?? "never") (bound \(format(bound))); head \(head)")

@@ -43,6 +43,10 @@ final class GrayWriter: @unchecked Sendable {
     /// This writer's memos that it still writes: content and revision as acknowledged.
     private(set) var live: [UUID: (content: String, revision: UInt64)] = [:]
     private(set) var deleted = Set<UUID>()
+    /// Writes that got no answer within the timeout (a subset of the unknown ones).
+    private(set) var timedOut = 0
+    /// The longest a write waited for its answer (or for the timeout).
+    private(set) var slowest: Duration = .zero
     private var liveIDs: [UUID] = []
     private let lastAcknowledgement = LockedBox<ContinuousClock.Instant?>(nil)
 
@@ -77,12 +81,16 @@ final class GrayWriter: @unchecked Sendable {
                 if connection == nil { continue }
             }
             let op = nextOp()
+            let sent = ContinuousClock.now
             do {
                 let id = try connection!.send(message(for: op))
                 let (_, answer) = try connection!.receive { $0.requestID == id }
+                slowest = max(slowest, .now - sent)
                 handle(op, answer)
                 if case .goingAway = answer { connection = nil }
             } catch {
+                slowest = max(slowest, .now - sent)
+                if case ProbeConnection.Failure.timedOut = error { timedOut += 1 }
                 settle(op, unknown: true, answer: "\(error)")
                 connection = nil
             }
