@@ -51,7 +51,8 @@ final class GrayNetwork {
     private(set) var namespaces: [String] = []
     private var nextClientHost = 80
 
-    /// Makes the bridge namespace and its two bridges (`swd`, `swc`). - Throws: when `ip` fails (not root, no iproute2).
+    /// Makes the bridge namespace and its two bridges (`swd`, `swc`).
+    /// - Throws: when `ip` fails (not root, no iproute2).
     init() throws {
         prefix = "gf" + String(UInt32.random(in: 0...0xFFFFF), radix: 16)
         bridgeNamespace = prefix + "-br"

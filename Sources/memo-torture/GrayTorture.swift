@@ -41,7 +41,9 @@ struct GrayTorture {
         Checked after each fault: every acknowledged write is in the store (lost); no write answered with an
         error other than 505 outcome-unknown is in the store (wrongly reported); every watcher printed every
         change after its start exactly once and in order, or an explicit resync event and the full set, and
-        reached the head (watcher gaps, repeats, mismatches); and the watchers caught up, within --bound
+        reached the head (watcher gaps, repeats, mismatches); under the faults that leave every server running
+        and reachable (stop-postgres, the backends, partition-server-database, disk-full), every write was
+        answered, if only with an error, within --timeout (unanswered); and the watchers caught up, within --bound
         seconds (default 3 x --keepalive, or 15), with a write made through a healthy server just after the
         fault began (when one server stays healthy) or just after the heal (otherwise): time to recover.
 
@@ -63,6 +65,14 @@ struct GrayTorture {
         case belowHistory = "below-history"
 
         var servers: Int { self == .diskFull ? 1 : 2 }
+        /// Whether every server stays running and reachable by its clients through the fault: then every write
+        /// must be answered (an error is an answer) within the writers' --timeout.
+        var serversAnswer: Bool {
+            switch self {
+            case .stopPostgres, .stopFeedBackend, .stopWriterBackend, .partitionDatabase, .diskFull: return true
+            case .stopServer, .partitionClients, .belowHistory: return false
+            }
+        }
         /// The server that stays healthy through the fault, if any.
         var healthy: Int? {
             switch self {
@@ -134,6 +144,7 @@ struct GrayTorture {
         var resyncs = 0
         /// Seconds until the watchers caught up; nil for a run where they never did.
         var recoveries: [Double?] = []
+        var unanswered = 0
     }
 
     /// - Returns: whether every check passed.
@@ -199,7 +210,8 @@ struct GrayTorture {
         for fault in faults {
             var tally = Tally()
             for number in 1...runs {
-                let (passed, check, recovery) = try runOnce(fault, number: number, in: environment)
+                let (passed, check, recovery, unanswered) = try runOnce(fault, number: number, in: environment)
+                tally.unanswered += unanswered
                 tally.runs += 1
                 tally.passed += passed ? 1 : 0
                 tally.acknowledged += check.acknowledged
@@ -221,7 +233,8 @@ struct GrayTorture {
             let maximum = never > 0 ? "never (\(never))" : times.last.map(format) ?? "-"
             say("gray fault \(fault.rawValue): \(tally.passed)/\(tally.runs) runs passed; acknowledged "
                 + "\(tally.acknowledged), failed \(tally.failed), unknown \(tally.unknown), lost \(tally.lost), "
-                + "wrongly reported \(tally.wronglyReported), watcher gaps \(tally.watcherGaps), resyncs "
+                + "wrongly reported \(tally.wronglyReported), unanswered \(tally.unanswered), watcher gaps "
+                + "\(tally.watcherGaps), resyncs "
                 + "\(tally.resyncs); recovered max \(maximum) median \(median) (bound \(format(bound)))")
         }
         let total = tallies.reduce(into: Tally()) { sum, item in
@@ -240,7 +253,7 @@ struct GrayTorture {
 
     /// One fault, once: its own database and servers, watchers and writers; the fault, the heal, the checks.
     private func runOnce(_ fault: Fault, number: Int, in environment: GrayEnvironment) throws
-        -> (Bool, GrayCheck, Double?)
+        -> (Bool, GrayCheck, Double?, Int)
     {
         let tag = "\(fault.rawValue)-\(number)"
         let identity = ProbeConnection.Identity(
@@ -361,7 +374,12 @@ struct GrayTorture {
             check.checkWatcher(number: watch.number, lines: watch.output, seedRevision: seed.revision)
         }
         let late = recovery.map { $0 > bound } ?? true
-        let passed = check.passed && !late
+        let unanswered = fault.serversAnswer ? check.timedOut : 0
+        if unanswered > 0 {
+            say("gray: \(tag): problem: \(unanswered) writes got no answer within \(format(timeout)) although their "
+                + "server was running and reachable")
+        }
+        let passed = check.passed && !late && unanswered == 0
         for problem in check.problems.prefix(10) { say("gray: \(tag): problem: \(problem)") }
         say("gray: \(tag): \(passed ? "PASS" : "FAIL"); acknowledged \(check.acknowledged), failed \(check.failed), "
             + "unknown \(check.unknown) (timed out \(check.timedOut), done \(check.unknownApplied)), slowest answer "
@@ -369,7 +387,7 @@ struct GrayTorture {
             + "\(check.wronglyReported), watcher gaps \(check.watcherGaps), repeats \(check.watcherRepeats), "
             + "mismatches \(check.watcherMismatches), resyncs \(check.resyncs), other \(check.otherViolations); "
             + "recovered \(recovery.map(format) ?? "never") (bound \(format(bound))); head \(head)")
-        return (passed, check, recovery)
+        return (passed, check, recovery, unanswered)
     }
 
     /// Writes through the first server that answers, retrying for up to `within` seconds. - Returns: the memo.
