@@ -54,7 +54,7 @@ struct GrayCheck {
         }
     }
 
-    mutating func checkWriter(_ writer: GrayWriter) {
+    mutating func checkWriter(_ writer: GrayRecord) {
         acknowledged += writer.acknowledged.count
         failed += writer.failed.count
         unknown += writer.unknown.count
@@ -162,6 +162,54 @@ struct GrayCheck {
             watcherGaps += Int(head - previous)
             problem("watcher \(number): stopped at revision \(previous), the head is \(head)")
         }
+    }
+
+    /// The check of the checks: plants one violation of each kind in copies of a run's records and output, and
+    /// checks that each is counted. - Returns: what was not found (empty when every planted fault was).
+    static func plantedFaultsMissed(
+        history: [Change], oldest: UInt64, finalMemos: [Memo], head: UInt64, records: [GrayRecord],
+        watchers: [(Int, [String])], seedRevision: UInt64
+    ) -> [String] {
+        func run(_ records: [GrayRecord], _ watchers: [(Int, [String])]) -> GrayCheck {
+            var check = GrayCheck(history: history, oldest: oldest, finalMemos: finalMemos, head: head)
+            for record in records { check.checkWriter(record) }
+            for (number, lines) in watchers {
+                check.checkWatcher(number: number, lines: lines, seedRevision: seedRevision)
+            }
+            return check
+        }
+        let base = run(records, watchers)
+        var missed: [String] = []
+        // An acknowledged create reported as failed instead: it is in the store.
+        if let index = records.firstIndex(where: { $0.acknowledged.contains { $0.kind == .created } }) {
+            var planted = records
+            let write = planted[index].acknowledged.first { $0.kind == .created }!
+            planted[index].failed.append(write)
+            if run(planted, watchers).wronglyReported != base.wronglyReported + 1 { missed.append("wrongly reported") }
+        } else {
+            missed.append("wrongly reported (no acknowledged create to plant)")
+        }
+        // A create acknowledged that the store never got.
+        if !records.isEmpty {
+            var planted = records
+            let id = UUID()
+            planted[0].acknowledged.append(GrayWrite(kind: .created, id: id, content: "planted", revision: head))
+            planted[0].live[id] = ("planted", head)
+            if run(planted, watchers).lost <= base.lost { missed.append("lost") }
+        }
+        // A change missing from a watcher's output, and one printed twice.
+        if let index = watchers.firstIndex(where: { $0.1.count > 4 }) {
+            var gap = watchers
+            gap[index].1.remove(at: gap[index].1.count / 2)
+            if run(records, gap).watcherGaps != base.watcherGaps + 1 { missed.append("watcher gap") }
+            var repeated = watchers
+            let middle = repeated[index].1.count / 2
+            repeated[index].1.insert(repeated[index].1[middle], at: middle)
+            if run(records, repeated).watcherRepeats != base.watcherRepeats + 1 { missed.append("watcher repeat") }
+        } else {
+            missed.append("watcher gap and repeat (no watcher printed enough)")
+        }
+        return missed
     }
 
     var passed: Bool {

@@ -14,7 +14,7 @@ struct GrayTorture {
         usage: memo-torture gray [--faults NAME,...] [--runs N] [--short] [--writers N] [--watchers N]
                                  [--fault-seconds SECS] [--warmup SECS] [--keepalive SECS] [--bound SECS]
                                  [--timeout SECS] [--history N] [--disk-size MIB] [--list]
-                                 [--server-binary PATH] [--client-binary PATH] [--keep]
+                                 [--server-binary PATH] [--client-binary PATH] [--keep] [--check-the-checks]
 
         Needs root: every party runs in a network namespace of its own (PostgreSQL on 192.0.2.1, memo-server A
         and B on 192.0.2.2-3 towards PostgreSQL and 192.0.2.65-66 towards the clients, each client on
@@ -51,7 +51,10 @@ struct GrayTorture {
         every check held, 1 otherwise. Defaults: --runs 1 --writers 4 --watchers 2 (per server)
         --fault-seconds 20 --warmup 2 --timeout 10 (a writer's request deadline). --short: every fault once with
         --writers 3 --watchers 1 --fault-seconds 12 --warmup 1 (about 2-3 minutes). --keepalive is passed to the
-        watchers as their --keepalive. --keep leaves the logs and says where.
+        watchers as their --keepalive. --keep leaves the logs and says where. --check-the-checks plants, after
+        each run, one fault of each kind in copies of its records (an acknowledged create reported as failed, an
+        acknowledged create the store never got, a change dropped from a watcher's output, one printed twice)
+        and exits 0 only when the checks count every one (the run's own result does not count then).
         """
 
     enum Fault: String, CaseIterable {
@@ -98,6 +101,13 @@ struct GrayTorture {
     var clientBinary = siblingExecutable("memo-client")
     var keep = false
     var listOnly = false
+    var checkTheChecks = false
+    /// Planted faults the checks did not find (with --check-the-checks).
+    private let missedBox = LockedBox(0)
+    private var checksMissed: Int {
+        get { missedBox.value }
+        nonmutating set { missedBox.value = newValue }
+    }
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         if arguments.flag("--short") {
@@ -127,6 +137,7 @@ struct GrayTorture {
         serverBinary = try arguments.option("--server-binary") ?? serverBinary
         clientBinary = try arguments.option("--client-binary") ?? clientBinary
         keep = arguments.flag("--keep")
+        checkTheChecks = arguments.flag("--check-the-checks")
         try arguments.finish()
         guard timeout > 0, faultSeconds > 0 else { throw UsageError("--timeout and --fault-seconds must be above 0") }
     }
@@ -248,6 +259,11 @@ struct GrayTorture {
         say("gray summary: \(allPassed ? "PASS" : "FAIL"); \(total.passed)/\(total.runs) runs passed; acknowledged "
             + "\(total.acknowledged), lost \(total.lost), wrongly reported \(total.wronglyReported), watcher gaps "
             + "\(total.watcherGaps)")
+        if checkTheChecks {
+            // The run's own result is the server's; this mode asks whether the checks see planted faults.
+            say("gray check of the checks: \(checksMissed == 0 ? "PASS" : "FAIL")")
+            return checksMissed == 0
+        }
         return allPassed
     }
 
@@ -369,7 +385,7 @@ struct GrayTorture {
         for watch in watches { _ = watch.wait(seconds: 30) { Self.lastRevision($0) >= head } }
         pause(0.2)  // anything after the head would be a repeat
         var check = GrayCheck(history: changes, oldest: oldest, finalMemos: finalMemos, head: head)
-        for writer in team { check.checkWriter(writer) }
+        for writer in team { check.checkWriter(writer.record) }
         for watch in watches {
             check.checkWatcher(number: watch.number, lines: watch.output, seedRevision: seed.revision)
         }
@@ -387,6 +403,14 @@ struct GrayTorture {
             + "\(check.wronglyReported), watcher gaps \(check.watcherGaps), repeats \(check.watcherRepeats), "
             + "mismatches \(check.watcherMismatches), resyncs \(check.resyncs), other \(check.otherViolations); "
             + "recovered \(recovery.map(format) ?? "never") (bound \(format(bound))); head \(head)")
+        if checkTheChecks {
+            let missed = GrayCheck.plantedFaultsMissed(
+                history: changes, oldest: oldest, finalMemos: finalMemos, head: head, records: team.map(\.record),
+                watchers: watches.map { ($0.number, $0.output) }, seedRevision: seed.revision)
+            say("gray: \(tag): check of the checks: "
+                + (missed.isEmpty ? "PASS; every planted fault was found" : "FAIL; not found: \(missed)"))
+            checksMissed += missed.count
+        }
         return (passed, check, recovery, unanswered)
     }
 

@@ -16,6 +16,20 @@ struct GrayWrite: Sendable {
     var answer: String = ""
 }
 
+/// What a writer's answers said, for GrayCheck (a value, so that the check of the checks can plant faults in a
+/// copy).
+struct GrayRecord {
+    var number: Int
+    var acknowledged: [GrayWrite]
+    var failed: [GrayWrite]
+    var unknown: [GrayWrite]
+    var violations: [String]
+    var live: [UUID: (content: String, revision: UInt64)]
+    var deleted: Set<UUID>
+    var timedOut: Int
+    var slowest: Duration
+}
+
 /// One writer client of the gray-failure storm, in a network namespace of its own: creates with ids it
 /// chooses, updates and deletes with the revision it expects, one request at a time. Each answer sorts the
 /// write into acknowledged (the memo came back), failed (an error other than 505: the server says it was not
@@ -59,6 +73,11 @@ final class GrayWriter: @unchecked Sendable {
         self.timeout = timeout
         self.shared = shared
         random = SplitMix64(seed: seed)
+    }
+
+    var record: GrayRecord {
+        GrayRecord(number: number, acknowledged: acknowledged, failed: failed, unknown: unknown,
+                   violations: violations, live: live, deleted: deleted, timedOut: timedOut, slowest: slowest)
     }
 
     /// When the last write was acknowledged.

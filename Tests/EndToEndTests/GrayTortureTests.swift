@@ -26,6 +26,15 @@ struct GrayTortureTests {
         try expectNothingLeftBehind(out)
     }
 
+    @Test func theChecksCountEveryPlantedFault() throws {
+        let (status, out, err) = try runTool("memo-torture", ["gray", "--short", "--faults", "disk-full",
+                                                              "--check-the-checks"])
+        #expect(status == 0, "\(out)\(err)")
+        #expect(out.contains("disk-full-1: check of the checks: PASS; every planted fault was found"), "\(out)")
+        #expect(out.contains("gray check of the checks: PASS"), "\(out)")
+        try expectNothingLeftBehind(out)
+    }
+
     @Test func aGrayRunKilledWithSigkillLeavesNoNamespaceBehind() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("memo-torture"))
