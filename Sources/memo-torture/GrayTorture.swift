@@ -396,6 +396,14 @@ struct GrayTorture {
                 + "server was running and reachable")
         }
         let passed = check.passed && !late && unanswered == 0
+        if fault == .diskFull {
+            // Issue 24 asks that deletes go through on a full disk; reported, not checked.
+            let during = { (write: GrayWrite) in write.kind == .deleted && write.at > start && write.at < healAt }
+            let records = team.map(\.record)
+            say("gray: \(tag): deletes while the disk was full: "
+                + "\(records.reduce(0) { $0 + $1.acknowledged.filter(during).count }) acknowledged, "
+                + "\(records.reduce(0) { $0 + $1.failed.filter(during).count }) refused")
+        }
         for problem in check.problems.prefix(10) { say("gray: \(tag): problem: \(problem)") }
         say("gray: \(tag): \(passed ? "PASS" : "FAIL"); acknowledged \(check.acknowledged), failed \(check.failed), "
             + "unknown \(check.unknown) (timed out \(check.timedOut), done \(check.unknownApplied)), slowest answer "

@@ -14,6 +14,8 @@ struct GrayWrite: Sendable {
     var revision: UInt64?
     /// The answer, for failed and unknown writes (an error code, or the transport's failure).
     var answer: String = ""
+    /// When the answer came.
+    var at: ContinuousClock.Instant = .now
 }
 
 /// What a writer's answers said, for GrayCheck (a value, so that the check of the checks can plant faults in a
@@ -157,6 +159,7 @@ final class GrayWriter: @unchecked Sendable {
         case .memo(let memo) where memo.id == op.id && (op.kind == .deleted || memo.content == op.content):
             var write = op
             write.revision = memo.revision
+            write.at = .now
             acknowledged.append(write)
             lastAcknowledgement.value = .now
             switch op.kind {
@@ -185,6 +188,7 @@ final class GrayWriter: @unchecked Sendable {
     private func settle(_ op: GrayWrite, unknown isUnknown: Bool, answer: String) {
         var write = op
         write.answer = answer
+        write.at = .now
         if isUnknown { unknown.append(write) } else { failed.append(write) }
         forget(op.id)
     }
