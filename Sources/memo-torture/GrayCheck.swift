@@ -54,6 +54,12 @@ struct GrayCheck {
         }
     }
 
+    /// A watcher process that ended by itself: `watch` is meant to run until stopped.
+    mutating func watcherExited(number: Int, lastWords: String) {
+        otherViolations += 1
+        problem("watcher \(number) exited by itself: \(lastWords)")
+    }
+
     mutating func checkWriter(_ writer: GrayRecord) {
         acknowledged += writer.acknowledged.count
         failed += writer.failed.count

@@ -13,7 +13,7 @@ struct GrayTorture {
     static let help = """
         usage: memo-torture gray [--faults NAME,...] [--runs N] [--short] [--writers N] [--watchers N]
                                  [--fault-seconds SECS] [--warmup SECS] [--keepalive SECS] [--bound SECS]
-                                 [--timeout SECS] [--history N] [--disk-size MIB] [--list]
+                                 [--timeout SECS] [--rate N] [--history N] [--disk-size MIB] [--list]
                                  [--server-binary PATH] [--client-binary PATH] [--keep] [--check-the-checks]
 
         Needs root: every party runs in a network namespace of its own (PostgreSQL on 192.0.2.1, memo-server A
@@ -49,7 +49,8 @@ struct GrayTorture {
 
         Prints a line per run and a summary line per fault, then `gray summary: PASS|FAIL; ...`; exits 0 when
         every check held, 1 otherwise. Defaults: --runs 1 --writers 4 --watchers 2 (per server)
-        --fault-seconds 20 --warmup 2 --timeout 10 (a writer's request deadline). --short: every fault once with
+        --fault-seconds 20 --warmup 2 --timeout 10 (a writer's request deadline) --rate 100 (writes per second
+        per writer at most). --short: every fault once with
         --writers 3 --watchers 1 --fault-seconds 12 --warmup 1 (about 2-3 minutes). --keepalive is passed to the
         watchers as their --keepalive. --keep leaves the logs and says where. --check-the-checks plants, after
         each run, one fault of each kind in copies of its records (an acknowledged create reported as failed, an
@@ -97,6 +98,7 @@ struct GrayTorture {
     var timeout = 10.0
     var history = 50
     var diskMiB = 16
+    var rate = 100
     var serverBinary = siblingExecutable("memo-server")
     var clientBinary = siblingExecutable("memo-client")
     var keep = false
@@ -134,6 +136,7 @@ struct GrayTorture {
         timeout = try arguments.seconds("--timeout") ?? timeout
         history = try arguments.integer("--history", in: 1...1_000_000) ?? history
         diskMiB = try arguments.integer("--disk-size", in: 1...1024) ?? diskMiB
+        rate = try arguments.integer("--rate", in: 1...100_000) ?? rate
         serverBinary = try arguments.option("--server-binary") ?? serverBinary
         clientBinary = try arguments.option("--client-binary") ?? clientBinary
         keep = arguments.flag("--keep")
@@ -328,8 +331,8 @@ struct GrayTorture {
             let first = index % fault.servers
             let order = [addresses[first]] + addresses.indices.filter { $0 != first }.map { addresses[$0] }
             return GrayWriter(number: index + 1, addresses: order, namespace: environment.writerNamespaces[index],
-                              identity: identity, timeout: .milliseconds(Int(timeout * 1000)), seed: random.next(),
-                              shared: shared)
+                              identity: identity, timeout: .milliseconds(Int(timeout * 1000)), rate: rate,
+                              seed: random.next(), shared: shared)
         }
         let finished = DispatchGroup()
         for writer in team {
@@ -388,6 +391,10 @@ struct GrayTorture {
         for writer in team { check.checkWriter(writer.record) }
         for watch in watches {
             check.checkWatcher(number: watch.number, lines: watch.output, seedRevision: seed.revision)
+            if !watch.isRunning {
+                let log = (try? String(contentsOfFile: watch.stderrPath, encoding: .utf8)) ?? ""
+                check.watcherExited(number: watch.number, lastWords: String(log.split(separator: "\n").last ?? ""))
+            }
         }
         let late = recovery.map { $0 > bound } ?? true
         let unanswered = fault.serversAnswer ? check.timedOut : 0
@@ -448,17 +455,25 @@ struct GrayTorture {
     private func truth(_ addresses: [SocketAddress], identity: ProbeConnection.Identity) throws
         -> (UInt64, [Memo], [Change], UInt64)
     {
-        let deadline = ContinuousClock.now + .seconds(60)
+        let deadline = ContinuousClock.now + .seconds(120)
         var last = ""
+        var found: (UInt64, [Memo], SocketAddress)?
+        var changes: [Change] = []
+        var oldest: UInt64 = 1
         repeat {
             for address in addresses {
                 do {
                     let reader = try ProbeConnection(address: address, identity: identity, timeout: .seconds(30))
                     try reader.hello()
-                    guard case .memo = try reader.request(.create(id: UUID(), insertMicros: nil, content: "fence"))
-                    else { continue }
-                    let (head, memos) = try list(reader)
-                    let (changes, oldest) = try changes(reader, upTo: head)
+                    if found == nil {
+                        guard case .memo = try reader.request(.create(id: UUID(), insertMicros: nil, content: "fence"))
+                        else { continue }
+                        let (head, memos) = try list(reader)
+                        found = (head, memos, address)
+                    }
+                    guard let (head, memos, source) = found, source == address else { continue }
+                    // A long history can outrun this reader (a slow consumer is let go): it goes on where it was.
+                    try readChanges(reader, upTo: head, into: &changes, oldest: &oldest)
                     return (head, memos, changes, oldest)
                 } catch {
                     last = "\(error)"
@@ -466,7 +481,7 @@ struct GrayTorture {
             }
             pause(0.5)
         } while ContinuousClock.now < deadline
-        throw TortureError("no server gave the final list within 60 s: \(last)")
+        throw TortureError("no server gave the final list and history within 120 s: \(last)")
     }
 
     private func list(_ connection: ProbeConnection) throws -> (UInt64, [Memo]) {
@@ -482,28 +497,26 @@ struct GrayTorture {
         }
     }
 
-    /// Every change the server still keeps, up to `head`, and the oldest revision among them.
-    private func changes(_ connection: ProbeConnection, upTo head: UInt64) throws -> ([Change], UInt64) {
-        var after: UInt64 = 0
-        for _ in 0..<5 {
-            let id = try connection.send(.subscribe(after: after))
-            var changes: [Change] = []
+    /// The changes the server still keeps, after those already in `changes`, up to `head`; `oldest` becomes the
+    /// first revision kept when older ones are pruned (a small --history).
+    private func readChanges(_ connection: ProbeConnection, upTo head: UInt64, into changes: inout [Change],
+                             oldest: inout UInt64) throws {
+        while (changes.last?.revision ?? oldest - 1) < head {
+            let id = try connection.send(.subscribe(after: changes.last?.revision ?? oldest - 1))
             var gone = false
-            while !gone && (changes.last?.revision ?? after) < head {
+            while !gone && (changes.last?.revision ?? oldest - 1) < head {
                 let (_, message) = try connection.receive { $0.requestID == id }
                 switch message {
                 case .subscribed: continue
                 case .change(let change): changes.append(change)
-                case .historyGone(_, let oldestAvailable):
-                    // Older changes are pruned (a small --history): take what is kept.
-                    after = max(after + 1, oldestAvailable)
+                case .historyGone(_, let oldestAvailable) where changes.isEmpty:
+                    oldest = max(oldest + 1, oldestAvailable + 1)
                     gone = true
+                case .goingAway: throw ProbeConnection.Failure.closed
                 default: throw TortureError("the history subscription answered \(message)")
                 }
             }
-            if !gone { return (changes, after + 1) }
         }
-        throw TortureError("the history kept moving away")
     }
 
     /// Whether a watcher's lines have reached `memo`'s revision.

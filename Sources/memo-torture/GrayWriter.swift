@@ -46,6 +46,8 @@ final class GrayWriter: @unchecked Sendable {
     private let namespace: String?
     private let identity: ProbeConnection.Identity
     private let timeout: Duration
+    /// At most this many writes a second.
+    private let rate: Int
     private let shared: CrashShared
     private var random: SplitMix64
     private var counter = 0
@@ -67,7 +69,8 @@ final class GrayWriter: @unchecked Sendable {
     private let lastAcknowledgement = LockedBox<ContinuousClock.Instant?>(nil)
 
     init(number: Int, addresses: [SocketAddress], namespace: String?, identity: ProbeConnection.Identity,
-         timeout: Duration, seed: UInt64, shared: CrashShared) {
+         timeout: Duration, rate: Int, seed: UInt64, shared: CrashShared) {
+        self.rate = rate
         self.number = number
         self.addresses = addresses
         self.namespace = namespace
@@ -103,6 +106,10 @@ final class GrayWriter: @unchecked Sendable {
             }
             let op = nextOp()
             let sent = ContinuousClock.now
+            defer {
+                let next = sent + .milliseconds(1000 / rate)
+                if ContinuousClock.now < next { pause(Double(milliseconds(next - ContinuousClock.now)) / 1000) }
+            }
             do {
                 let id = try connection!.send(message(for: op))
                 let (_, answer) = try connection!.receive { $0.requestID == id }
