@@ -19,11 +19,22 @@ public struct ClientConfiguration: Sendable {
     /// Sent in `hello`, for the server's logs.
     public var clientName: String
     public var reconnect: ReconnectPolicy
+    /// How long a connection may stay silent before the client pings it (`--keepalive`); nil: never. A ping not
+    /// answered within `keepaliveTimeout` ends the connection as lost, so that a server that stopped answering
+    /// (a stopped process keeps its TCP connection up) is left for the next address. Any frame received
+    /// counts as an answer, so a busy connection is never pinged.
+    public var keepalive: Duration? = Self.defaultKeepalive
     /// Who protects TLS 1.3 records after the handshake (`MEMO_TLS_RECORDS=own|openssl` for memo-client).
     public var tlsRecords = TLSRecordLayerChoice.handOff
     /// Where the certificate files were looked for and why there (for an error about missing files), such as
     /// "certificate folder ./certs (found in the current directory)"; nil when the caller gave the files.
     public var certificatesOrigin: String?
+
+    /// The keepalive interval when none is given: 3 s.
+    public static let defaultKeepalive: Duration = .seconds(3)
+
+    /// How long a keepalive ping may go unanswered: one more keepalive interval.
+    public var keepaliveTimeout: Duration { keepalive ?? Self.defaultKeepalive }
 
     /// The port a server address without one stands for.
     public static let defaultPort: UInt16 = 7420

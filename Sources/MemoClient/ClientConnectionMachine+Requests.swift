@@ -7,7 +7,7 @@ import MemoWire
 extension ClientConnectionMachine {
     // MARK: - Requests
 
-    private mutating func allocateID() -> UInt32 {
+    mutating func allocateID() -> UInt32 {
         let id = nextID
         nextID = nextID == UInt32.max ? 2 : nextID + 1
         // Never 0 (no request) nor 1 (hello's id).
@@ -83,6 +83,7 @@ extension ClientConnectionMachine {
     /// events in order (each subscription's events of the read delivered as one batch).
     mutating func received(_ frames: [Frame], attempt: Int, now: ContinuousClock.Instant) -> [Action] {
         guard attempt == self.attempt else { return [] }
+        if phase == .ready { lastHeard = now }
         var actions: [Action] = []
         var rest: [Frame] = []
         for frame in frames {

@@ -28,6 +28,9 @@ struct ClientConnectionMachine {
         case reconnect
         /// The request's answer is overdue.
         case request(UInt32)
+        /// Attempt `attempt`'s keepalive check: time to ping a connection that has been silent for the keepalive
+        /// interval, or to see whether the ping was answered.
+        case keepalive(attempt: Int)
     }
 
     enum Action {
@@ -111,6 +114,11 @@ struct ClientConnectionMachine {
     /// caller hears of the failure: a server that is still starting is worth waiting for.
     private var firstDeadline: ContinuousClock.Instant?
     private(set) var welcome: Welcome?
+    /// When the current connection last delivered a frame (or was welcomed): any frame is a sign of life, so a
+    /// busy connection is never pinged.
+    var lastHeard: ContinuousClock.Instant?
+    /// When the keepalive ping still unanswered went out; nil when none is.
+    private(set) var pingSentAt: ContinuousClock.Instant?
     private var reportedState = ConnectionState.connecting
     var nextID: UInt32 = 2
     var requests: [UInt32: PendingRequest] = [:]
@@ -212,8 +220,43 @@ struct ClientConnectionMachine {
             makeAttempt(now: now, into: &actions)
         case .request(let id):
             expire(id, into: &actions)
+        case .keepalive(let number):
+            guard number == attempt, phase == .ready else { return [] }
+            checkLiveness(now: now, into: &actions)
         }
         return actions
+    }
+
+    /// The keepalive deadline: ping a connection silent for the interval; end one whose ping went unanswered for
+    /// the keepalive timeout. A server that stopped (SIGSTOP, a hung process) keeps its TCP connection up, so
+    /// only an answer tells that it is there.
+    private mutating func checkLiveness(now: ContinuousClock.Instant, into actions: inout [Action]) {
+        guard let interval = configuration.keepalive, let heard = lastHeard else { return }
+        let timeout = configuration.keepaliveTimeout
+        if let sent = pingSentAt {
+            if heard >= sent {
+                pingSentAt = nil  // answered (the pong, or any frame after the ping)
+            } else if now - sent >= timeout {
+                closeConnection(
+                    as: .notAnswering(seconds: (now - sent).seconds), polite: false, now: now, into: &actions)
+                return
+            } else {
+                actions.append(.schedule(.keepalive(attempt: attempt), after: timeout - (now - sent)))
+                return
+            }
+        }
+        // A server that said going-away is closing; its own deadline covers it, and nothing new may be sent.
+        guard !goingAway else { return }
+        let silent = now - heard
+        guard silent >= interval else {
+            actions.append(.schedule(.keepalive(attempt: attempt), after: interval - silent))
+            return
+        }
+        // The pong's id is not a request's: `answer` drops it, and its arrival counts as life like any frame.
+        let id = allocateID()
+        pingSentAt = now
+        actions.append(.send(Message.ping(nonce: UInt64(id)).frame(requestID: id)))
+        actions.append(.schedule(.keepalive(attempt: attempt), after: timeout))
     }
 
     /// Closes for good: the connection, the attempts, every request (`ClientError.closed`).
@@ -257,6 +300,11 @@ struct ClientConnectionMachine {
         attemptsSinceLive = 0
         actions.append(.reportAttempts(0))
         self.welcome = welcome
+        lastHeard = now
+        pingSentAt = nil
+        if let interval = configuration.keepalive {
+            actions.append(.schedule(.keepalive(attempt: attempt), after: interval))
+        }
         actions.append(.welcomed(welcome))
         report(.live, into: &actions)
         if awaitingFirstOutcome {
@@ -282,6 +330,9 @@ struct ClientConnectionMachine {
         if let liveSince, let now { healthy = now - liveSince >= configuration.reconnect.healthyAfter }
         actions.append(.cancel(.connect(attempt: attempt)))
         if goingAway { actions.append(.cancel(.goingAway(attempt: attempt))) }
+        if phase == .ready, configuration.keepalive != nil { actions.append(.cancel(.keepalive(attempt: attempt))) }
+        lastHeard = nil
+        pingSentAt = nil
         phase = .idle
         goingAwayCode = nil
         liveSince = nil

@@ -16,6 +16,9 @@ enum ConnectionEnd: Sendable {
     case rejected(ErrorCode, String)
     /// The connection was lost after the welcome (end of stream, reset, broken TLS, protocol violation).
     case lost(String)
+    /// The server answered nothing, not even the keepalive ping, for `seconds` after the ping (a stopped or hung
+    /// process: its TCP connection stays up), and we closed the connection.
+    case notAnswering(seconds: Double)
     /// We closed it.
     case closedByClient
 }
@@ -71,7 +74,7 @@ extension ConnectionEnd {
         switch self {
         case .unreachable: return true
         case .rejected(let code, _): return code == .shuttingDown || code == .tooManyConnections
-        case .unresolved, .timedOut, .tlsRefused, .lost, .closedByClient: return false
+        case .unresolved, .timedOut, .tlsRefused, .lost, .notAnswering, .closedByClient: return false
         }
     }
 }

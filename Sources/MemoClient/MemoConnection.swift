@@ -108,6 +108,8 @@ public final class MemoConnection: Sendable {
         case .tlsRefused(let error): return .tlsRefused(server: configuration.server, error)
         case .rejected(let code, let message): return .server(code: code, message: message)
         case .lost(let reason): return .unreachable(server: configuration.server, reason: reason)
+        // A ping unanswered is a request unanswered: the status bar reads it as "server not answering".
+        case .notAnswering(let seconds): return .timedOut(server: configuration.server, seconds: seconds)
         case .closedByClient: return .closed
         }
     }

@@ -55,6 +55,9 @@ final class WireConnection: EventHandler, @unchecked Sendable {
             let (socket, state) = try TCPSocket.startConnect(to: address)
             self.socket = socket
             try? socket.setNoDelay()
+            // A server host that died or a network cut is found by the kernel; a stopped server process, which
+            // still acknowledges, by the keepalive ping (`ClientConnectionMachine`).
+            try? socket.detectDeadPeer()
             registration = try loop.register(
                 fileDescriptor: socket.fileDescriptor, interest: state == .connected ? .readable : .writable,
                 handler: self)

@@ -4,7 +4,7 @@ import MemoClient
 public enum HelpTopics {
     /// Options that take a value: their value is not the command when looking for the command in `argv`.
     static let valueOptions: Set<String> = [
-        "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--filter", "--limit",
+        "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--keepalive", "--filter", "--limit",
         "--locale", "--if-revision",
     ]
 
@@ -45,6 +45,9 @@ public enum HelpTopics {
           --key FILE            its private key (env MEMO_KEY)
           --timeout SECONDS     how long a request may take, connecting and retrying a refused connection
                                 included (env MEMO_TIMEOUT, default 10)
+          --keepalive SECONDS   ping a connection silent this long; no answer within as long again is a lost
+                                connection, made again (on the next --server address) (env MEMO_KEEPALIVE,
+                                default 3; 0: off)
           --json                JSON lines instead of tab-separated text
 
         """
@@ -171,6 +174,9 @@ let helpText: String = {
           --key FILE            its private key (instead of DIR/client.key; env MEMO_KEY)
           --timeout SECONDS     how long a request may take, connecting included; a refused connection is
                                 retried with backoff until then (env MEMO_TIMEOUT, default 10)
+          --keepalive SECONDS   ping a connection silent this long; no answer within as long again is a lost
+                                connection, made again (on the next --server address) (env MEMO_KEEPALIVE,
+                                default 3; 0: off)
           --if-revision N       edit, rm: only if the memo is still at revision N
           --allow-empty         add, edit: allow empty content
           --locale ID           front end: the locale of its words and dates, e.g. ko_KR (Korean)

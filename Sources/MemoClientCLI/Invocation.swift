@@ -52,6 +52,20 @@ extension Invocation {
             }
             timeout = value
         }
+        // 0 turns the keepalive off, so this is not `seconds` (which takes only a number above zero).
+        var keepalive: Double?
+        var keepaliveSource = "--keepalive"
+        var keepaliveText = try arguments.option("--keepalive")
+        if keepaliveText == nil {
+            keepaliveText = setting("MEMO_KEEPALIVE", environment)
+            keepaliveSource = "MEMO_KEEPALIVE"
+        }
+        if let text = keepaliveText {
+            guard let value = Double(text), value >= 0, value.isFinite, value <= 86_400 else {
+                throw UsageError("\(keepaliveSource) takes a number of seconds from 0 (off) to 86400, not '\(text)'")
+            }
+            keepalive = value
+        }
 
         var configuration = ClientConfiguration(
             server: servers.map(\.description).joined(separator: ","), certificatesDirectory: folder.path)
@@ -67,6 +81,9 @@ extension Invocation {
         }
         configuration.requestTimeout = .milliseconds(Int64(((timeout ?? 10) * 1000).rounded(.up)))
         configuration.connectTimeout = configuration.requestTimeout
+        if let keepalive {
+            configuration.keepalive = keepalive == 0 ? nil : .milliseconds(Int64((keepalive * 1000).rounded(.up)))
+        }
         return configuration
     }
 

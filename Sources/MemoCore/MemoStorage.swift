@@ -102,6 +102,11 @@ public protocol ServingStore: MemoStorage, ChangeFeed {
     /// that cannot fall behind (memory, SQLite) is always ready; a shared one (PostgreSQL) is not while its
     /// database is unreachable or its feed lags. Cheap to read from any thread.
     var readiness: StoreReadiness { get }
+
+    /// Calls `handler` with a reason each time the store finds that it cannot follow its shared database (its
+    /// feed lags past its bound, or fell below the retained history), before it reloads: the server lets every
+    /// client go (going-away 504 `lagging`). Stores that cannot fall behind never call it.
+    func observeLetGo(_ handler: @escaping @Sendable (String) -> Void) -> Subscription
 }
 
 /// Whether a store can serve now.
@@ -123,6 +128,9 @@ public enum StoreReadiness: Sendable, Hashable, CustomStringConvertible {
 extension ServingStore {
     /// A store that cannot fall behind is always ready.
     public var readiness: StoreReadiness { .ready }
+
+    /// A store that cannot fall behind never lets go.
+    public func observeLetGo(_ handler: @escaping @Sendable (String) -> Void) -> Subscription { Subscription {} }
 
     /// Submits one write; `completion` runs once, on any thread, after the write is durable (or has failed).
     public func submit(_ op: WriteOp, completion: @escaping @Sendable (Result<WriteOutcome, MemoError>) -> Void) {

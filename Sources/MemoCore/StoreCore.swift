@@ -229,6 +229,27 @@ public final class StoreCore: Sendable {
         return subscription
     }
 
+    /// Replaces the table and the history with a fresh snapshot (a server that fell behind its shared database
+    /// reloads), skipping the changes in between: the change observers are not called for it (their owner, the
+    /// server, let its subscribers go first), a watcher gets `historyGone` for the revision it was at, and the
+    /// list subjects get the new list (the position edits as a `.reset`).
+    public func reload(table: MemoTable, history: ChangeHistory) {
+        precondition(table.revision == history.head, "the history must end at the table's revision")
+        var pending: [Subject<WatchEvent>.PendingDelivery] = []
+        var lists = ListDeliveries()
+        inner.withLock { inner in
+            guard !inner.closed else { return }
+            let before = inner.table.revision
+            inner.table = table
+            inner.history = history
+            pending.append(events.enqueue(
+                .historyGone(requested: before, oldestAvailable: inner.history.oldestResumable)))
+            if let subject = inner.list { lists.list = (subject, subject.enqueue(inner.table.list)) }
+            if let subject = inner.listDeltas { lists.delta = (subject, subject.enqueue(.reset(inner.table.list))) }
+        }
+        deliver(pending, lists)
+    }
+
     /// Stops the store: later calls fail with `closed`, watchers stop.
     public func close() {
         let (list, deltas) = inner.withLock { inner in

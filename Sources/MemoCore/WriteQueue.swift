@@ -8,6 +8,8 @@ public final class WriteQueue: Sendable {
     public struct Request: Sendable {
         public let op: WriteOp
         public let completion: @Sendable (Result<WriteOutcome, MemoError>) -> Void
+        /// When it was queued: a store with a deadline per write (PostgreSQL's) counts from here.
+        public let submitted = DispatchTime.now()
     }
 
     private struct State {

@@ -102,6 +102,21 @@ public final class TCPSocket: Sendable {
         try Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, on ? 1 : 0, "TCP_NODELAY")
     }
 
+    /// Asks the kernel to find a peer that is gone (a host down, a network cut) even when nobody writes: TCP
+    /// keepalive probes after `settings.idle` of silence, and `TCP_USER_TIMEOUT` so that data left unacknowledged
+    /// (queued for a peer that vanished) ends the connection too, instead of the kernel's default of about
+    /// 15 minutes of retransmissions. A peer process that is stopped or hung still has a live kernel that answers
+    /// these: only the application's own ping finds it.
+    public func detectDeadPeer(_ settings: DeadPeerDetection = .standard) throws(NetError) {
+        let fd = try descriptor.require("setsockopt(SO_KEEPALIVE)")
+        let tcp = Int32(IPPROTO_TCP)
+        try Syscall.setOption(fd, SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE")
+        try Syscall.setOption(fd, tcp, TCP_KEEPIDLE, settings.idleSeconds, "TCP_KEEPIDLE")
+        try Syscall.setOption(fd, tcp, TCP_KEEPINTVL, settings.intervalSeconds, "TCP_KEEPINTVL")
+        try Syscall.setOption(fd, tcp, TCP_KEEPCNT, settings.probes, "TCP_KEEPCNT")
+        try Syscall.setOption(fd, tcp, TCP_USER_TIMEOUT, settings.userTimeoutMilliseconds, "TCP_USER_TIMEOUT")
+    }
+
     /// Switches between non-blocking (the default) and blocking mode.
     public func setBlocking(_ blocking: Bool) throws(NetError) {
         let fd = try descriptor.require("fcntl")
@@ -134,6 +149,32 @@ public final class TCPSocket: Sendable {
     public func close() {
         descriptor.close()
     }
+}
+
+/// The kernel's dead-peer detection on a TCP connection (`TCPSocket.detectDeadPeer`).
+public struct DeadPeerDetection: Sendable, Hashable {
+    /// Silence before the first keepalive probe (`TCP_KEEPIDLE`).
+    public var idleSeconds: Int32
+    /// Between probes (`TCP_KEEPINTVL`).
+    public var intervalSeconds: Int32
+    /// Unanswered probes that end the connection (`TCP_KEEPCNT`).
+    public var probes: Int32
+    /// How long sent data (or a probe) may stay unacknowledged before the connection ends (`TCP_USER_TIMEOUT`).
+    public var userTimeoutMilliseconds: Int32
+
+    public init(idleSeconds: Int32, intervalSeconds: Int32, probes: Int32, userTimeoutMilliseconds: Int32) {
+        self.idleSeconds = idleSeconds
+        self.intervalSeconds = intervalSeconds
+        self.probes = probes
+        self.userTimeoutMilliseconds = userTimeoutMilliseconds
+    }
+
+    /// What memo-server sets on every accepted connection and memo-client on every connection it makes: a
+    /// first probe after 15 s of silence, then every 5 s, 3 unanswered probes (15 + 3 × 5 = 30 s), and 30 s for
+    /// unacknowledged data, so a dead peer is found within about 30 s whether the connection was idle or had
+    /// data queued. (Linux's defaults are 2 hours of silence and about 15 minutes of retransmissions.)
+    public static let standard = DeadPeerDetection(
+        idleSeconds: 15, intervalSeconds: 5, probes: 3, userTimeoutMilliseconds: 30_000)
 }
 
 extension SocketAddress {

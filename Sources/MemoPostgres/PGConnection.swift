@@ -1,4 +1,5 @@
 internal import CPostgres
+import Dispatch
 import Foundation
 
 /// An error from libpq or from PostgreSQL, with the server's SQLSTATE when it sent one.
@@ -6,48 +7,93 @@ struct PGError: Error, CustomStringConvertible {
     let message: String
     /// The SQLSTATE code ("40001"), or nil when the error came from libpq itself (a broken connection).
     let sqlState: String?
-    /// True when the connection is gone: the statement's outcome is unknown and the connection must be replaced.
+    /// True when the connection is gone (broken, or dropped because its deadline passed): it must be replaced.
     let connectionLost: Bool
+    /// True when the whole statement had been handed to the socket before the failure: with `connectionLost`, its
+    /// outcome is unknown. False when PostgreSQL cannot have run it (libpq still held part of it, so the message
+    /// that ends it never arrived).
+    var sent = false
+    /// True when the failure is our deadline passing (PostgreSQL frozen, partitioned, or very slow).
+    var timedOut = false
 
     var description: String { message }
 }
 
-/// One libpq connection.
+/// One libpq connection, in non-blocking mode: every call waits in `poll` on the socket with a deadline of ours,
+/// so that a frozen or partitioned PostgreSQL costs at most the deadline (`statement_timeout` runs inside
+/// PostgreSQL, which a stopped backend never fires). A call whose deadline passes leaves the connection unusable
+/// (`isHealthy` false): the owner drops it and makes another.
 ///
 /// `@unchecked Sendable` because it moves once: the store opens it, then hands it to its writer or feed thread,
 /// which alone calls it from then on (libpq connections must not be used by two threads at a time).
 final class PGConnection: @unchecked Sendable {
     private let handle: OpaquePointer
+    /// Set when a call's deadline passed: the protocol state is unknown, nothing more may be sent.
+    private var abandoned = false
+    /// How long a call may take when it is given no deadline of its own.
+    var callTimeoutMillis: Int
+    /// The writer's lock and statement limits when a batch narrowed them (see `PostgresStore`); nil: the session's.
+    var narrowedLimitsMillis: Int?
 
-    /// Connects with `uri` (any libpq connection string or URI) on top of `defaults`, which the URI overrides.
-    /// - Throws: `PGError` with libpq's message.
-    init(uri: String, defaults: [(String, String)]) throws(PGError) {
+    /// Connects with `uri` (any libpq connection string or URI) on top of `defaults`, which the URI overrides,
+    /// within `timeoutMillis` (also each later call's default).
+    /// - Throws: `PGError` with libpq's message, or a timeout.
+    init(uri: String, defaults: [(String, String)], timeoutMillis: Int) throws(PGError) {
+        let deadline = DispatchTime.now() + .milliseconds(timeoutMillis)
         let keywords = defaults.map(\.0) + ["dbname"]
         let values = defaults.map(\.1) + [uri]
         let connection = withCStrings(keywords) { keys in
-            withCStrings(values) { vals in PQconnectdbParams(keys, vals, 1) }
+            withCStrings(values) { vals in PQconnectStartParams(keys, vals, 1) }
         }
         guard let connection else {
             throw PGError(message: "cannot connect: out of memory", sqlState: nil, connectionLost: true)
         }
         // Checked before `handle` is set: a throw after that would run deinit and finish the connection twice.
-        guard PQstatus(connection) == CONNECTION_OK else {
-            let message = Self.trimmed(PQerrorMessage(connection))
+        if let failure = Self.poll(connecting: connection, until: deadline, timeoutMillis: timeoutMillis) {
             PQfinish(connection)
-            throw PGError(message: message, sqlState: nil, connectionLost: true)
+            throw failure
         }
         handle = connection
+        callTimeoutMillis = timeoutMillis
+        PQsetnonblocking(connection, 1)
         // PostgreSQL's notices (a backend terminated by an administrator) are not written to stderr: the store
         // logs each connection transition itself.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
+    }
+
+    /// Drives `PQconnectPoll` until the connection is made, fails, or the deadline passes (libpq's own
+    /// `connect_timeout` applies only to its blocking connect).
+    private static func poll(connecting connection: OpaquePointer, until deadline: DispatchTime, timeoutMillis: Int)
+        -> PGError?
+    {
+        if PQstatus(connection) == CONNECTION_BAD {
+            return PGError(message: trimmed(PQerrorMessage(connection)), sqlState: nil, connectionLost: true)
+        }
+        var status = PGRES_POLLING_WRITING
+        while true {
+            switch status {
+            case PGRES_POLLING_OK:
+                return nil
+            case PGRES_POLLING_FAILED:
+                return PGError(message: trimmed(PQerrorMessage(connection)), sqlState: nil, connectionLost: true)
+            default:
+                let events = status == PGRES_POLLING_READING ? Int16(POLLIN) : Int16(POLLOUT)
+                if !waitFor(PQsocket(connection), events, until: deadline) {
+                    return PGError(
+                        message: "PostgreSQL did not answer the connection within \(timeoutMillis) ms",
+                        sqlState: nil, connectionLost: true, timedOut: true)
+                }
+                status = PQconnectPoll(connection)
+            }
+        }
     }
 
     deinit {
         PQfinish(handle)
     }
 
-    /// False once libpq has seen the connection break.
-    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    /// False once libpq has seen the connection break, or a call's deadline passed.
+    var isHealthy: Bool { !abandoned && PQstatus(handle) == CONNECTION_OK }
 
     /// The socket, for waiting on notifications with poll.
     var socket: Int32 { PQsocket(handle) }
@@ -55,36 +101,137 @@ final class PGConnection: @unchecked Sendable {
     /// The backend's process id, which `pg_terminate_backend` takes.
     var backendPID: Int32 { PQbackendPID(handle) }
 
+    /// Checks an idle connection before a statement is sent on it: reads whatever arrived (a backend terminated
+    /// by an administrator sends its reason, then closes) without waiting. False when the connection is dead,
+    /// so that the caller reconnects first instead of failing a write that never reached PostgreSQL.
+    func checkIdle() -> Bool {
+        guard isHealthy else { return false }
+        // A few rounds: the first read takes the backend's last message, the next finds the end of the stream.
+        for _ in 0..<4 {
+            var fd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard Foundation.poll(&fd, 1, 0) > 0 else { break }
+            if fd.revents & Int16(POLLERR | POLLNVAL) != 0 { return false }
+            if PQconsumeInput(handle) == 0 { return false }
+            while let notify = PQnotifies(handle) { PQfreemem(notify) }  // parses what came; nobody listens here
+        }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
     /// Runs SQL (several statements allowed) and returns the last result.
     @discardableResult
-    func execute(_ sql: String) throws(PGError) -> PGResult {
-        try check(PQexec(handle, sql))
+    func execute(_ sql: String, deadline: DispatchTime? = nil) throws(PGError) -> PGResult {
+        let deadline = deadline ?? defaultDeadline
+        try send(sql, deadline: deadline)
+        return try results(until: deadline)
     }
 
     /// Sends SQL (several statements allowed) without waiting for its results: `finish` collects them, and no
     /// other statement may run on this connection before it.
-    func send(_ sql: String) throws(PGError) {
+    func send(_ sql: String, deadline: DispatchTime? = nil) throws(PGError) {
+        try ensureUsable()
         if PQsendQuery(handle, sql) == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
         }
+        try flush(until: deadline ?? defaultDeadline)
     }
 
     /// Waits for every result of the SQL `send` sent; throws the first error among them.
-    func finish() throws(PGError) {
+    func finish(deadline: DispatchTime? = nil) throws(PGError) {
+        _ = try results(until: deadline ?? defaultDeadline)
+    }
+
+    private var defaultDeadline: DispatchTime { .now() + .milliseconds(callTimeoutMillis) }
+
+    private func ensureUsable() throws(PGError) {
+        if abandoned {
+            throw PGError(message: "the connection was dropped after a timeout", sqlState: nil, connectionLost: true)
+        }
+    }
+
+    /// Hands everything libpq queued to the socket before `deadline`, reading meanwhile so that a server that is
+    /// itself writing cannot deadlock the two. Throws with `sent` false: PostgreSQL has not got the whole query.
+    private func flush(until deadline: DispatchTime) throws(PGError) {
+        while true {
+            let left = PQflush(handle)
+            if left == 0 { return }
+            if left < 0 {
+                throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
+            }
+            let revents = Self.waitEvents(socket, Int16(POLLIN | POLLOUT), until: deadline)
+            if revents == 0 { throw timeout(sent: false) }
+            if revents & Int16(POLLIN) != 0, PQconsumeInput(handle) == 0 {
+                throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
+            }
+        }
+    }
+
+    /// Collects every result of the statement sent, waiting in poll (never in libpq) until `deadline`; returns
+    /// the last, or throws the first error (`sent` true: the whole statement had reached the socket).
+    private func results(until deadline: DispatchTime) throws(PGError) -> PGResult {
         var failure: PGError?
-        while let result = PQgetResult(handle) {
+        var last: PGResult?
+        while true {
+            while PQisBusy(handle) != 0 {
+                if !Self.waitFor(socket, Int16(POLLIN), until: deadline) { throw timeout(sent: true) }
+                if PQconsumeInput(handle) == 0 {
+                    var error = PGError(
+                        message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
+                    error.sent = true
+                    throw error
+                }
+            }
+            guard let result = PQgetResult(handle) else { break }
             do throws(PGError) {
-                _ = try check(result)
+                last = try check(result)
             } catch {
+                var error = error
+                error.sent = true
                 failure = failure ?? error
             }
         }
         if let failure { throw failure }
+        guard let last else {
+            var error = PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+            error.sent = true
+            throw error
+        }
+        return last
+    }
+
+    /// The deadline passed: the connection is given up (its state is unknown) and the error says so.
+    private func timeout(sent: Bool) -> PGError {
+        abandoned = true
+        return PGError(
+            message: "PostgreSQL did not answer within \(callTimeoutMillis) ms", sqlState: nil, connectionLost: true,
+            sent: sent, timedOut: true)
+    }
+
+    /// Waits until `fd` has one of `events` (or an error or hangup) or the deadline passes; false on the deadline.
+    private static func waitFor(_ fd: Int32, _ events: Int16, until deadline: DispatchTime) -> Bool {
+        waitEvents(fd, events, until: deadline) != 0
+    }
+
+    /// The events that came (hangup and error count as readable), or 0 when the deadline passed first.
+    private static func waitEvents(_ fd: Int32, _ events: Int16, until deadline: DispatchTime) -> Int16 {
+        while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard deadline.uptimeNanoseconds > now else { return 0 }
+            let millis = Int32(min((deadline.uptimeNanoseconds - now + 999_999) / 1_000_000, UInt64(Int32.max)))
+            var descriptor = pollfd(fd: fd, events: events, revents: 0)
+            let ready = Foundation.poll(&descriptor, 1, millis)
+            if ready > 0 {
+                let revents = descriptor.revents
+                return revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 ? events | Int16(POLLIN) : revents
+            }
+            if ready < 0 && errno != EINTR { return events }  // let libpq's next call report the error
+        }
     }
 
     /// Runs one statement with parameters in one round trip. A nil parameter is SQL NULL; `Data` parameters are
     /// sent in binary (bytea), strings in text. Results come back in binary.
-    func execute(_ sql: String, _ parameters: [PGParameter]) throws(PGError) -> PGResult {
+    func execute(_ sql: String, _ parameters: [PGParameter], deadline: DispatchTime? = nil) throws(PGError) -> PGResult {
+        let deadline = deadline ?? defaultDeadline
+        try ensureUsable()
         let count = parameters.count
         var lengths = [Int32](repeating: 0, count: count)
         var formats = [Int32](repeating: 0, count: count)
@@ -107,12 +254,16 @@ final class PGConnection: @unchecked Sendable {
                 formats[index] = 1
             }
         }
-        let result = buffers.withUnsafeBufferPointer { pointers in
+        let queued = buffers.withUnsafeBufferPointer { pointers in
             pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                PQexecParams(handle, sql, Int32(count), nil, values.baseAddress, lengths, formats, 1)
+                PQsendQueryParams(handle, sql, Int32(count), nil, values.baseAddress, lengths, formats, 1)
             }
         }
-        return try check(result)
+        if queued == 0 {
+            throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+        }
+        try flush(until: deadline)
+        return try results(until: deadline)
     }
 
     /// Reads what arrived on the socket and returns the payloads of the notifications it held.

@@ -11,6 +11,12 @@ import Synchronization
 /// writer hands over the changes it committed, which are applied without a read when they come next, and which
 /// this thread announces to the other servers after the commit, in a transaction of its own, so that a full
 /// notification queue can never fail a write.
+///
+/// Every call has the storage timeout as its deadline: a read or notification that gets no answer in time is a
+/// lost connection, made again at once. When a read has been due for longer than the lag bound without
+/// completing, or the database no longer holds the changes after the applied revision, the server cannot follow:
+/// this thread lets its clients go (`observeLetGo`), refuses writes and reads meanwhile (`behind`, `readiness`),
+/// reloads a snapshot and serves again.
 final class PostgresFeed: Sendable {
     /// A committed write waiting until this server has applied its last revision.
     private struct Waiter {
@@ -25,30 +31,45 @@ final class PostgresFeed: Sendable {
         var ownHead: UInt64 = 0
         var waiters: [Waiter] = []
         var stopping = false
-        var behind: String?
+        /// Why this server refuses writes and reads: it cannot follow the database (nil while it serves).
+        var letGo: String?
+        /// Since when a read of the changes table has been due and not done: how far behind the feed may be.
+        var dueSince: DispatchTime?
+        var connected = true
+        var reloading = false
+        /// Set when the connection was lost, until a read catches up again: that transition is logged once.
+        var recovering = false
     }
 
     /// How many changes one read takes; a feed far behind reads again at once.
     static let page = 2_000
-    /// How long a committed write waits to be applied here before it is answered as storage-unavailable.
-    static let applyTimeout: DispatchTimeInterval = .seconds(5)
+    /// The deadline of a snapshot's read (at start, and when a server that fell behind reloads).
+    static let snapshotTimeoutMillis = 60_000
 
     private let core: StoreCore
     private let link: PostgresLink
+    private let historyCapacity: Int
     /// How often the table is read when no notification came: what a lost notification costs at most.
     private let recheckMillis: Int
+    /// How long a read may stay due before this server lets its clients go and reloads.
+    private let maxLagMillis: Int
     private let state = Mutex(State())
+    /// True while serving: the fast path of `readiness`, read on every read request.
+    private let serving = Atomic<Bool>(true)
+    private let letGoSubject = Subject<String>()
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
     private let log: @Sendable (String) -> Void
 
     init(
-        core: StoreCore, link: PostgresLink, connection: PGConnection, recheckMillis: Int = 1_000,
-        log: @escaping @Sendable (String) -> Void
+        core: StoreCore, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
+        recheckMillis: Int = 1_000, maxLagMillis: Int, log: @escaping @Sendable (String) -> Void
     ) throws(MemoError) {
         self.core = core
         self.link = link
+        self.historyCapacity = historyCapacity
         self.recheckMillis = recheckMillis
+        self.maxLagMillis = maxLagMillis
         self.log = log
         poke = try WakePipe()
         let thread = Thread { [self] in self.run(connection) }
@@ -57,22 +78,41 @@ final class PostgresFeed: Sendable {
     }
 
     /// Hands over changes the writer committed, and the other servers' changes its call returned before them;
-    /// `finish` runs once the writer's are applied here (true), or with false when that takes longer than
-    /// `applyTimeout` or the feed stops first.
+    /// `finish` runs once the writer's are applied here (true), or with false when `deadline` passes first or
+    /// the feed stops.
     func committed(
-        _ changes: [Change], after earlier: [Change] = [], finish: @escaping @Sendable (Bool) -> Void
+        _ changes: [Change], after earlier: [Change] = [], deadline: DispatchTime,
+        finish: @escaping @Sendable (Bool) -> Void
     ) {
         guard let last = changes.last else { return finish(true) }
         state.withLock { state in
             for change in earlier + changes { state.known[change.revision] = change }
             state.ownHead = max(state.ownHead, last.revision)
-            state.waiters.append(Waiter(upTo: last.revision, deadline: .now() + Self.applyTimeout, finish: finish))
+            state.waiters.append(Waiter(upTo: last.revision, deadline: deadline, finish: finish))
         }
         poke.signal()
     }
 
-    /// Why this server can no longer follow the database (it fell behind the retained history), once it did.
-    var behind: String? { state.withLock { $0.behind } }
+    /// Why this server refuses writes, while it cannot follow the database.
+    var behind: String? {
+        guard !serving.load(ordering: .acquiring) else { return nil }
+        return state.withLock { $0.letGo.map { "this server cannot follow the database (\($0)); it is reloading" } }
+    }
+
+    /// See `PostgresStore.readiness`.
+    var readiness: StoreReadiness {
+        if serving.load(ordering: .acquiring) { return .ready }
+        return state.withLock { state in
+            guard let reason = state.letGo else { return .ready }
+            if !state.connected { return .notReady("store unreachable") }
+            if state.reloading { return .notReady("loading a snapshot") }
+            return .notReady(reason)
+        }
+    }
+
+    func observeLetGo(_ handler: @escaping @Sendable (String) -> Void) -> Subscription {
+        letGoSubject.subscribe(handler)
+    }
 
     /// Applies what it can, finishes every waiter and stops the thread; returns when it has stopped.
     func stop() {
@@ -83,6 +123,14 @@ final class PostgresFeed: Sendable {
 
     // MARK: Thread
 
+    /// How a read of the changes table ended.
+    private enum ReadEnd {
+        /// Every change up to the head read is applied.
+        case caughtUp
+        /// The database no longer holds the changes after the applied revision.
+        case belowHistory(String)
+    }
+
     private func run(_ initial: PGConnection) {
         var connection: PGConnection? = initial
         // The table is read at start, after a reconnect, when a notification says the head moved past what is
@@ -91,10 +139,23 @@ final class PostgresFeed: Sendable {
         var readDue = true
         var lastRead = DispatchTime.now()
         var notified: UInt64 = 0
+        var mustReload = false
         while true {
             if connection == nil {
                 connection = link.connect(listening: true)
-                if connection != nil { readDue = true }
+                if connection != nil {
+                    readDue = true
+                    state.withLock { $0.connected = true }
+                }
+            }
+            if mustReload, let current = connection {
+                if reload(current) {
+                    mustReload = false
+                    lastRead = .now()
+                } else {
+                    connection = nil
+                }
+                continue
             }
             // One notification covers every batch committed since the last: the other servers read the table. It
             // is sent first and its answer collected after this server's own apply, so that neither waits for
@@ -106,8 +167,7 @@ final class PostgresFeed: Sendable {
                     try current.send(PostgresSQL.notify(head: ownHead))
                     notifying = true
                 } catch {
-                    link.lost(error)
-                    connection = nil
+                    lose(error, &connection)
                 }
             }
             applyKnown()
@@ -119,24 +179,43 @@ final class PostgresFeed: Sendable {
                     notified = ownHead
                     StageTrace.record(.notified, ownHead)
                 } catch {
-                    link.lost(error)
-                    connection = nil
+                    lose(error, &connection)
                 }
             }
             if stopping { break }
             let recheck = lastRead + .milliseconds(recheckMillis)
             readDue = readDue || hasHole() || DispatchTime.now() >= recheck
+            if readDue { state.withLock { $0.dueSince = $0.dueSince ?? .now() } }
             if readDue, let current = connection {
                 do throws(PGError) {
-                    try catchUp(current)
-                    readDue = false
-                    lastRead = .now()
+                    switch try catchUp(current) {
+                    case .caughtUp:
+                        readDue = false
+                        lastRead = .now()
+                        state.withLock { $0.dueSince = nil }
+                        let recovered = state.withLock { state in
+                            defer { state.recovering = false }
+                            return state.recovering
+                        }
+                        if recovered { log("PostgreSQL feed caught up at revision \(core.revision)") }
+                    case .belowHistory(let reason):
+                        letGo(reason)
+                        mustReload = true
+                        continue
+                    }
                 } catch {
-                    link.lost(error)
-                    connection = nil
+                    lose(error, &connection)
+                    // Reconnects at once (the link allows a first attempt without waiting) and reads again.
+                    continue
                 }
                 applyKnown()
                 if finishWaiters() { break }
+            }
+            if !mustReload, let lag = lagMillis(), lag > maxLagMillis {
+                letGo(connection == nil
+                      ? "store unreachable for \(Self.seconds(lag)) s" : "feed lagging \(Self.seconds(lag)) s")
+                mustReload = true
+                continue
             }
             // A notification that came with a query's answer already sits in libpq's buffer, and the socket would
             // not wake the wait for it: it is looked for before sleeping as well as after.
@@ -144,14 +223,21 @@ final class PostgresFeed: Sendable {
                 readDue = true
                 continue
             }
-            // Sleeps until the next periodic read or the first waiter's deadline, whichever comes first.
+            // Sleeps until the next periodic read (or, while disconnected, the next attempt to connect), the first
+            // waiter's deadline, or the lag bound, whichever comes first.
             let wakeAt = state.withLock { state in
-                state.waiters.reduce(lastRead + .milliseconds(recheckMillis)) { min($0, $1.deadline) }
+                var wake = state.waiters.reduce(
+                    connection == nil ? DispatchTime.distantFuture : lastRead + .milliseconds(recheckMillis)
+                ) { min($0, $1.deadline) }
+                if !mustReload, let since = state.dueSince {
+                    wake = min(wake, since + .milliseconds(maxLagMillis + 1))
+                }
+                return wake
             }
-            let untilWake = Int(wakeAt.uptimeNanoseconds / 1_000_000)
-                - Int(DispatchTime.now().uptimeNanoseconds / 1_000_000) + 1
-            let timeout = connection == nil
-                ? min(link.retryDelayMillis, 1_000) : min(max(0, untilWake), Int(Int32.max))
+            let now = DispatchTime.now().uptimeNanoseconds
+            let untilWake = wakeAt.uptimeNanoseconds > now
+                ? Int(min((wakeAt.uptimeNanoseconds - now) / 1_000_000 + 1, UInt64(Int32.max))) : 0
+            let timeout = connection == nil ? min(link.retryDelayMillis, 1_000, untilWake) : untilWake
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
             readDue = takeNotifications(&connection) || readDue
         }
@@ -159,6 +245,68 @@ final class PostgresFeed: Sendable {
         applyKnown()
         _ = finishWaiters()
         stopped.signal()
+    }
+
+    /// Drops a connection that broke or did not answer in time; the link logs the loss once.
+    private func lose(_ error: PGError, _ connection: inout PGConnection?) {
+        link.lost(error)
+        connection = nil
+        state.withLock { state in
+            state.connected = false
+            state.recovering = true
+        }
+    }
+
+    /// How long a read has been due without being done, when one is.
+    private func lagMillis() -> Int? {
+        state.withLock { state in
+            state.dueSince.map { Int((DispatchTime.now().uptimeNanoseconds &- $0.uptimeNanoseconds) / 1_000_000) }
+        }
+    }
+
+    private static func seconds(_ millis: Int) -> String {
+        String(format: "%.1f", Double(millis) / 1000)
+    }
+
+    /// Stops serving: writes and reads are refused, the server's clients are let go (once per episode).
+    private func letGo(_ reason: String) {
+        let first = state.withLock { state in
+            defer { state.letGo = reason }
+            return state.letGo == nil
+        }
+        serving.store(false, ordering: .releasing)
+        guard first else { return }
+        log("this server cannot follow the database (\(reason)): letting its clients go (504 lagging), refusing "
+            + "reads and writes, and reloading a snapshot")
+        letGoSubject.send(reason)
+    }
+
+    /// Reads a fresh snapshot and serves again from it; false when the connection failed meanwhile.
+    private func reload(_ connection: PGConnection) -> Bool {
+        state.withLock { $0.reloading = true }
+        let timeout = connection.callTimeoutMillis
+        connection.callTimeoutMillis = max(timeout, Self.snapshotTimeoutMillis)
+        defer { connection.callTimeoutMillis = timeout }
+        do throws(MemoError) {
+            let (table, history) = try PostgresSchema.load(from: connection, historyCapacity: historyCapacity)
+            core.reload(table: table, history: history)
+        } catch {
+            state.withLock { $0.reloading = false }
+            link.lost(PGError(message: "cannot load a snapshot: \(error)", sqlState: nil, connectionLost: true))
+            state.withLock { $0.connected = false }
+            return false
+        }
+        applyKnown()
+        state.withLock { state in
+            state.letGo = nil
+            state.reloading = false
+            state.dueSince = nil
+            state.recovering = false
+        }
+        serving.store(true, ordering: .releasing)
+        log("reloaded a snapshot at revision \(core.revision); serving again")
+        _ = finishWaiters()
+        return true
     }
 
     /// Reads what arrived on the connection; true when a notification announces a revision not applied yet.
@@ -174,8 +322,7 @@ final class PostgresFeed: Sendable {
             }
             return due
         } catch {
-            link.lost(error)
-            connection = nil
+            lose(error, &connection)
             return false
         }
     }
@@ -186,14 +333,15 @@ final class PostgresFeed: Sendable {
         return state.withLock { state in !state.known.isEmpty && state.known[applied + 1] == nil }
     }
 
-    /// Reads and applies every change after the applied revision, a page at a time.
-    private func catchUp(_ connection: PGConnection) throws(PGError) {
+    /// Reads and applies every change after the applied revision, a page at a time, each page within the call
+    /// deadline: a frozen backend, or no answer, is a lost connection.
+    private func catchUp(_ connection: PGConnection) throws(PGError) -> ReadEnd {
         while true {
             applyKnown()
             let applied = core.revision
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
-            guard rows.rowCount > 0 else { return }
+            guard rows.rowCount > 0 else { return .caughtUp }
             let floor = UInt64(rows.integer(0, 0))
             var changes: [Change] = []
             for row in 0..<rows.rowCount where !rows.isNull(row, 1) {
@@ -204,17 +352,11 @@ final class PostgresFeed: Sendable {
             }
             StageTrace.record(.read, changes)
             if changes.isEmpty && floor > applied {
-                let reason = "this server applied revision \(applied), but the database keeps only changes after "
-                    + "\(floor): restart it to load a fresh snapshot"
-                let first = state.withLock { state in
-                    defer { state.behind = reason }
-                    return state.behind == nil
-                }
-                if first { log(reason) }
-                return
+                return .belowHistory(
+                    "it applied revision \(applied), but the database keeps only the changes after \(floor)")
             }
             core.apply(changes)
-            if changes.count < Self.page { return }
+            if changes.count < Self.page { return .caughtUp }
         }
     }
 
@@ -231,6 +373,22 @@ final class PostgresFeed: Sendable {
             state.known = state.known.filter { $0.key > revision }
         }
         core.apply(next)
+    }
+
+    /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in
+    /// a call for up to its deadline, and a committed write is answered within its storage timeout all the same.
+    /// - Returns: the earliest deadline of the waiters left, when to call again.
+    func expireWaiters() -> DispatchTime? {
+        let now = DispatchTime.now()
+        let (due, earliest) = state.withLock { state -> (Bool, DispatchTime?) in
+            let earliest = state.waiters.reduce(nil as DispatchTime?) { min($0 ?? $1.deadline, $1.deadline) }
+            return (earliest.map { $0 <= now } ?? false, earliest)
+        }
+        guard due else { return earliest }
+        _ = finishWaiters()
+        return state.withLock { state in
+            state.waiters.reduce(nil as DispatchTime?) { min($0 ?? $1.deadline, $1.deadline) }
+        }
     }
 
     /// Runs the waiters whose writes are applied (or out of time); returns whether the feed is stopping.

@@ -20,6 +20,7 @@ public final class PostgresStore: CoreBackedStore {
     private let queue = WriteQueue()
     private let clock: @Sendable () -> Int64
     private let historyCapacity: Int
+    private let storageTimeoutMillis: Int
     private let writerLink: PostgresLink
     private let feed: PostgresFeed
     private let batches = Atomic<Int>(0)
@@ -31,6 +32,10 @@ public final class PostgresStore: CoreBackedStore {
     ///   - recheckMillis: how often the feed reads the changes table when no notification came (a notification is
     ///     a hint that PostgreSQL drops while the feed's connection is down); tests set it long to see that a
     ///     notification alone brings another server's change.
+    ///   - storageTimeoutMillis: the most a write waits for PostgreSQL, counted from its submission, whatever
+    ///     PostgreSQL does (frozen, partitioned, lock-queued); also the deadline of every other call.
+    ///   - maxFeedLagMillis: how long the feed may be unable to confirm that it holds every change before this
+    ///     server lets its clients go and reloads (see `readiness`).
     ///   - log: receives one line per connection transition.
     /// - Throws: `MemoError.storage` when PostgreSQL cannot be reached or its schema is newer than this binary.
     public init(
@@ -38,16 +43,21 @@ public final class PostgresStore: CoreBackedStore {
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
         clock: @escaping @Sendable () -> Int64 = { Date().unixMicros },
         recheckMillis: Int = 1_000,
+        storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis,
+        maxFeedLagMillis: Int = PostgresStore.defaultMaxFeedLagMillis,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
         self.historyCapacity = historyCapacity
-        writerLink = PostgresLink(uri: uri, role: "writer", log: log)
-        let feedLink = PostgresLink(uri: uri, role: "feed", log: log)
+        self.storageTimeoutMillis = storageTimeoutMillis
+        writerLink = PostgresLink(uri: uri, role: "writer", timeoutMillis: storageTimeoutMillis, log: log)
+        let feedLink = PostgresLink(uri: uri, role: "feed", timeoutMillis: storageTimeoutMillis, log: log)
         let feedConnection: PGConnection
         let writer: PGConnection
         do {
             feedConnection = try feedLink.open(listening: false)
+            // Creating the schema and reading the first snapshot may take long on a large database.
+            feedConnection.callTimeoutMillis = max(storageTimeoutMillis, PostgresFeed.snapshotTimeoutMillis)
             try PostgresSchema.ensure(on: feedConnection)
             // LISTEN before the snapshot: a commit after the snapshot is then either in it or notified.
             try feedConnection.execute("LISTEN \(PostgresSQL.channel)")
@@ -60,17 +70,35 @@ public final class PostgresStore: CoreBackedStore {
             throw .storage("cannot connect to PostgreSQL: \(error)")
         }
         let (table, history) = try PostgresSchema.load(from: feedConnection, historyCapacity: historyCapacity)
+        feedConnection.callTimeoutMillis = feedLink.timeoutMillis
         core = StoreCore(table: table, history: history)
         feed = try PostgresFeed(
-            core: core, link: feedLink, connection: feedConnection, recheckMillis: recheckMillis, log: log)
+            core: core, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
+            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
         thread.start()
     }
 
+    /// `--storage-timeout`'s default: well under the client's default timeout (10 s).
+    public static let defaultStorageTimeoutMillis = 5_000
+    /// `--max-feed-lag`'s default.
+    public static let defaultMaxFeedLagMillis = 5_000
+
     /// How many batches reached PostgreSQL since opening.
     public var batchCount: Int { batches.load(ordering: .relaxed) }
+
+    /// Ready unless this server cannot follow the database: its feed lags by more than its bound or fell below
+    /// the retained history (it then lets its clients go and reloads). While not ready it refuses writes and
+    /// reads (501) rather than serve what it knows may be stale.
+    public var readiness: StoreReadiness { feed.readiness }
+
+    /// Calls `handler` once each time this server finds that it cannot follow the database, before it reloads,
+    /// with the reason: the server sends every connection going-away 504 `lagging`.
+    public func observeLetGo(_ handler: @escaping @Sendable (String) -> Void) -> Subscription {
+        feed.observeLetGo(handler)
+    }
 
     // MARK: Writer
 
@@ -78,19 +106,51 @@ public final class PostgresStore: CoreBackedStore {
         var connection: PGConnection? = initial
         var prunedUpTo = floor
         var handedOver = core.revision
+        // The earliest deadline of a committed write waiting to be applied here: it is answered then at the latest.
+        var waiterDeadline: DispatchTime?
         while true {
             let (batch, finished) = queue.take(
-                limit: Self.maxBatch, waitingUntil: connection == nil ? writerLink.nextAttempt : .distantFuture)
-            if connection == nil { connection = writerLink.connect(listening: false) }
+                limit: Self.maxBatch,
+                waitingUntil: min(connection == nil ? writerLink.nextAttempt : .distantFuture,
+                                  waiterDeadline ?? .distantFuture))
             if !batch.isEmpty {
-                if let current = connection {
-                    if !commit(batch, on: current, handedOver: &handedOver) { connection = nil }
-                } else {
-                    let error = MemoError.storage("PostgreSQL is unavailable: \(writerLink.lastError)")
-                    for request in batch { request.completion(.failure(error)) }
+                // Each write is answered within the storage timeout of its submission: the batch's deadline is its
+                // oldest write's.
+                let oldest = batch.map(\.submitted.uptimeNanoseconds).min()!
+                let deadline = DispatchTime(uptimeNanoseconds: oldest) + .milliseconds(storageTimeoutMillis)
+                // Two tries at most: the second only when the first found the connection dead before PostgreSQL
+                // got the batch (an idle connection closed by an administrator, a restart): that write is not lost
+                // to a connection nobody was using, it goes on a fresh one.
+                var attempt = 0
+                while true {
+                    attempt += 1
+                    if let current = connection, !current.checkIdle() {
+                        writerLink.lost(PGError(
+                            message: "the idle connection was closed", sqlState: nil, connectionLost: true))
+                        connection = nil
+                    }
+                    if connection == nil { connection = writerLink.connect(listening: false, until: deadline) }
+                    guard let current = connection else {
+                        let error = MemoError.storage("PostgreSQL is unavailable: \(writerLink.lastError)")
+                        for request in batch { request.completion(.failure(error)) }
+                        break
+                    }
+                    switch commit(batch, on: current, until: deadline, retry: attempt == 1, handedOver: &handedOver) {
+                    case .done:
+                        break
+                    case .broken:
+                        connection = nil
+                    case .notSent:
+                        connection = nil
+                        continue
+                    }
+                    break
                 }
+            } else if connection == nil {
+                connection = writerLink.connect(listening: false)
             }
-            if let current = connection { prune(on: current, prunedUpTo: &prunedUpTo) }
+            if let current = connection, !prune(on: current, prunedUpTo: &prunedUpTo) { connection = nil }
+            waiterDeadline = feed.expireWaiters()
             if finished { break }
         }
         feed.stop()
@@ -98,16 +158,27 @@ public final class PostgresStore: CoreBackedStore {
         queue.writerStopped()
     }
 
-    /// Sends one batch; returns false when the connection broke.
+    /// How a batch went for its connection.
+    private enum CommitEnd {
+        /// Answered, and the connection is usable.
+        case done
+        /// Answered, and the connection is gone.
+        case broken
+        /// Not answered: the connection was found broken before PostgreSQL got the statement; try another.
+        case notSent
+    }
+
+    /// Sends one batch and answers it, unless it could not be sent and `retry` allows another try.
     /// - Parameter handedOver: the newest revision this writer handed to the feed (its own changes and the others'
     ///   its calls returned), which the feed applies in order even when it has not yet: the call asks only for
     ///   the other servers' changes after it, not again for those the feed is still applying.
     private func commit(
-        _ batch: [WriteQueue.Request], on connection: PGConnection, handedOver: inout UInt64
-    ) -> Bool {
+        _ batch: [WriteQueue.Request], on connection: PGConnection, until deadline: DispatchTime, retry: Bool,
+        handedOver: inout UInt64
+    ) -> CommitEnd {
         if let reason = feed.behind {
             for request in batch { request.completion(.failure(.storage(reason))) }
-            return true
+            return .done
         }
         var results = [Result<WriteOutcome, MemoError>?](repeating: nil, count: batch.count)
         var sent: [Int] = []
@@ -122,13 +193,21 @@ public final class PostgresStore: CoreBackedStore {
         }
         var changes: [Change] = []
         var earlier: [Change] = []
-        var healthy = true
-        if !sent.isEmpty {
+        var end = CommitEnd.done
+        let left = Int((deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1_000_000)
+        if !sent.isEmpty && (deadline <= .now() || left < Self.minimumSendMillis) {
+            let error = MemoError.storage(
+                "PostgreSQL did not take the write within the storage timeout (\(storageTimeoutMillis) ms); "
+                    + "nothing was changed")
+            for index in sent { results[index] = .failure(error) }
+        } else if !sent.isEmpty {
             do throws(PGError) {
+                try fitLimits(on: connection, leftMillis: left, deadline: deadline)
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
-                        sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)))
+                        sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)),
+                    deadline: deadline)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
                 for (row, index) in sent.enumerated() {
@@ -139,41 +218,79 @@ public final class PostgresStore: CoreBackedStore {
                 StageTrace.record(.committed, changes)
                 handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
             } catch {
-                // A broken connection may have committed or not: never answer success, the client retries
-                // creates by id and updates with their revision.
                 if error.connectionLost {
                     writerLink.lost(error)
-                    healthy = false
+                    end = .broken
+                    if !error.sent && retry { return .notSent }
                 }
-                let message = error.connectionLost
-                    ? "PostgreSQL connection lost during the write, its outcome is unknown: \(error.message)"
-                    : "PostgreSQL refused the write: \(error.message)"
-                for index in sent { results[index] = .failure(.storage(message)) }
+                let failure = Self.failure(error, timeoutMillis: storageTimeoutMillis)
+                for index in sent { results[index] = .failure(failure) }
             }
         }
         let final = results.map { $0! }
         let completions = batch.map(\.completion)
-        feed.committed(changes, after: earlier) { applied in
-            for (completion, result) in zip(completions, final) {
-                if !applied, case .success(.change) = result {
-                    completion(.failure(.storage("the write was committed but this server has not caught up yet")))
-                } else {
-                    completion(result)
-                }
-            }
+        // Answered once applied here, so that a read on this server sees it; a commit this server's feed has not
+        // applied by the deadline is answered all the same: it is durable, and a server that cannot follow stops
+        // serving reads (see `readiness`).
+        feed.committed(changes, after: earlier, deadline: deadline) { _ in
+            for (completion, result) in zip(completions, final) { completion(result) }
         }
-        return healthy
+        return end
+    }
+
+    /// Below this many milliseconds left, a batch is refused unsent (501) rather than sent to be cut off (505).
+    static let minimumSendMillis = 50
+
+    /// Makes PostgreSQL give up on its own (a definite rollback, 501) before our deadline cuts the statement off
+    /// (505): a batch that waited behind a slow one has less time left than the session's limits assume, so they
+    /// are narrowed for it (one more round trip, only then), and widened again once a batch has its full time.
+    private func fitLimits(on connection: PGConnection, leftMillis: Int, deadline: DispatchTime) throws(PGError) {
+        let full = leftMillis * 100 >= storageTimeoutMillis * 85
+        let wanted: Int? = full ? nil : leftMillis
+        guard connection.narrowedLimitsMillis != wanted else { return }
+        let settings = PostgresLink.writerTimeouts(wanted ?? storageTimeoutMillis).dropFirst(2)
+        do throws(PGError) {
+            try connection.execute(String(settings), deadline: deadline)
+        } catch {
+            // Whatever happened to the settings, the write itself was not sent.
+            var unsent = error
+            unsent.sent = false
+            throw unsent
+        }
+        connection.narrowedLimitsMillis = wanted
+    }
+
+    /// What a failed statement tells its writes: refused (PostgreSQL rolled it back, or never got it: nothing
+    /// changed, 501), or outcome unknown (the statement was sent, then the connection broke or our deadline
+    /// passed before its answer: its commit may have happened, 505).
+    static func failure(_ error: PGError, timeoutMillis: Int) -> MemoError {
+        guard error.connectionLost else { return .storage("PostgreSQL refused the write: \(error.message)") }
+        guard error.sent else {
+            return .storage("PostgreSQL connection lost before the write was sent, nothing was changed: \(error.message)")
+        }
+        if error.timedOut {
+            return .outcomeUnknown(
+                "PostgreSQL did not answer the write within the storage timeout (\(timeoutMillis) ms); "
+                    + "it may or may not have been committed")
+        }
+        return .outcomeUnknown(
+            "PostgreSQL connection lost after the write was sent; it may or may not have been committed: "
+                + error.message)
     }
 
     /// Deletes changes older than the history this server keeps, and stores the new floor, now and then.
-    private func prune(on connection: PGConnection, prunedUpTo: inout UInt64) {
+    /// - Returns: false when the connection broke (or timed out) meanwhile.
+    private func prune(on connection: PGConnection, prunedUpTo: inout UInt64) -> Bool {
         let capacity = UInt64(historyCapacity)
         let head = core.revision
-        guard head > prunedUpTo + capacity + max(64, capacity / 16) else { return }
-        if let rows = try? connection.execute("SELECT memo_prune($1::bigint)", [.text(String(capacity))]),
-            rows.rowCount == 1
-        {
-            prunedUpTo = UInt64(rows.integer(0, 0))
+        guard head > prunedUpTo + capacity + max(64, capacity / 16) else { return true }
+        do throws(PGError) {
+            let rows = try connection.execute("SELECT memo_prune($1::bigint)", [.text(String(capacity))])
+            if rows.rowCount == 1 { prunedUpTo = UInt64(rows.integer(0, 0)) }
+            return true
+        } catch {
+            if error.connectionLost { writerLink.lost(error) }
+            return !error.connectionLost
         }
     }
 

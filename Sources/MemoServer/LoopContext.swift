@@ -75,6 +75,16 @@ final class LoopContext {
         connections[ObjectIdentifier(connection)] = nil
     }
 
+    /// The store let go (it cannot follow its shared database): every connection gets going-away 504 and closes;
+    /// the clients reconnect, to this server or another, and resume.
+    func letGo(_ reason: String) {
+        for connection in connections.values {
+            connection.goAway(
+                "this server fell behind its database (\(reason)) and is reloading; reconnect, to it or another "
+                    + "server, and resume", code: .lagging, reason: "lagging: \(reason)")
+        }
+    }
+
     /// Hands changes (in revision order) to every subscriber on this loop that is due them, each subscriber's
     /// socket written once for all of them.
     func deliver(_ frames: [SharedFrame]) {

@@ -65,6 +65,9 @@ final class ServerConnection: EventHandler {
     func start() {
         do {
             try? socket.setNoDelay()
+            // A client whose host died or whose network was cut is found by the kernel even with our writes
+            // queued for it (a stopped client process still acknowledges, and backpressure covers it).
+            try? socket.detectDeadPeer()
             registration = try loop.register(fileDescriptor: socket.fileDescriptor, interest: .readable, handler: self)
         } catch {
             server.log("close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")

@@ -145,6 +145,16 @@ struct ServerSession {
             return
         }
         switch message {
+        case .get, .list, .subscribe:
+            // A store that fell behind its shared database answers no read from state it knows may be stale.
+            if case .notReady(let reason) = store.readiness {
+                answer(&actions, id, .error(code: .storageUnavailable, message: Self.notServing(reason)))
+                return
+            }
+        default:
+            break
+        }
+        switch message {
         case .hello:
             answer(&actions, id, .error(code: .invalidRequest, message: "hello was already done"))
         case .get(let memoID):
@@ -196,6 +206,12 @@ struct ServerSession {
             phase = .closed
             actions.append(.close(reason: "client is going away"))
         }
+    }
+
+    /// The answer to a read while the store cannot serve.
+    static func notServing(_ reason: String) -> String {
+        "this server fell behind its database and is reloading (\(reason)): read from another server, or again "
+            + "shortly"
     }
 
     private mutating func write(_ actions: inout [SessionAction], _ id: UInt32, _ op: WriteOp) {

@@ -10,6 +10,9 @@ public enum LinkState: Sendable, Hashable {
     case connecting
     /// Lost the server and trying again; `attempt` counts from 1.
     case reconnecting(attempt: Int)
+    /// The server stopped answering (a keepalive ping or a connection attempt went unanswered: a hung or stopped
+    /// process keeps its TCP connection up), and the connection is being made again.
+    case notAnswering
     /// Not connected; the list shown is the last one received.
     case offline
 
@@ -19,6 +22,7 @@ public enum LinkState: Sendable, Hashable {
         case .live: return strings.live
         case .connecting: return strings.connecting
         case .reconnecting(let attempt): return strings.reconnecting(attempt)
+        case .notAnswering: return strings.notAnswering
         case .offline: return strings.offline
         }
     }

@@ -56,6 +56,7 @@ extension Strings {
         live: "live",
         connecting: "connecting",
         reconnecting: { "reconnecting (\($0))" },
+        notAnswering: "reconnecting (server not answering)",
         offline: "offline, cached",
         pending: { "\($0) pending" },
         moreKey: "? why",

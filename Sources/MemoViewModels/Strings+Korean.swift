@@ -54,6 +54,7 @@ extension Strings {
         live: "연결됨",
         connecting: "연결 중",
         reconnecting: { "다시 연결 중 (\($0))" },
+        notAnswering: "다시 연결 중 (서버 응답 없음)",
         offline: "오프라인, 캐시",
         pending: { "\($0)개 대기 중" },
         moreKey: "? 이유",

@@ -67,6 +67,7 @@ public struct Strings: Sendable, Hashable {
     public var live: String
     public var connecting: String
     public var reconnecting: @Sendable (Int) -> String
+    public var notAnswering: String
     public var offline: String
     public var pending: @Sendable (Int) -> String
     public var moreKey: String

@@ -6,7 +6,7 @@ import MemoCore
 /// the mirror cache the terminal front end keeps (`memo-client completion ids`), so completing never connects.
 enum Completion {
     static let commands = "list ls show get add new edit rm delete watch export import completion help"
-    static let options = "--server --certs --ca --cacert --cert --key --timeout --json --filter --limit "
+    static let options = "--server --certs --ca --cacert --cert --key --timeout --keepalive --json --filter --limit "
         + "--if-revision --allow-empty --locale --version --help"
 
     /// The ids in the mirror cache of `server`, newest first; none when there is no cache or it is damaged.
@@ -35,7 +35,8 @@ enum Completion {
                 case "${COMP_WORDS[i]}" in
                     --) break ;;
                     --server) server=(--server "${COMP_WORDS[i+1]}"); ((i++)) ;;
-                    --certs|--ca|--cacert|--cert|--key|--timeout|--filter|--limit|--if-revision|--locale) ((i++)) ;;
+                    --certs|--ca|--cacert|--cert|--key|--timeout|--keepalive|--filter|--limit|--if-revision|--locale)
+                        ((i++)) ;;
                     -*) ;;
                     *) command="${COMP_WORDS[i]}"; at=$i; break ;;
                 esac
@@ -43,7 +44,7 @@ enum Completion {
             case "$prev" in
                 --certs) COMPREPLY=($(compgen -d -- "$cur")); return ;;
                 --ca|--cacert|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --server|--timeout|--filter|--limit|--if-revision|--locale) COMPREPLY=(); return ;;
+                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale) COMPREPLY=(); return ;;
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))

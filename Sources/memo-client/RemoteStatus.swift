@@ -51,27 +51,36 @@ final class RemoteStatus: StatusSource {
 
     /// What the bar says now, from the store's and the client's subjects.
     private static func current(of store: RemoteStore, server: String) -> ConnectionStatus {
+        let failure = store.client.connectionFailure.value ?? nil
         var status = combine(
             server: server, state: store.connectionState.value ?? .connecting,
             attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
-            pending: store.pendingWrites.value ?? [])
+            pending: store.pendingWrites.value ?? [], failure: failure)
         status.readOnly = (store.client.role.value ?? nil) == .readOnly
-        status.problem = (store.client.connectionFailure.value ?? nil).flatMap(problem(of:))
+        status.problem = failure.flatMap(problem(of:))
         status.hasList = store.hasList
         return status
     }
 
     /// What the bar says for a client state: live once the mirror has caught up (until then the list may be the
     /// cache's, so "connecting"); a lost connection says which attempt is under way; "offline" is shown while
-    /// waiting to try again, with the cached or last list on screen.
+    /// waiting to try again, with the cached or last list on screen. A connection lost because the server did
+    /// not answer in time (the keepalive ping, or a connection attempt that went nowhere) says so while it is
+    /// made again: "reconnecting (server not answering)" rather than a count that says nothing of why.
     static func combine(
-        server: String, state: ConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>
+        server: String, state: ConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>,
+        failure: ClientError? = nil
     ) -> ConnectionStatus {
         let shown: LinkState
         switch state {
         case .live: shown = stale ? .connecting : .live
         case .connecting: shown = .connecting
-        case .reconnecting: shown = .reconnecting(attempt: max(1, attempts))
+        case .reconnecting:
+            if case .timedOut? = failure {
+                shown = .notAnswering
+            } else {
+                shown = .reconnecting(attempt: max(1, attempts))
+            }
         case .offline: shown = .offline
         }
         return ConnectionStatus(server: server, state: shown, pendingIDs: pending)

@@ -51,6 +51,14 @@ enum Help {
           --frame-timeout SECS       time for a frame, once begun, to arrive whole; a client that stops
                                      mid-frame is closed with 304 frame-timeout (default 30)
           --history N                changes kept for clients that resume (default 100000)
+          --storage-timeout SECS     PostgreSQL only: the most a write waits for the database, from 0.1 to
+                                     60 (default 5); then it is answered 501 storage-unavailable (nothing
+                                     changed) or 505 outcome-unknown (sent, no answer), and the connection to
+                                     PostgreSQL is made again. Every other call to PostgreSQL has it too
+          --max-feed-lag SECS        PostgreSQL only: how long this server may go without confirming it has
+                                     every change, from 0.1 to 3600 (default 5); past it, or when it finds
+                                     itself below the retained history, it sends every client going-away 504
+                                     lagging, answers reads and writes 501 and reloads a snapshot by itself
           --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
                                      record layer (default; less memory per connection) or OpenSSL's
         """

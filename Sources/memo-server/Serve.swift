@@ -15,6 +15,9 @@ struct Serve {
     var configuration = ServerConfiguration()
     var store = "sqlite:memo-data/memos.sqlite"
     var historyCapacity = MemoLimits.defaultHistoryCapacity
+    /// `--storage-timeout` and `--max-feed-lag`, in milliseconds (PostgreSQL only).
+    var storageTimeoutMillis = PostgresStore.defaultStorageTimeoutMillis
+    var maxFeedLagMillis = PostgresStore.defaultMaxFeedLagMillis
     /// Whether OpenSSL's freed memory is wiped (installed by main before any OpenSSL call), for the startup line.
     var freedMemoryWiped = false
 
@@ -39,6 +42,8 @@ struct Serve {
         limits.frameTimeout = try arguments.seconds("--frame-timeout") ?? limits.frameTimeout
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
+        storageTimeoutMillis = try Self.millis(&arguments, "--storage-timeout", in: 0.1...60) ?? storageTimeoutMillis
+        maxFeedLagMillis = try Self.millis(&arguments, "--max-feed-lag", in: 0.1...3600) ?? maxFeedLagMillis
         if let records = try arguments.option("--tls-records") {
             guard let choice = TLSRecordLayerChoice(name: records) else {
                 throw UsageError("--tls-records takes own or openssl, not '\(records)'")
@@ -66,7 +71,8 @@ struct Serve {
             storeName = store
         } else if Self.isPostgres(store) {
             memoStore = try PostgresStore(
-                uri: store, historyCapacity: historyCapacity, log: { ServerLog.standardError($0) })
+                uri: store, historyCapacity: historyCapacity, storageTimeoutMillis: storageTimeoutMillis,
+                maxFeedLagMillis: maxFeedLagMillis, log: { ServerLog.standardError($0) })
             storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
@@ -120,6 +126,19 @@ struct Serve {
     }
 
     /// A libpq URI: several servers share the database it names.
+    /// A number of seconds in `range` (fractions allowed), as milliseconds.
+    static func millis(
+        _ arguments: inout Arguments, _ name: String, in range: ClosedRange<Double>
+    ) throws(UsageError) -> Int? {
+        guard let text = try arguments.option(name) else { return nil }
+        guard let value = Double(text), range.contains(value) else {
+            throw UsageError(
+                "\(name) takes a number of seconds from \(String(format: "%g", range.lowerBound)) to "
+                    + "\(String(format: "%g", range.upperBound)), not '\(text)'")
+        }
+        return Int((value * 1000).rounded())
+    }
+
     static func isPostgres(_ store: String) -> Bool {
         store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
     }

@@ -86,6 +86,11 @@ final class RefusingServer: Sendable {
                             server: "refusing").frame(requestID: frame.requestID))
                         continue
                     }
+                    if frame.type == Message.Kind.ping.rawValue, case .ping(let nonce)? = try? Message(frame: frame) {
+                        // The client's keepalive, answered as a server does: it is not a request to refuse.
+                        try engine.writePlaintext(Message.pong(nonce: nonce).frame(requestID: frame.requestID))
+                        continue
+                    }
                     requests.add(1, ordering: .relaxed)
                     try engine.writePlaintext(Message.error(code: code, message: "refused").frame(requestID: 0))
                     engine.shutdown()

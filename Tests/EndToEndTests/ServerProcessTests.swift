@@ -106,7 +106,8 @@ struct ServerCommandLineTests {
         let (status, help, _) = try runTool("memo-server", ["serve", "--help"])
         #expect(status == 0)
         for flag in ["--listen", "--store", "--certs", "--threads", "--max-connections", "--max-frame",
-                     "--max-in-flight", "--max-outbound", "--handshake-timeout", "--frame-timeout", "--history"] {
+                     "--max-in-flight", "--max-outbound", "--handshake-timeout", "--frame-timeout", "--history",
+                     "--storage-timeout", "--max-feed-lag"] {
             #expect(help.contains(flag), "\(flag)")
         }
         #expect(try runTool("memo-server", ["--help"]).1.contains("certs client NAME"))
@@ -115,5 +116,11 @@ struct ServerCommandLineTests {
         #expect(error.contains("--listen needs a value"))
         #expect(try runTool("memo-server", ["serve", "--store", "postgres:x"]).0 == 2)
         #expect(try runTool("memo-server", ["frobnicate"]).0 == 2)
+        // The PostgreSQL deadlines are bounded: a usage error that names the range.
+        let (outOfRange, _, rangeError) = try runTool("memo-server", ["serve", "--storage-timeout", "0"])
+        #expect(outOfRange == 2)
+        #expect(rangeError.contains("--storage-timeout takes a number of seconds from 0.1 to 60, not '0'"),
+                "\(rangeError)")
+        #expect(try runTool("memo-server", ["serve", "--max-feed-lag", "abc"]).0 == 2)
     }
 }

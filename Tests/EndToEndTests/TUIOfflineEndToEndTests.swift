@@ -13,6 +13,33 @@ import Testing
     "memo-client front end under tmux: offline writes, $EDITOR, refusals", .serialized,
     .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
 struct TUIOfflineEndToEndTests {
+    @Test func statusBarSaysTheServerIsNotAnsweringWhileItIsStoppedAndLiveOnceItAnswersAgain() throws {
+        let fixture = try FrontEndFixture()
+        _ = try fixture.add("멈출 서버의 메모")
+        let server = try #require(fixture.server)
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(["--keepalive", "1"]))
+        // Continued before the fixture stops it (a stopped process would not handle SIGTERM); naming the fixture
+        // here keeps it alive until then.
+        defer {
+            server.signal(SIGCONT)
+            tmux.kill()
+            withExtendedLifetime(fixture) {}
+        }
+        try tmux.waitForScreen(containing: "멈출 서버의 메모", "live")
+
+        // A stopped server keeps its TCP connection up: only the unanswered ping tells, and the bar says so.
+        server.signal(SIGSTOP)
+        let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering)")
+        #expect(!screen.contains { $0.contains("live") }, "\(screen)")
+
+        server.signal(SIGCONT)
+        try tmux.waitForScreen("live again") { lines in
+            lines.contains { $0.contains("live") } && !lines.contains { $0.contains("not answering") }
+        }
+        try tmux.press("q")
+        try tmux.waitForScreen(containing: "memo-client exited with 0")
+    }
+
     @Test func writesMadeOfflineShowAtOnceSurviveARestartAndReachTheServerWhenItIsBack() throws {
         let fixture = try FrontEndFixture()
         _ = try fixture.add("오프라인에서 지울 메모")

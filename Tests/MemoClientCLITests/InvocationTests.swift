@@ -27,6 +27,25 @@ struct InvocationTests {
         }
     }
 
+    @Test func keepaliveOptionAndItsVariableSetTheIntervalAndZeroTurnsItOff() throws {
+        func keepalive(_ line: String, _ environment: [String: String] = [:]) throws -> Duration? {
+            guard case .run(let configuration, _, _, _) = try parse(line, environment) else {
+                Issue.record("'\(line)' is not a command to run")
+                return nil
+            }
+            return configuration.keepalive
+        }
+        #expect(try keepalive("list") == .seconds(3))
+        #expect(try keepalive("list --keepalive 1") == .seconds(1))
+        #expect(try keepalive("list --keepalive 0.5") == .milliseconds(500))
+        #expect(try keepalive("list --keepalive 0") == nil)
+        #expect(try keepalive("list", ["MEMO_KEEPALIVE": "0"]) == nil)
+        #expect(try keepalive("list --keepalive 2", ["MEMO_KEEPALIVE": "0"]) == .seconds(2))
+        #expect(usageError("list --keepalive -1")
+            == "--keepalive takes a number of seconds from 0 (off) to 86400, not '-1'")
+        #expect(throws: UsageError.self) { try parse("list", ["MEMO_KEEPALIVE": "soon"]) }
+    }
+
     @Test func commandsAndTheirAliasesReadTheirArguments() throws {
         #expect(try command("list --filter 장보기 --limit 3") == .list(filter: "장보기", limit: 3))
         #expect(try command("ls") == .list(filter: nil, limit: nil))

@@ -18,17 +18,24 @@ struct ClientMachineDriver {
     var starts: [Int: UInt64?] = [:]
 
     static func configuration(
-        servers: String = "alpha:7420", policy: ReconnectPolicy = ReconnectPolicy()
+        servers: String = "alpha:7420", policy: ReconnectPolicy = ReconnectPolicy(),
+        keepalive: Duration? = ClientConfiguration.defaultKeepalive
     ) -> ClientConfiguration {
-        ClientConfiguration(
+        var configuration = ClientConfiguration(
             server: servers, caPath: "/nonexistent/ca.crt", certificatePath: "/nonexistent/client.crt",
             keyPath: "/nonexistent/client.key", requestTimeout: .seconds(10), connectTimeout: .seconds(4),
             reconnect: policy)
+        configuration.keepalive = keepalive
+        return configuration
     }
 
-    init(servers: String = "alpha:7420", policy: ReconnectPolicy = ReconnectPolicy()) {
+    init(
+        servers: String = "alpha:7420", policy: ReconnectPolicy = ReconnectPolicy(),
+        keepalive: Duration? = ClientConfiguration.defaultKeepalive
+    ) {
         // A jitter factor of 1: delays are the policy's own, so growth can be checked exactly.
-        machine = ClientConnectionMachine(configuration: Self.configuration(servers: servers, policy: policy)) { 1 }
+        let configuration = Self.configuration(servers: servers, policy: policy, keepalive: keepalive)
+        machine = ClientConnectionMachine(configuration: configuration) { 1 }
     }
 
     mutating func advance(_ duration: Duration) {
@@ -182,6 +189,7 @@ extension ConnectionEnd {
         case .tlsRefused: return "tlsRefused"
         case .rejected: return "rejected"
         case .lost: return "lost"
+        case .notAnswering: return "notAnswering"
         case .closedByClient: return "closedByClient"
         }
     }

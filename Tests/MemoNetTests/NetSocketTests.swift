@@ -19,6 +19,27 @@ struct NetSocketTests {
         return (listener, client, server)
     }
 
+    @Test func deadPeerDetectionSetsKeepaliveProbesAndTheUserTimeout() throws {
+        let (listener, client, server) = try connectedPair(host: "127.0.0.1")
+        defer {
+            listener.close()
+            client.close()
+            server.socket.close()
+        }
+        let settings = DeadPeerDetection.standard
+        try server.socket.detectDeadPeer(settings)
+        let fd = server.socket.fileDescriptor
+        let tcp = Int32(IPPROTO_TCP)
+        #expect(try Syscall.getOption(fd, SOL_SOCKET, SO_KEEPALIVE, "SO_KEEPALIVE") == 1)
+        #expect(try Syscall.getOption(fd, tcp, TCP_KEEPIDLE, "TCP_KEEPIDLE") == 15)
+        #expect(try Syscall.getOption(fd, tcp, TCP_KEEPINTVL, "TCP_KEEPINTVL") == 5)
+        #expect(try Syscall.getOption(fd, tcp, TCP_KEEPCNT, "TCP_KEEPCNT") == 3)
+        #expect(try Syscall.getOption(fd, tcp, TCP_USER_TIMEOUT, "TCP_USER_TIMEOUT") == 30_000)
+        // The user timeout covers the whole keepalive schedule, so neither cuts the other short.
+        #expect(settings.idleSeconds + settings.intervalSeconds * settings.probes
+            == settings.userTimeoutMilliseconds / 1000)
+    }
+
     @Test("a listener bound to port 0 reports the real port, and accept gives the client's address",
           arguments: ["127.0.0.1", "[::1]"])
     func portZeroAndAccept(host: String) throws {

@@ -16,14 +16,28 @@ final class SharedDatabaseServers {
     let certificates: TestCertificates
     private(set) var stores: [PostgresStore] = []
     private(set) var servers: [MemoServer] = []
+    /// Each store's log lines (connection transitions, letting go, reloading), by server.
+    let logs: [LogLines]
 
-    /// - Parameter recheckMillis: how often each feed reads the changes table without a notification.
-    init(count: Int, recheckMillis: Int = 1_000) throws {
-        cluster = try TestPostgres.shared()
-        database = try cluster.makeDatabaseName()
+    /// - Parameters:
+    ///   - recheckMillis: how often each feed reads the changes table without a notification.
+    ///   - maxFeedLagMillis: how long a feed may go unconfirmed before its server lets go; long by default, so
+    ///     that the tests of other faults on a loaded machine (a restart of PostgreSQL) are not cut short by it.
+    init(
+        count: Int, recheckMillis: Int = 1_000, historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
+        storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis, maxFeedLagMillis: Int = 60_000,
+        cluster: TestPostgres? = nil
+    ) throws {
+        self.cluster = try cluster ?? TestPostgres.shared()
+        database = try self.cluster.makeDatabaseName()
         certificates = try TestCertificates()
-        for _ in 0..<count {
-            let store = try PostgresStore(uri: cluster.uri(database), recheckMillis: recheckMillis)
+        logs = (0..<count).map { _ in LogLines() }
+        for index in 0..<count {
+            let lines = logs[index]
+            let store = try PostgresStore(
+                uri: self.cluster.uri(database), historyCapacity: historyCapacity, recheckMillis: recheckMillis,
+                storageTimeoutMillis: storageTimeoutMillis, maxFeedLagMillis: maxFeedLagMillis,
+                log: { line in lines.lines.withLock { $0.append(line) } })
             let configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
             stores.append(store)
             servers.append(try MemoServer.start(configuration, store: store, log: .silent))
@@ -31,6 +45,9 @@ final class SharedDatabaseServers {
     }
 
     func address(_ index: Int) -> SocketAddress { servers[index].boundAddress }
+
+    /// Server `index`'s store log lines so far.
+    func log(_ index: Int) -> [String] { logs[index].lines.withLock { $0 } }
 
     func connect(_ index: Int, timeout: Duration = .seconds(10)) throws -> TestClient {
         let client = try TestClient(address: address(index), identity: certificates.client(), timeout: timeout)

@@ -46,12 +46,26 @@ package final class TestPostgres: Sendable {
         return usable.first { FileManager.default.isExecutableFile(atPath: $0 + "/pg_ctl") }
     }
 
-    private init(binaries: String) throws {
+    /// The command that stops this cluster and removes its folder.
+    private let stopCommand: String
+
+    /// A cluster of its own, for a test that freezes or stops PostgreSQL itself and so must not share it with
+    /// the tests running beside it; `stop()` it when done (it is stopped when the process exits as well).
+    package static func dedicated() throws -> TestPostgres {
+        guard let binaries = findBinaries() else {
+            throw TestPostgresError(message: "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin)")
+        }
+        return try TestPostgres(binaries: binaries, shared: false)
+    }
+
+    private init(binaries: String, shared: Bool = true) throws {
         self.binaries = binaries
         let template = NSTemporaryDirectory() + "memo-pg-XXXXXX"
         var bytes = Array(template.utf8CString)
         guard mkdtemp(&bytes) != nil else { throw TestPostgresError(message: "mkdtemp failed") }
         directory = String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        stopCommand = (getuid() == 0 ? "runuser -u postgres -- " : "") + binaries + "/pg_ctl -D "
+            + directory + "/data -m immediate stop >/dev/null 2>&1; rm -rf " + directory
         // initdb refuses root: the cluster then belongs to the postgres user, who must be able to enter the folder.
         chmod(directory, 0o755)
         if getuid() == 0 { try Self.run("/bin/chown", ["postgres", directory]) }
@@ -65,10 +79,11 @@ package final class TestPostgres: Sendable {
                     "-o", "-p \(candidate) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
                         + "-c max_connections=200", "start"], asPostgres: true)
                 port = candidate
-                Self.stopAtExit = (getuid() == 0 ? "runuser -u postgres -- " : "") + binaries + "/pg_ctl -D "
-                    + directory + "/data -m immediate stop >/dev/null 2>&1; rm -rf " + directory
-                atexit {
-                    if let command = TestPostgres.stopAtExit { TestPostgres.shell(command) }
+                if shared {
+                    Self.stopAtExit = stopCommand
+                    atexit {
+                        if let command = TestPostgres.stopAtExit { TestPostgres.shell(command) }
+                    }
                 }
                 watchParent()
                 return
@@ -77,6 +92,21 @@ package final class TestPostgres: Sendable {
             }
         }
         throw lastError ?? TestPostgresError(message: "no free port")
+    }
+
+    /// Stops a `dedicated()` cluster and removes its folder.
+    package func stop() {
+        Self.shell(stopCommand)
+    }
+
+    /// The postmaster's process id and those of its children (the backends and PostgreSQL's own processes).
+    package func processIDs() throws -> [pid_t] {
+        let file = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+        guard let line = file.split(separator: "\n").first, let postmaster = pid_t(line) else {
+            throw TestPostgresError(message: "no postmaster pid in \(directory)/data/postmaster.pid")
+        }
+        let children = try Self.run("/usr/bin/pgrep", ["-P", String(postmaster)])
+        return [postmaster] + children.split(separator: "\n").compactMap { pid_t($0) }
     }
 
     /// A URI for a new, empty database.
@@ -108,7 +138,7 @@ package final class TestPostgres: Sendable {
 
     /// Stops PostgreSQL when this test process goes away, even by a signal that skips `atexit`.
     private func watchParent() {
-        let command = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; " + (Self.stopAtExit ?? "")
+        let command = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; " + stopCommand
         _ = try? Self.run("/bin/sh", ["-c", "(\(command)) >/dev/null 2>&1 &"])
     }
 

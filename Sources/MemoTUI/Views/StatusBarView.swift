@@ -17,7 +17,7 @@ public enum StatusBarView {
             let marker: String
             switch status.state {
             case .live: marker = "●"
-            case .connecting, .reconnecting: marker = "◌"
+            case .connecting, .reconnecting, .notAnswering: marker = "◌"
             case .offline: marker = "○"
             }
             left = " \(marker) \(status.server) · \(status.state.label(strings))"
