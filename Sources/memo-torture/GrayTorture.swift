@@ -44,7 +44,7 @@ struct GrayTorture {
         reached the head (watcher gaps, repeats, mismatches); under the faults that leave every server running
         and reachable (stop-postgres, the backends, partition-server-database, disk-full), every write was
         answered, if only with an error, within --timeout (unanswered); and the watchers caught up, within --bound
-        seconds (default 3 x --keepalive, or 15), with a write made through a healthy server just after the
+        seconds (default 3 x --keepalive, or 9: 3 x memo-client's default keepalive of 3 s), with a write made through a healthy server just after the
         fault began (when one server stays healthy) or just after the heal (otherwise): time to recover.
 
         Prints a line per run and a summary line per fault, then `gray summary: PASS|FAIL; ...`; exits 0 when
@@ -94,7 +94,8 @@ struct GrayTorture {
     var faultSeconds = 20.0
     var warmup = 2.0
     var keepalive: Double?
-    var bound = 15.0
+    /// 3 x the client's default keepalive (3 s).
+    var bound = 9.0
     var timeout = 10.0
     var history = 50
     var diskMiB = 16
