@@ -469,7 +469,7 @@ struct GrayTorture {
                     if found == nil {
                         guard case .memo = try reader.request(.create(id: UUID(), insertMicros: nil, content: "fence"))
                         else { continue }
-                        let (head, memos) = try list(reader)
+                        let (head, memos) = try listAll(reader)
                         found = (head, memos, address)
                     }
                     guard let (head, memos, source) = found, source == address else { continue }
@@ -483,19 +483,6 @@ struct GrayTorture {
             pause(0.5)
         } while ContinuousClock.now < deadline
         throw TortureError("no server gave the final list and history within 120 s: \(last)")
-    }
-
-    private func list(_ connection: ProbeConnection) throws -> (UInt64, [Memo]) {
-        let id = try connection.send(.list)
-        var memos: [Memo] = []
-        while true {
-            let (_, message) = try connection.receive { $0.requestID == id }
-            guard case .memos(let revision, let last, let chunk) = message else {
-                throw TortureError("list answered \(message)")
-            }
-            memos += chunk
-            if last { return (revision, memos) }
-        }
     }
 
     /// The changes the server still keeps, after those already in `changes`, up to `head`; `oldest` becomes the
