@@ -8,6 +8,21 @@ public enum WriteOp: Sendable, Hashable {
     case create(id: UUID, content: String, insertMicros: Int64?, updateMicros: Int64? = nil)
     case update(id: UUID, content: String, expectedRevision: UInt64?)
     case delete(id: UUID, expectedRevision: UInt64?)
+
+    /// Checks what can be checked without the store, in the order the planner checks it: the content's size,
+    /// then a create's dates (`MemoDates`). A server calls it before handing the write to any store, so that no
+    /// store (PostgreSQL's included) ever sees a date out of the range.
+    public func validateArguments() throws(MemoError) {
+        switch self {
+        case .create(_, let content, let insertMicros, let updateMicros):
+            try MemoLimits.validate(content: content)
+            try MemoDates.validate(insertMicros: insertMicros, updateMicros: updateMicros)
+        case .update(_, let content, _):
+            try MemoLimits.validate(content: content)
+        case .delete:
+            break
+        }
+    }
 }
 
 /// What planning a write gave.
@@ -51,8 +66,6 @@ public struct MemoTable: Sendable {
     private var order: [Int32] = []
     /// The revision of the last change applied.
     public private(set) var revision: UInt64
-    /// The latest insert date handed out, so that the store's own insert dates are unique and increasing.
-    public private(set) var lastInsertMicros: Int64 = 0
 
     private static let vacant = Memo(
         id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), content: "", insertMicros: 0,
@@ -66,14 +79,9 @@ public struct MemoTable: Sendable {
     public init(memos: [Memo], revision: UInt64) {
         self.revision = revision
         var index = SlotIndex(capacity: memos.count)
-        var latest: Int64 = 0
-        for slot in memos.indices {
-            index.insert(Int32(slot), in: memos)
-            latest = max(latest, memos[slot].insertMicros)
-        }
+        for slot in memos.indices { index.insert(Int32(slot), in: memos) }
         byID = index
         slots = memos
-        lastInsertMicros = latest
         order = Array(0..<Int32(slots.count))
         order.sort { [slots] in Self.key(slots[Int($0)]) < Self.key(slots[Int($1)]) }
     }
@@ -107,7 +115,6 @@ public struct MemoTable: Sendable {
                 slots.append(memo)
             }
             byID.insert(slot, in: slots)
-            lastInsertMicros = max(lastInsertMicros, memo.insertMicros)
             if order.isEmpty || Self.key(slots[Int(order[order.count - 1])]) < key {
                 order.append(slot)  // the common case: the newest memo
             } else {
@@ -123,6 +130,17 @@ public struct MemoTable: Sendable {
             slots[Int(slot)] = Self.vacant  // frees the content now, not when the slot is reused
             freeSlots.append(slot)
         }
+    }
+
+    /// The latest insert date of a memo that is not after `bound` (0 when there is none). O(log N).
+    public func latestInsert(notAfter bound: Int64) -> Int64 {
+        var low = 0
+        var high = order.count
+        while low < high {
+            let mid = (low + high) / 2
+            if slots[Int(order[mid])].insertMicros <= bound { low = mid + 1 } else { high = mid }
+        }
+        return low == 0 ? 0 : slots[Int(order[low - 1])].insertMicros
     }
 
     /// How many memos of the table come before `memo` in the list (newest first): its position when it is listed,
@@ -151,15 +169,19 @@ public struct MemoTable: Sendable {
 public struct WritePlanner {
     private var overlay: [UUIDKey: Memo?] = [:]
     public private(set) var revision: UInt64
-    private var lastInsertMicros: Int64
+    /// The insert clock: the latest insert date this store handed out to a create without one. Dates a client
+    /// gives (an import, a future date) never move it, so they cannot shift later dates or overflow it.
+    public private(set) var lastInsertMicros: Int64
     /// False when the caller applies each planned change to the table before planning the next, so that the
     /// table itself shows earlier effects and no overlay is needed.
     private let keepsOverlay: Bool
 
-    /// - Parameter appliesAsItGoes: true when each planned change is applied to `table` before the next plan.
-    public init(startingAt table: borrowing MemoTable, appliesAsItGoes: Bool = false) {
+    /// - Parameters:
+    ///   - lastInsertMicros: the insert clock (see `lastInsertMicros`), kept by the caller between batches.
+    ///   - appliesAsItGoes: true when each planned change is applied to `table` before the next plan.
+    public init(startingAt table: borrowing MemoTable, lastInsertMicros: Int64, appliesAsItGoes: Bool = false) {
         revision = table.revision
-        lastInsertMicros = table.lastInsertMicros
+        self.lastInsertMicros = lastInsertMicros
         keepsOverlay = !appliesAsItGoes
     }
 
@@ -189,13 +211,20 @@ public struct WritePlanner {
     /// Plans one write.
     /// - Parameters:
     ///   - nowMicros: the time of the write, microseconds since the Unix epoch.
-    /// - Throws: `MemoError` for a write that must not happen (not found, conflict, content too large).
+    /// - Throws: `MemoError` for a write that must not happen (not found, conflict, content too large, a date out
+    ///   of `MemoDates`' range or an update date before the insert date).
+    ///
+    /// A create without an insert date gets the insert clock's next date: now, or a microsecond after the last
+    /// one it gave when that is not before now. An update or a delete is dated now, or at the memo's insert date
+    /// when that is still in the future, so that no memo's update date is before its insert date (an export of
+    /// it must import again).
     public mutating func plan(
         _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64
     ) throws(MemoError) -> WriteOutcome {
         switch op {
         case .create(let id, let content, let insertMicros, let updateMicros):
             try MemoLimits.validate(content: content)
+            try MemoDates.validate(insertMicros: insertMicros, updateMicros: updateMicros)
             if let existing = current(id, in: table) {
                 // Bytes, not `==`: an NFD retry of an NFC memo is other content, hence a conflict.
                 if existing.content.hasSameBytes(as: content) { return .existing(existing) }
@@ -205,13 +234,12 @@ public struct WritePlanner {
             if let insertMicros {
                 insert = insertMicros
             } else {
-                insert = max(nowMicros, lastInsertMicros + 1)
+                // The clock never passes the last valid date, so the step cannot overflow.
+                insert = max(nowMicros, min(lastInsertMicros, MemoDates.latestMicros - 1) + 1)
             }
             let update = updateMicros ?? max(nowMicros, insert)
-            if update < insert {
-                throw .invalidArgument("the update date \(update) is before the insert date \(insert)")
-            }
-            lastInsertMicros = max(lastInsertMicros, insert)
+            try MemoDates.validate(insertMicros: insert, updateMicros: update)
+            if insertMicros == nil { lastInsertMicros = insert }
             revision += 1
             let memo = Memo(id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision)
             record(id, memo)
@@ -220,13 +248,13 @@ public struct WritePlanner {
             try MemoLimits.validate(content: content)
             var memo = try changing(id, expected: expected, in: table)
             memo.content = content
-            memo.updateMicros = max(nowMicros, memo.updateMicros)
+            memo.updateMicros = max(nowMicros, memo.insertMicros)
             record(id, memo)
             return .change(Change(revision: revision, kind: .updated, memo: memo))
         case .delete(let id, let expected):
             var memo = try changing(id, expected: expected, in: table)
             // A delete's change carries when it happened, so that a watcher can say when a memo went away.
-            memo.updateMicros = max(nowMicros, memo.updateMicros)
+            memo.updateMicros = max(nowMicros, memo.insertMicros)
             record(id, nil)
             return .change(Change(revision: revision, kind: .deleted, memo: memo))
         }

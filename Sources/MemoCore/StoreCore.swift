@@ -16,14 +16,20 @@ public final class StoreCore: Sendable {
         var closed = false
         var observers: [UInt64: @Sendable (Change) -> Void] = [:]
         var nextObserver: UInt64 = 0
+        /// The insert clock of the writes planned here (see `WritePlanner.lastInsertMicros`).
+        var lastInsertMicros: Int64
     }
 
     private let inner: Mutex<Inner>
     private let events = Subject<WatchEvent>()
 
-    public init(table: MemoTable, history: ChangeHistory) {
+    /// - Parameter nowMicros: the real time of opening (not a store's clock, which tests may step on each call).
+    ///   The insert clock starts at the latest insert date not after it: dates in the future are a client's (an
+    ///   import), not the clock's, and must not move it.
+    public init(table: MemoTable, history: ChangeHistory, nowMicros: Int64 = Date().unixMicros) {
         precondition(table.revision == history.head, "the history must end at the table's revision")
-        inner = Mutex(Inner(table: table, history: history))
+        let clock = table.latestInsert(notAfter: nowMicros)
+        inner = Mutex(Inner(table: table, history: history, lastInsertMicros: clock))
     }
 
     /// The revision of the last applied change.
@@ -53,14 +59,17 @@ public final class StoreCore: Sendable {
     public func plan(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
         inner.withLock { inner in
             if inner.closed { return ops.map { _ in .failure(.closed) } }
-            var planner = WritePlanner(startingAt: inner.table)
-            return ops.map { op in
+            var planner = WritePlanner(startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros)
+            let results = ops.map { op -> Result<WriteOutcome, MemoError> in
                 do throws(MemoError) {
                     return .success(try planner.plan(op, in: inner.table, nowMicros: nowMicros))
                 } catch {
                     return .failure(error)
                 }
             }
+            // Kept even when the batch then fails: the clock only has to increase.
+            inner.lastInsertMicros = planner.lastInsertMicros
+            return results
         }
     }
 
@@ -74,7 +83,8 @@ public final class StoreCore: Sendable {
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
-            var planner = WritePlanner(startingAt: inner.table, appliesAsItGoes: true)
+            var planner = WritePlanner(
+                startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros, appliesAsItGoes: true)
             var results: [Result<WriteOutcome, MemoError>] = []
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
@@ -89,6 +99,7 @@ public final class StoreCore: Sendable {
                     results.append(.failure(error))
                 }
             }
+            inner.lastInsertMicros = planner.lastInsertMicros
             if !pending.isEmpty { lists = queueLists(in: inner, edits: edits) }
             return results
         }

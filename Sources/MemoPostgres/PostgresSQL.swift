@@ -1,3 +1,5 @@
+import MemoCore
+
 /// The tables and functions of a memo database, version 1.
 ///
 /// Revisions come from the one-row `memo_head`, locked first by every write (`memo_write`), so that commit order
@@ -39,7 +41,35 @@ CREATE TABLE memo_changes (
 );
 INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
 INSERT INTO memo_floor (revision) VALUES (0);
-CREATE FUNCTION memo_write(
+""" + writeFunction + """
+CREATE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    target bigint;
+BEGIN
+    SELECT h.revision - keep INTO target FROM memo_head h WHERE h.one;
+    UPDATE memo_floor SET revision = target WHERE one AND revision < target;
+    IF FOUND THEN
+        DELETE FROM memo_changes WHERE revision <= target;
+    END IF;
+    RETURN (SELECT f.revision FROM memo_floor f WHERE f.one);
+END
+$$;
+INSERT INTO memo_schema VALUES (1);
+"""
+
+    /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
+    /// against the shared tables. Contents follow as one bytea parameter each, from `$8` on.
+    static func write(count: Int) -> String {
+        let contents = (0..<count).map { "$\($0 + 8)::bytea" }.joined(separator: ",")
+        return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
+            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint)"
+    }
+
+    /// The write function, made with the schema and replaced at every start (`PostgresSchema.ensure`), so that a
+    /// database made by an older memo-server gets this version. An update is dated now, or at the memo's insert
+    /// date when that is in the future (never before it).
+    static let writeFunction = """
+CREATE OR REPLACE FUNCTION memo_write(
     kinds smallint[], ids uuid[], contents bytea[], inserts bigint[], updates bigint[], expected bigint[],
     now bigint, after bigint
 ) RETURNS TABLE (
@@ -77,13 +107,19 @@ BEGIN
                 END IF;
                 CONTINUE;
             END IF;
-            ins := coalesce(inserts[i], greatest(now, last + 1));
+            -- The insert clock: only a create without a date moves it (a client's dates never do), and it
+            -- stops at 9999-12-31, so that its step cannot overflow.
+            IF inserts[i] IS NULL THEN
+                ins := greatest(now, least(last, \(MemoDates.latestMicros - 1)) + 1);
+                last := ins;
+            ELSE
+                ins := inserts[i];
+            END IF;
             upd := coalesce(updates[i], greatest(now, ins));
             IF upd < ins THEN
                 RETURN QUERY SELECT 4::smallint, 1::smallint, ids[i], NULL::bytea, ins, upd, NULL::bigint;
                 CONTINUE;
             END IF;
-            last := greatest(last, ins);
             head := head + 1;
             INSERT INTO memos VALUES (ids[i], contents[i], ins, upd, head);
             INSERT INTO memo_changes VALUES (head, 1, ids[i], contents[i], ins, upd);
@@ -95,17 +131,20 @@ BEGIN
             RETURN QUERY SELECT 3::smallint, kinds[i], m.id, NULL::bytea, NULL::bigint, NULL::bigint, m.revision;
         ELSIF kinds[i] = 2 THEN
             head := head + 1;
-            UPDATE memos SET content = contents[i], update_micros = greatest(now, m.update_micros),
+            UPDATE memos SET content = contents[i], update_micros = greatest(now, m.insert_micros),
                 revision = head WHERE memos.id = m.id;
             INSERT INTO memo_changes VALUES (head, 2, m.id, contents[i], m.insert_micros,
-                greatest(now, m.update_micros));
+                greatest(now, m.insert_micros));
             RETURN QUERY SELECT 0::smallint, 2::smallint, m.id, contents[i], m.insert_micros,
-                greatest(now, m.update_micros), head;
+                greatest(now, m.insert_micros), head;
         ELSE
             head := head + 1;
             DELETE FROM memos WHERE memos.id = m.id;
-            INSERT INTO memo_changes VALUES (head, 3, m.id, m.content, m.insert_micros, m.update_micros);
-            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros, m.update_micros, head;
+            -- A delete's change is dated when it happened (as the other stores date it).
+            INSERT INTO memo_changes VALUES (head, 3, m.id, m.content, m.insert_micros,
+                greatest(now, m.insert_micros));
+            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros,
+                greatest(now, m.insert_micros), head;
         END IF;
     END LOOP;
     IF head <> start_head THEN
@@ -113,28 +152,7 @@ BEGIN
     END IF;
 END
 $$;
-CREATE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-    target bigint;
-BEGIN
-    SELECT h.revision - keep INTO target FROM memo_head h WHERE h.one;
-    UPDATE memo_floor SET revision = target WHERE one AND revision < target;
-    IF FOUND THEN
-        DELETE FROM memo_changes WHERE revision <= target;
-    END IF;
-    RETURN (SELECT f.revision FROM memo_floor f WHERE f.one);
-END
-$$;
-INSERT INTO memo_schema VALUES (1);
 """
-
-    /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
-    /// against the shared tables. Contents follow as one bytea parameter each, from `$8` on.
-    static func write(count: Int) -> String {
-        let contents = (0..<count).map { "$\($0 + 8)::bytea" }.joined(separator: ",")
-        return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint)"
-    }
 
     /// The hint other servers' feeds wait for, sent after a batch commits.
     static func notify(head: UInt64) -> String {

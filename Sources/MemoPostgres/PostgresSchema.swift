@@ -21,6 +21,13 @@ enum PostgresSchema {
                         "the database's memo schema is version \(version), newer than this memo-server knows "
                             + "(\(PostgresSQL.schemaVersion)): upgrade memo-server")
                 }
+                // This binary's write function (an older one let a client's date move the insert clock), and an
+                // insert clock such a date moved into the future set back to the latest insert date up to now.
+                try connection.execute(PostgresSQL.writeFunction)
+                _ = try connection.execute(
+                    "UPDATE memo_head SET last_insert = (SELECT coalesce(max(insert_micros), 0) FROM memos "
+                        + "WHERE insert_micros <= $1::bigint) WHERE one AND last_insert > $1::bigint",
+                    [.text(String(Date().unixMicros))])
             }
             try connection.execute("COMMIT")
         } catch let error as MemoError {

@@ -184,8 +184,7 @@ public final class PostgresStore: CoreBackedStore {
         var sent: [Int] = []
         for (index, request) in batch.enumerated() {
             do throws(MemoError) {
-                if case .create(_, let content, _, _) = request.op { try MemoLimits.validate(content: content) }
-                if case .update(_, let content, _) = request.op { try MemoLimits.validate(content: content) }
+                try request.op.validateArguments()  // the content's size, a create's dates
                 sent.append(index)
             } catch {
                 results[index] = .failure(error)

@@ -93,8 +93,8 @@ enum WriteCall {
             return .failure(.conflict(id: id, expected: expected, actual: UInt64(rows.integer(row, 6))))
         case .invalidDates:
             // The planner's own words, so that every store refuses alike.
-            return .failure(.invalidArgument(
-                "the update date \(rows.integer(row, 5)) is before the insert date \(rows.integer(row, 4))"))
+            return .failure(
+                MemoDates.outOfOrder(insertMicros: rows.integer(row, 4), updateMicros: rows.integer(row, 5)))
         case .earlier:
             return .failure(.storage("memo_write answered another server's change in place of a write"))
         case .changed, .existing:

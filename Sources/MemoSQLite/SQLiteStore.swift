@@ -21,18 +21,31 @@ public final class SQLiteStore: CoreBackedStore {
     private let transactions = Atomic<Int>(0)
     /// Held from before the database is opened until it is closed: one server per file.
     private let lock: StoreLock
+    /// Room kept on the disk for deletes (`PATH-reserve`), released when the disk fills; writer thread only.
+    private let reserve: DiskReserve
+
+    /// The reserve's size when none is given: room for a checkpoint of the whole log and then the deletes of a
+    /// few thousand small memos.
+    public static let defaultReserveBytes = 4 << 20
 
     /// Opens or creates the store at `path`, creating its folder when missing, and loads every memo and the
     /// last `historyCapacity` changes. The store holds an exclusive lock on `PATH.lock` until it is closed.
+    /// - Parameter reserveBytes: the room kept on the disk for deletes (`PATH-reserve`, allocated at opening when
+    ///   the disk has that much free; 0 keeps none). When a write fails for lack of space the store releases it,
+    ///   checkpoints the log into the database with that room, and from then on writes only deletes, refusing the
+    ///   other writes with `storageFull` without trying them, until the disk has 1.5 times the reserve free. It
+    ///   must be larger than the write-ahead log (at most about 1.25 MiB), or the checkpoint cannot finish.
     /// - Throws: `MemoError.storage` when the file cannot be opened or read, or another store (in any process)
     ///   holds it; then the message names the holder's pid.
     public init(
         path: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
+        reserveBytes: Int = SQLiteStore.defaultReserveBytes,
         clock: @escaping @Sendable () -> Int64 = { Date().unixMicros }
     ) throws(MemoError) {
         self.path = path
         self.clock = clock
+        reserve = DiskReserve(path: path + "-reserve", size: reserveBytes)
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
             do {
@@ -49,6 +62,8 @@ public final class SQLiteStore: CoreBackedStore {
         // the database's mode.
         let created = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if created >= 0 { Glibc.close(created) }
+        // Before the database grows: a disk without room for it starts without one (and writes go on as usual).
+        reserve.hold()
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
         let loaded = try schema.load()
@@ -80,7 +95,37 @@ public final class SQLiteStore: CoreBackedStore {
     }
 
     private func commit(_ batch: [WriteQueue.Request], with writer: SQLiteWriter) {
-        var results = core.plan(batch.map(\.op), nowMicros: clock())
+        let ops = batch.map(\.op)
+        // A full disk that has room again: the reserve is made again first, then every write goes through.
+        if reserve.short, reserve.hold(withRoomToSpare: true) { reserve.short = false }
+        var (results, full) = attempt(ops, with: writer)
+        if full, !reserve.short {
+            // The disk just filled. Release the reserve so that deletes have room, and write this batch's deletes.
+            reserve.short = true
+            reserve.release()
+            // With that room a checkpoint can finish: it moves the log into the database file and empties it, so
+            // the deletes need room only for their own pages (not for the next checkpoint's growth as well).
+            writer.reclaimLog()
+            (results, _) = attempt(ops, with: writer)
+        }
+        for (request, result) in zip(batch, results) { request.completion(result) }
+    }
+
+    /// Plans and writes `ops` (only the deletes while the disk is short of space; the others are refused).
+    /// - Returns: each write's result, and whether the transaction failed for lack of space.
+    private func attempt(_ ops: [WriteOp], with writer: SQLiteWriter) -> ([Result<WriteOutcome, MemoError>], Bool) {
+        var results: [Result<WriteOutcome, MemoError>]
+        if reserve.short {
+            let deletes = ops.indices.filter { if case .delete = ops[$0] { true } else { false } }
+            let refusal = MemoError.storageFull("\(path): database or disk is full; deletes still work, other writes "
+                + "resume once the disk has \(reserve.resumeBytes) bytes free")
+            results = Array(repeating: .failure(refusal), count: ops.count)
+            for (index, result) in zip(deletes, core.plan(deletes.map { ops[$0] }, nowMicros: clock())) {
+                results[index] = result
+            }
+        } else {
+            results = core.plan(ops, nowMicros: clock())
+        }
         let changes = results.compactMap { result -> Change? in
             if case .success(.change(let change)) = result { return change }
             return nil
@@ -89,13 +134,20 @@ public final class SQLiteStore: CoreBackedStore {
             try writer.write(changes, head: changes.last?.revision ?? core.revision)
             if !changes.isEmpty { transactions.add(1, ordering: .relaxed) }
             core.apply(changes)
+            return (results, false)
         } catch {
+            var failure = error
+            if case .storageFull(let message) = error, reserve.short {
+                failure = .storageFull(message + "; even a delete found no room (the reserve kept for deletes is "
+                    + "used up or was never made): free space on the disk")
+            }
             // Nothing of the batch is stored: every write that would have changed the store fails alike.
             for index in results.indices {
-                if case .success(.change) = results[index] { results[index] = .failure(error) }
+                if case .success(.change) = results[index] { results[index] = .failure(failure) }
             }
+            if case .storageFull = error { return (results, true) }
+            return (results, false)
         }
-        for (request, result) in zip(batch, results) { request.completion(result) }
     }
 
     /// How many transactions have been committed since opening: with group commit, fewer than the writes.

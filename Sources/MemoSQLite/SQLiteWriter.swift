@@ -82,7 +82,7 @@ final class SQLiteWriter: @unchecked Sendable {
     /// After a full disk: copies the write-ahead log into the database and truncates it to nothing. The log only
     /// grows until a checkpoint, and it keeps its size after one, so on a small disk it holds space that only a
     /// completed checkpoint gives back; when this checkpoint cannot finish either, the next write tries again.
-    private func reclaimLog() {
+    func reclaimLog() {
         try? schema.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     }
 

@@ -221,6 +221,13 @@ struct ServerSession {
             answer(&actions, id, .error(code: ErrorCode(error), message: "this client's certificate is read-only"))
             return
         }
+        do throws(MemoError) {
+            try op.validateArguments()
+        } catch {
+            actions.append(.log(Self.refusal(requestID: id, WriteTarget(op), error)))
+            answer(&actions, id, .error(code: ErrorCode(error), message: error.description))
+            return
+        }
         guard admitInFlight(&actions, id) else { return }
         pendingWrites[id] = WriteTarget(op)
         actions.append(.submit(requestID: id, op: op))

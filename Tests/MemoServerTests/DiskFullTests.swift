@@ -64,6 +64,11 @@ private func collectChunks(_ client: TestClient, requestID: UInt32) throws -> (r
 
 @Suite("Disk full: a SQLite-backed server on a filesystem that fills up", .serialized)
 struct DiskFullTests {
+    /// The room the store keeps for deletes in the test of deletes: more than the write-ahead log (1.25 MiB at
+    /// most), so that the checkpoint after the disk fills can finish. The two tests before keep none: their disks
+    /// are too small for one.
+    static let reserve = 1536 * 1024
+
     /// Content of about `size` bytes that names its memo, so that a mix-up shows in the comparison.
     static func content(_ index: Int, size: Int = 30_000) -> String {
         let head = "memo \(index) 메모 "
@@ -78,7 +83,8 @@ struct DiskFullTests {
         try Data(repeating: 0x55, count: 384 * 1024).write(to: URL(fileURLWithPath: filler))
         let path = disk.path + "/memos.sqlite"
         let log = Recorder<String>()
-        let server = try TestServer(store: try SQLiteStore(path: path), log: ServerLog { log.record($0) })
+        let server = try TestServer(
+            store: try SQLiteStore(path: path, reserveBytes: 0), log: ServerLog { log.record($0) })
         var running = true
         defer { if running { server.stop() } }
         let writer = try server.connect()
@@ -170,7 +176,7 @@ struct DiskFullTests {
         let filler = disk.path + "/filler"
         try Data(repeating: 0x55, count: 1536 * 1024).write(to: URL(fileURLWithPath: filler))
         let path = disk.path + "/memos.sqlite"
-        var store = try SQLiteStore(path: path)
+        var store = try SQLiteStore(path: path, reserveBytes: 0)
         defer { store.close() }
 
         // What the store acknowledged, applied in revision order: the memos it must hold.
@@ -222,7 +228,7 @@ struct DiskFullTests {
 
         // A restart on the full disk opens the file and serves reads; writes are still refused.
         store.close()
-        store = try SQLiteStore(path: path)
+        store = try SQLiteStore(path: path, reserveBytes: 0)
         #expect(store.revision == head)
         #expect(Dictionary(uniqueKeysWithValues: store.snapshot().memos.map { ($0.id, $0) }) == live)
         refused = 0
@@ -236,8 +242,92 @@ struct DiskFullTests {
         #expect(refused == 0)
         store.close()
         #expect(try SQLiteStore.integrityCheck(path: path) == ["ok"])
-        store = try SQLiteStore(path: path)
+        store = try SQLiteStore(path: path, reserveBytes: 0)
         #expect(store.revision == head)
         #expect(Dictionary(uniqueKeysWithValues: store.snapshot().memos.map { ($0.id, $0) }) == live)
+    }
+
+    /// Issue 24, item 9: a full disk refused deletes too, so no one could make room by deleting memos. Now the
+    /// store releases its reserve when the disk fills: deletes go through, other writes are refused with a message
+    /// that says so, and once the disk has room for the reserve again every write goes through.
+    @Test func aFullDiskStillTakesDeletesAndOtherWritesResumeOnceThereIsRoomForTheReserve() throws {
+        let disk = try SmallFilesystem.mount(megabytes: 8)
+        defer { disk.unmount() }
+        // Freed at the end: more than the 1.5 times the reserve the store waits for.
+        let filler = disk.path + "/filler"
+        try Data(repeating: 0x55, count: 3 * 1024 * 1024).write(to: URL(fileURLWithPath: filler))
+        let path = disk.path + "/memos.sqlite"
+        let reservePath = path + "-reserve"
+        let server = try TestServer(store: try SQLiteStore(path: path, reserveBytes: Self.reserve))
+        var running = true
+        defer { if running { server.stop() } }
+        let size = try FileManager.default.attributesOfItem(atPath: reservePath)[.size] as? Int
+        #expect(size == Self.reserve)
+        let writer = try server.connect()
+        let watcher = try server.connect()
+        let subscription = try watcher.send(.subscribe(after: nil))
+        #expect(try collectChunks(watcher, requestID: subscription).memos.isEmpty)
+
+        var acknowledged: [Memo] = []
+        var refused = false
+        for index in 0..<400 {
+            let reply = try writer.request(.create(id: nil, insertMicros: nil, content: Self.content(index)))
+            if case .memo(let memo) = reply {
+                acknowledged.append(memo)
+            } else if case .error(.storageFull, _) = reply {
+                refused = true
+                break
+            } else {
+                Issue.record("a create was answered with \(reply)")
+                return
+            }
+        }
+        #expect(refused, "8 MiB never filled up")
+        #expect(acknowledged.count >= 5, "the disk filled after \(acknowledged.count) memos")
+        #expect(!FileManager.default.fileExists(atPath: reservePath), "the reserve was not released")
+
+        // Deletes go through on the full disk, in revision order, and reach the watcher.
+        var revision = acknowledged.last?.revision ?? 0
+        var deleted: [UUID] = []
+        for memo in acknowledged.prefix(3) {
+            let reply = try writer.request(.delete(id: memo.id, expectedRevision: memo.revision))
+            guard case .memo(let gone) = reply else {
+                Issue.record("a delete on the full disk was answered \(reply)")
+                return
+            }
+            revision += 1
+            #expect(gone.id == memo.id && gone.revision == revision)
+            deleted.append(memo.id)
+        }
+        // Other writes are still refused, and the message says what works and what to do.
+        let more = try writer.request(.create(id: nil, insertMicros: nil, content: Self.content(500)))
+        guard case .error(.storageFull, let message) = more else {
+            Issue.record("a create on the full disk after the deletes was answered \(more)")
+            return
+        }
+        #expect(message.contains("disk is full") && message.contains("deletes still work")
+                && message.contains("\(Self.reserve * 3 / 2) bytes free"), "\(message)")
+        let seen = try (0..<(acknowledged.count + deleted.count)).map { _ in
+            try nextChange(watcher, subscription: subscription)
+        }
+        #expect(seen.filter { $0.kind == .deleted }.map(\.memo.id) == deleted)
+
+        // Room again: the reserve is made again and a create goes through with the next revision.
+        try FileManager.default.removeItem(atPath: filler)
+        let next = try writer.request(.create(id: nil, insertMicros: nil, content: Self.content(900)))
+        guard case .memo(let recovered) = next else {
+            Issue.record("after freeing space a create was answered with \(next)")
+            return
+        }
+        #expect(recovered.revision == revision + 1)
+        #expect(FileManager.default.fileExists(atPath: reservePath))
+
+        server.stop()
+        running = false
+        let reopened = try SQLiteStore(path: path, reserveBytes: Self.reserve)
+        let ids = Set(reopened.snapshot().memos.map(\.id))
+        #expect(ids == Set(acknowledged.map(\.id) + [recovered.id]).subtracting(deleted))
+        reopened.close()
+        #expect(try SQLiteStore.integrityCheck(path: path) == ["ok"])
     }
 }

@@ -196,7 +196,8 @@ struct StorageTests {
         let kept = try await store.perform(.create(id: UUID(), content: "imported", insertMicros: 1_000,
                                                    updateMicros: 61_000_000))
         #expect(kept.insertMicros == 1_000 && kept.updateMicros == 61_000_000 && kept.revision == 1)
-        await #expect(throws: MemoError.invalidArgument("the update date 5 is before the insert date 1000")) {
+        await #expect(throws: MemoError.invalidArgument(
+            "the update date 1970-01-01T00:00:00.000005Z is before the insert date 1970-01-01T00:00:00.001000Z")) {
             try await store.perform(.create(id: UUID(), content: "bad", insertMicros: 1_000, updateMicros: 5))
         }
         // The refused create consumed no revision.
