@@ -12,8 +12,8 @@ import Testing
 struct GrayTortureTests {
     @Test func everyFaultOfTheShortRunLosesNothingReportsTrulyAndLeavesWatchersGapFree() throws {
         // The bound proper (9 s, 3 x the client's keepalive) is checked by the long run (RELIABILITY.md); here,
-        // with the other suites on the same cores, a recovery may take up to the whole fault (12 s).
-        let (status, out, err) = try runTool("memo-torture", ["gray", "--short", "--bound", "12"])
+        // with the other suites on the same cores, a recovery may take up to the whole fault (10 s).
+        let (status, out, err) = try runTool("memo-torture", ["gray", "--short", "--bound", "10"])
         let lines = out.split(separator: "\n").map(String.init)
         let summary = try #require(lines.first { $0.hasPrefix("gray summary: ") }, "\(out)\(err)")
         #expect(status == 0, "\(out)\(err)")
