@@ -163,4 +163,10 @@ extension Duration {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }
+
+    /// Seconds as people write them, to a tenth: `10`, `0.5` (a deadline's remainder, 1.9724968 s, says `2`).
+    var secondsText: String {
+        let tenths = (seconds * 10).rounded()
+        return tenths.truncatingRemainder(dividingBy: 10) == 0 ? String(Int(tenths / 10)) : String(tenths / 10)
+    }
 }

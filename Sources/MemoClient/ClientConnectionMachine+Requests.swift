@@ -49,6 +49,14 @@ extension ClientConnectionMachine {
     mutating func expire(_ id: UInt32, into actions: inout [Action]) {
         guard let request = requests.removeValue(forKey: id) else { return }
         let server = configuration.server
+        if request.message.isWrite, request.attempts > 0 {
+            // It went out and no answer came: the server may have done it. Never "timed out", never success.
+            let unknown = MemoError.outcomeUnknown(
+                "the write was sent to \(server) and no answer came within \(request.timeout.secondsText) s; "
+                    + "it may or may not have been applied")
+            actions.append(.complete(id, .failure(unknown), attempts: request.attempts))
+            return
+        }
         let error: ClientError
         switch welcome == nil ? lastFailure : nil {
         case .unreachable(let reason)?, .unresolved(let reason)?: error = .unreachable(server: server, reason: reason)
@@ -65,8 +73,20 @@ extension ClientConnectionMachine {
         actions.append(.complete(id, result, attempts: request.attempts))
     }
 
+    /// Fails every waiting request with `error`, except that a write already sent fails as outcome-unknown: the
+    /// server may have done it before the connection was lost.
     mutating func failAll(_ error: any Error, into actions: inout [Action]) {
-        for id in requests.keys.sorted() { finish(id, .failure(error), into: &actions) }
+        for id in requests.keys.sorted() {
+            guard let request = requests[id] else { continue }
+            if request.message.isWrite, request.attempts > 0 {
+                let unknown = MemoError.outcomeUnknown(
+                    "the write was sent to \(configuration.server), then the connection failed (\(error)); "
+                        + "it may or may not have been applied")
+                finish(id, .failure(unknown), into: &actions)
+            } else {
+                finish(id, .failure(error), into: &actions)
+            }
+        }
     }
 
     /// Fails the requests sent on the current connection, which the server refused without saying which frame
@@ -269,6 +289,16 @@ extension SubscriptionEvent {
             self = .historyGone(requested: requested, oldestAvailable: oldest)
         case .error(let code, let text): self = .failed(code: code, message: text)
         default: return nil
+        }
+    }
+}
+
+extension Message {
+    /// A create, update or delete: a request whose outcome matters when its answer is lost.
+    var isWrite: Bool {
+        switch self {
+        case .create, .update, .delete: return true
+        default: return false
         }
     }
 }

@@ -26,16 +26,12 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
             return "TLS with \(server) failed: \(error.kind.summary)" + (error.detail.map { " (\($0))" } ?? "")
         case .unreachable(let server, let reason): return "cannot reach \(server): \(reason)"
         case .timedOut(let server, let seconds):
-            return "no answer from \(server) within \(Self.format(seconds)) s"
+            return "no answer from \(server) within \(Duration.seconds(seconds).secondsText) s"
         case .protocolError(let message): return "protocol error: \(message)"
         case .server(.certificateRevoked, let message): return "certificate revoked: \(message)"
         case .server(let code, let message): return "server error \(code): \(message)"
         case .closed: return "the client is closed"
         }
-    }
-
-    private static func format(_ seconds: Double) -> String {
-        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 }
 
@@ -68,6 +64,11 @@ extension ClientError {
         case .permissionDenied: return MemoError.permissionDenied(message)
         case .storageUnavailable, .internalError: return MemoError.storage(message)
         case .storageFull: return MemoError.storageFull(message)
+        case .outcomeUnknown:
+            // The server sends MemoError's description, which already starts with the words the client adds.
+            let prefix = "outcome unknown: "
+            let reason = message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
+            return MemoError.outcomeUnknown(reason)
         default: return ClientError.server(code: code, message: message)
         }
     }

@@ -134,12 +134,12 @@ public final class MemoConnection: Sendable {
     }
 
     /// Sends a request whose answer is one memo.
-    func memoRequest(_ message: Message) async throws -> Memo {
-        try await memoRequestCounting(message).0.get()
+    func memoRequest(_ message: Message, timeout: Duration? = nil) async throws -> Memo {
+        try await memoRequestCounting(message, timeout: timeout).0.get()
     }
 
-    func memoRequestCounting(_ message: Message) async -> (Result<Memo, any Error>, Int) {
-        let (result, attempts) = await sendCounting(message)
+    func memoRequestCounting(_ message: Message, timeout: Duration? = nil) async -> (Result<Memo, any Error>, Int) {
+        let (result, attempts) = await sendCounting(message, timeout: timeout)
         return (result.flatMap { reply in
             guard case .message(.memo(let memo)) = reply else {
                 return .failure(ClientError.protocolError("expected a memo in answer to \(message.kind), got \(reply)"))
@@ -155,17 +155,21 @@ public final class MemoConnection: Sendable {
     }
 
     /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).
-    /// - Throws: `MemoError.contentTooLarge` before anything is sent when the content is over the limit.
+    /// - Parameter timeout: the request's deadline (default: the configuration's).
+    /// - Throws: `MemoError.contentTooLarge` before anything is sent when the content is over the limit;
+    ///   `MemoError.outcomeUnknown` when it was sent and no answer came (or the server says so, 505): sending it
+    ///   again with the same id is safe.
     public func create(
-        content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil
+        content: String, id: UUID, insertMicros: Int64?, updateMicros: Int64? = nil, timeout: Duration? = nil
     ) async throws -> Memo {
         try MemoLimits.validate(content: content)
         return try await memoRequest(
-            .create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content))
+            .create(id: id, insertMicros: insertMicros, updateMicros: updateMicros, content: content),
+            timeout: timeout)
     }
 
-    public func get(id: UUID) async throws -> Memo {
-        try await memoRequest(.get(id: id))
+    public func get(id: UUID, timeout: Duration? = nil) async throws -> Memo {
+        try await memoRequest(.get(id: id), timeout: timeout)
     }
 
     /// Every memo, newest first, and the revision the list is at.
@@ -181,12 +185,15 @@ public final class MemoConnection: Sendable {
     ///
     /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
     /// holds our content, the first try did it and that is the answer.
-    public func update(id: UUID, content: String, expectedRevision: UInt64? = nil) async throws -> Memo {
+    /// - Throws: `MemoError.outcomeUnknown` when it was sent and no answer came (or the server says so, 505).
+    public func update(
+        id: UUID, content: String, expectedRevision: UInt64? = nil, timeout: Duration? = nil
+    ) async throws -> Memo {
         try MemoLimits.validate(content: content)
         let (result, attempts) = await memoRequestCounting(
-            .update(id: id, expectedRevision: expectedRevision, content: content))
+            .update(id: id, expectedRevision: expectedRevision, content: content), timeout: timeout)
         if attempts > 1, case .failure(MemoError.conflict) = result,
-           let memo = try? await get(id: id), memo.content.hasSameBytes(as: content) {
+           let memo = try? await get(id: id, timeout: timeout), memo.content.hasSameBytes(as: content) {
             return memo
         }
         return try result.get()
@@ -195,8 +202,12 @@ public final class MemoConnection: Sendable {
     /// Deletes a memo; with `expectedRevision`, only if the memo is still at it. Returns it as it was.
     /// - Parameter known: the memo as the caller last saw it; when the first try's answer was lost and the resent
     ///   delete finds nothing, the first try did it, and `known` is the answer.
-    public func delete(id: UUID, expectedRevision: UInt64? = nil, known: Memo? = nil) async throws -> Memo {
-        let (result, attempts) = await memoRequestCounting(.delete(id: id, expectedRevision: expectedRevision))
+    /// - Throws: `MemoError.outcomeUnknown` when it was sent and no answer came (or the server says so, 505).
+    public func delete(
+        id: UUID, expectedRevision: UInt64? = nil, known: Memo? = nil, timeout: Duration? = nil
+    ) async throws -> Memo {
+        let (result, attempts) = await memoRequestCounting(
+            .delete(id: id, expectedRevision: expectedRevision), timeout: timeout)
         if attempts > 1, case .failure(MemoError.notFound) = result, let known {
             return known
         }

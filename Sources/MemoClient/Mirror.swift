@@ -3,10 +3,10 @@ import MemoCore
 
 /// What applying a batch of subscription events did to a mirror, in order.
 public enum MirrorEvent: Sendable, Hashable {
-    /// The mirror was (re)built from a snapshot at `revision`. `diff` is nil for the first base; after a
-    /// `history-gone` it holds the changes the mirror missed, made up by comparing the old list with the new one
-    /// (a missed delete carries the snapshot's revision).
-    case reset(revision: UInt64, memos: [Memo], diff: [Change]?)
+    /// The mirror was (re)built from a snapshot at `revision`. `resync` is false for the first base; true when
+    /// the snapshot replaced a base the mirror had (after a `history-gone`): the changes in between are unknown,
+    /// so `memos` is the whole new state, never a made-up difference.
+    case reset(revision: UInt64, memos: [Memo], resync: Bool)
     /// Changes applied, in revision order.
     case changes([Change])
     /// The mirror caught up with the server (it is no longer stale).
@@ -41,8 +41,8 @@ public struct Mirror: Sendable {
     /// Whether `table` is a base that changes can be applied to (a snapshot, or a cache file).
     public private(set) var hasBase = false
     private var incoming: (revision: UInt64, memos: [Memo])?
-    /// The table a dropped base held, kept to tell what changed when the next snapshot replaces it.
-    private var previousBase: MemoTable?
+    /// A base was dropped (the history it needed is gone): the next snapshot replaces it as a resync.
+    private var droppedBase = false
     /// The head a resumed subscription must reach before the mirror is fresh.
     private var catchUpTarget: UInt64?
     private var pending: [(token: UInt64, write: PendingWrite, confirmedAt: UInt64?)] = []
@@ -65,7 +65,7 @@ public struct Mirror: Sendable {
 
     /// Forgets the base so that the next subscription asks for a snapshot.
     public mutating func dropBase() {
-        if hasBase { previousBase = table }
+        if hasBase { droppedBase = true }
         hasBase = false
         incoming = nil
         catchUpTarget = nil
@@ -93,13 +93,12 @@ public struct Mirror: Sendable {
                 guard last else { continue }
                 let snapshot = incoming!
                 incoming = nil
-                let previous = hasBase ? table : previousBase
-                previousBase = nil
+                let resync = hasBase || droppedBase
+                droppedBase = false
                 table = MemoTable(memos: snapshot.memos, revision: snapshot.revision)
                 hasBase = true
                 catchUpTarget = nil
-                let diff = previous.map { Self.diff(from: $0, to: table) }
-                result.append(.reset(revision: snapshot.revision, memos: table.list, diff: diff))
+                result.append(.reset(revision: snapshot.revision, memos: table.list, resync: resync))
                 dropConfirmedPending()
                 if isStale {
                     isStale = false
@@ -160,25 +159,6 @@ public struct Mirror: Sendable {
             return "change \(change.revision) \(change.kind.name) a memo the mirror does not have"
         default: return nil
         }
-    }
-
-    /// The changes that turn `old` into `new`, for a mirror that lost its history: creates and updates carry
-    /// the memo's own revision, deletes the new table's.
-    static func diff(from old: MemoTable, to new: MemoTable) -> [Change] {
-        var changes: [Change] = []
-        for memo in new.list {
-            if let before = old.memo(memo.id) {
-                if before != memo { changes.append(Change(revision: memo.revision, kind: .updated, memo: memo)) }
-            } else {
-                changes.append(Change(revision: memo.revision, kind: .created, memo: memo))
-            }
-        }
-        for memo in old.list where new.memo(memo.id) == nil {
-            var gone = memo
-            gone.revision = new.revision
-            changes.append(Change(revision: new.revision, kind: .deleted, memo: gone))
-        }
-        return changes.sorted { $0.revision < $1.revision }
     }
 
     // MARK: - Local writes

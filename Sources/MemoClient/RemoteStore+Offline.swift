@@ -23,13 +23,15 @@ public struct RefusedWrite: Sendable, Hashable {
 extension RemoteStore {
     /// Queues `write` when the connection is not live or older writes are still queued, so that the caller does not
     /// wait for the network: the write shows as pending at once and is sent when the connection is back.
+    /// - Parameter always: queue it even while live with nothing queued (a write whose outcome is unknown, to be
+    ///   sent again).
     /// - Returns: the memo as shown, or nil when the write should go to the server now.
     /// - Throws: when the queue file cannot be written (the write is then not shown either).
-    func enqueueIfOffline(_ write: QueuedWrite) throws -> Memo? {
+    func enqueueIfOffline(_ write: QueuedWrite, always: Bool = false) throws -> Memo? {
         guard let queuePath else { return nil }
         let id = write.memo.id
         let outcome: (deliveries: [ShownDeliveries], error: (any Error)?)? = offline.withLock { queue in
-            guard !queue.entries.isEmpty || client.connectionState.value != .live else { return nil }
+            guard always || !queue.entries.isEmpty || client.connectionState.value != .live else { return nil }
             var write = write
             // An edit of a memo whose earlier write is still queued expects the revision that write will get.
             write.afterQueued = queue.entries.contains { $0.write.memo.id == id }
@@ -81,6 +83,11 @@ extension RemoteStore {
                     offline.withLock { $0.draining = false }
                     drainQueue()
                     return
+                } catch MemoError.outcomeUnknown {
+                    // Sent, and maybe done: it stays first and is sent again, which is safe (a create by its id, an
+                    // update or delete with its expected revision; `send` reads what a retry meets). Not at once:
+                    // the server has just said its store is in trouble.
+                    try? await Task.sleep(for: Self.unknownOutcomePause)
                 } catch {
                     await refuseFirst(token, write, error)
                 }
@@ -174,6 +181,9 @@ extension RemoteStore {
         // The writes are still in memory and on screen; the next change of the queue tries the file again.
         try? WriteQueueFile.save(entries.map(\.write), to: queuePath)
     }
+
+    /// How long a queued write whose outcome is unknown waits before it is sent again.
+    static let unknownOutcomePause: Duration = .milliseconds(500)
 
     /// Errors that say nothing about the write itself, only that the server could not be asked.
     static func isConnectionFailure(_ error: any Error) -> Bool {

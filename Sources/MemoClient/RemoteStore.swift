@@ -40,7 +40,8 @@ public final class RemoteStore: MemoStorage {
     /// for whoever holds the subject, subscribed or not yet. Set before the mirror's lock is taken to send the
     /// first list, so that every change the lock orders after it sees it.
     private let listHeld = Atomic<Bool>(false)
-    /// Changes the mirror applied, in revision order (after a lost history, the made-up difference).
+    /// Changes the mirror applied, in revision order. A resync (a snapshot after a lost history) sends none:
+    /// `events` carries it as a `reset` with `resync` set, and the list's subjects get the whole new list.
     public let changes = Subject<Change>()
     /// Everything the mirror did, in order: resets, change batches, becoming fresh, resubscribing.
     public let events = Subject<MirrorEvent>()
@@ -199,13 +200,11 @@ public final class RemoteStore: MemoStorage {
         deliver(deliveries)
         for event in events {
             switch event {
-            case .reset(_, _, let diff):
-                for change in diff ?? [] { changes.send(change) }
             case .changes(let applied):
                 for change in applied { changes.send(change) }
             case .resubscribe:
                 subscription.withLock { $0 }?.restart()
-            case .fresh, .failed:
+            case .reset, .fresh, .failed:
                 break
             }
             self.events.send(event)
@@ -235,7 +234,8 @@ public final class RemoteStore: MemoStorage {
     }
 
     /// Runs a write with its pending form shown until the server answers; with an offline queue, a write made while
-    /// not live (or behind queued ones) is queued instead and returns at once.
+    /// not live (or behind queued ones) is queued instead and returns at once, and so is one whose outcome turned out
+    /// unknown (it is sent again from the queue).
     private func write(
         _ pendingForm: PendingWrite?, queued: QueuedWrite?, _ body: () async throws -> Memo
     ) async throws -> Memo {
@@ -249,7 +249,14 @@ public final class RemoteStore: MemoStorage {
             changeShownNow(id) { $0.confirm(token, revision: memo.revision) }
             return memo
         } catch {
+            // Sent, and maybe done: not rolled back as failed, but queued to be sent again (safe: a create by its id,
+            // an update or delete with its expected revision), shown as pending meanwhile.
+            var requeued: Memo?
+            if case MemoError.outcomeUnknown = error, let queued {
+                requeued = try? enqueueIfOffline(queued, always: true)
+            }
             changeShownNow(id) { $0.reject(token) }
+            if let requeued { return requeued }
             throw error
         }
     }

@@ -133,6 +133,18 @@ public struct MemoFormatter: Sendable {
         watchLine(type: "existing", mark: " ", color: "0", revision: memo.revision, memo: memo)
     }
 
+    /// The line `watch` prints when the server no longer held the changes it missed (history-gone): the changes
+    /// in between are unknown, and the whole list follows as `existing` lines. JSON
+    /// `{"event":"resync","revision":N}`; `resync<TAB>N`; for people, one sentence saying so.
+    public func resync(revision: UInt64) -> String {
+        if style.json { return "{\"event\":\"resync\",\"revision\":" + String(revision) + "}" }
+        if style.human {
+            return paint("=", "35") + " resync at revision \(revision): changes made while away are no longer "
+                + "held by the server; the whole list follows"
+        }
+        return "resync\t" + String(revision)
+    }
+
     private func watchLine(type: String, mark: String, color: String, revision: UInt64, memo: Memo) -> String {
         if style.json { return MemoJSON.event(type: type, revision: revision, memo: memo) }
         if style.human {

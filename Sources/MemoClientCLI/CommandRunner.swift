@@ -81,6 +81,9 @@ public struct CommandRunner: Sendable {
         }
         let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
+        // Connecting had its --timeout; the write has its own, retries of an unknown outcome included (a slow
+        // connect must not leave a write a few milliseconds, which would make its outcome unknown for nothing).
+        let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
         switch command {
         case .list(let filter, let limit):
             var memos = try await client.list().memos
@@ -96,17 +99,17 @@ public struct CommandRunner: Sendable {
             if let found { memo = found } else { memo = try await client.get(id: id) }
             out.write(formatter.detail(memo))
         case .add:
-            let memo = try await client.create(content: text ?? "")
+            let memo = try await add(text ?? "", client, retry)
             out.line(formatter.written(memo, verb: "created"))
         case .edit(let idText, _, let ifRevision, _):
-            let (id, _) = try await resolve(idText, client)
-            let memo = try await client.update(id: id, content: text ?? "", expectedRevision: ifRevision)
+            let (id, found) = try await resolve(idText, client)
+            let memo = try await edit(id, found: found, to: text ?? "", ifRevision: ifRevision, client, retry)
             out.line(formatter.written(memo, verb: "updated"))
         case .remove(let idText, let ifRevision):
             let (id, found) = try await resolve(idText, client)
             var known = found
-            if known == nil { known = try? await client.get(id: id) }
-            let memo = try await client.delete(id: id, expectedRevision: ifRevision, known: known)
+            if known == nil { known = try? await client.get(id: id, timeout: retry.timeLeft) }
+            let memo = try await remove(id, known: known, ifRevision: ifRevision, client, retry)
             out.line(formatter.written(memo, verb: "deleted"))
         case .watch:
             try await watch(client)
@@ -168,10 +171,11 @@ public struct CommandRunner: Sendable {
         // Subscribe before the mirror starts, so nothing happens between the list and the first change.
         store.events.subscribe { event in
             switch event {
-            case .reset(_, let memos, let diff):
-                if let diff {
-                    for change in diff { out.line(formatter.line(change)) }
-                } else if memos.isEmpty, human, !formatter.style.json {
+            case .reset(let revision, let memos, let resync):
+                // After a history-gone the changes missed are unknown: say so, then the whole list, never a
+                // made-up difference.
+                if resync { out.line(formatter.resync(revision: revision)) }
+                if memos.isEmpty, human, !formatter.style.json {
                     out.line("(no memos)")
                 } else {
                     for memo in memos { out.line(formatter.existing(memo)) }
@@ -213,6 +217,8 @@ public struct CommandRunner: Sendable {
     private enum ImportOutcome: Sendable {
         case created, unchanged
         case conflict(line: Int, any Error)
+        /// Sent, and still unknown when its time was up (retried by id until then).
+        case unknown(line: Int, any Error)
         case failed(line: Int, any Error)
     }
 
@@ -245,6 +251,7 @@ public struct CommandRunner: Sendable {
         var unchanged = 0
         var conflicts = 0
         var failed = 0
+        var unknown = 0
         try await withThrowingTaskGroup(of: ImportOutcome.self) { group in
             func take(_ outcome: ImportOutcome) {
                 switch outcome {
@@ -256,6 +263,9 @@ public struct CommandRunner: Sendable {
                 case .failed(let line, let error):
                     failed += 1
                     err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
+                case .unknown(let line, let error):
+                    unknown += 1
+                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
                 }
             }
             var inFlight = 0
@@ -265,14 +275,19 @@ public struct CommandRunner: Sendable {
                     take(outcome)
                 }
                 inFlight += 1
+                let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
                 group.addTask {
                     do {
-                        let memo = try await client.create(
-                            content: record.content, id: record.id, insertMicros: record.insertMicros,
-                            updateMicros: record.updateMicros)
+                        // By its id, so a create whose outcome is unknown is safely sent again.
+                        let memo = try await retry.run { _, timeout in
+                            try await client.create(
+                                content: record.content, id: record.id, insertMicros: record.insertMicros,
+                                updateMicros: record.updateMicros, timeout: timeout)
+                        }
                         return memo.revision > baseline ? .created : .unchanged
                     } catch let error as MemoError {
                         if case .conflict = error { return .conflict(line: line, error) }
+                        if case .outcomeUnknown = error { return .unknown(line: line, error) }
                         // A read-only certificate is refused for every line alike: one line, exit 5.
                         if case .permissionDenied = error { throw error }
                         return .failed(line: line, error)
@@ -285,15 +300,17 @@ public struct CommandRunner: Sendable {
         err.flush()
         if style.json {
             out.line("{\"created\":\(created),\"unchanged\":\(unchanged),\"conflicts\":\(conflicts),"
-                + "\"invalid\":\(invalid),\"failed\":\(failed)}")
+                + "\"invalid\":\(invalid),\"failed\":\(failed),\"unknown\":\(unknown)}")
         } else if style.human {
             out.line("imported \(created) new, \(unchanged) already there, \(conflicts) conflicts"
-                + (invalid + failed > 0 ? ", \(invalid + failed) failed" : ""))
+                + (invalid + failed > 0 ? ", \(invalid + failed) failed" : "")
+                + (unknown > 0 ? ", \(unknown) outcome unknown (may or may not be there)" : ""))
         } else {
             out.line("created \(created)\tunchanged \(unchanged)\tconflicts \(conflicts)\tinvalid \(invalid)"
-                + "\tfailed \(failed)")
+                + "\tfailed \(failed)" + (unknown > 0 ? "\tunknown \(unknown)" : ""))
         }
         if conflicts > 0 { return .conflict }
+        if unknown > 0 { return .outcomeUnknown }
         return invalid + failed > 0 ? .failure : .ok
     }
 }

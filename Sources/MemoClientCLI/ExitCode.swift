@@ -16,7 +16,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case conflict = 4
     /// TLS failed or the certificate was refused (or is read-only for a write).
     case refused = 5
-    /// The server could not be reached or did not answer in time.
+    /// The server could not be reached, or did not answer in time a request that was not a write already sent.
     case unreachable = 6
     /// A write was sent and its answer never came (the connection or the server's store broke or timed out
     /// meanwhile): it may or may not have been applied.
@@ -30,8 +30,12 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .notFound: return "no memo with that id or prefix"
         case .conflict: return "conflict: revision mismatch (--if-revision), id reused, or ambiguous id prefix"
         case .refused: return "TLS failed or the certificate was refused (read-only certificates may not write)"
-        case .unreachable: return "server unreachable (a refused connection is retried until --timeout) or timed out"
-        case .outcomeUnknown: return "outcome unknown: a write was sent but its answer never came; it may or may not be applied"
+        case .unreachable:
+            return "server unreachable (a refused connection is retried until --timeout), or timed out before a "
+                + "write was sent"
+        case .outcomeUnknown:
+            return "outcome unknown: a write was sent but its answer never came (retried until --timeout); it may "
+                + "or may not be applied"
         }
     }
 
@@ -107,6 +111,10 @@ extension ExitCode {
                     + origin + ")"
             }
             return "cannot use the certificates: \(error.description)"
+        case MemoError.outcomeUnknown(let message):
+            // Whatever the server or the library said, the line says what it means for the user.
+            let meaning = message.contains("may or may not") ? "" : "; the write may or may not have been applied"
+            return "outcome unknown: " + message + meaning
         case let error as CustomStringConvertible:
             return error.description
         default:

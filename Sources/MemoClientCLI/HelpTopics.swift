@@ -44,7 +44,8 @@ public enum HelpTopics {
           --cert FILE           our client certificate (env MEMO_CERT)
           --key FILE            its private key (env MEMO_KEY)
           --timeout SECONDS     how long a request may take, connecting and retrying a refused connection
-                                included (env MEMO_TIMEOUT, default 10)
+                                included, and retrying a write of unknown outcome (env MEMO_TIMEOUT,
+                                default 10)
           --keepalive SECONDS   ping a connection silent this long; no answer within as long again is a lost
                                 connection, made again (on the next --server address) (env MEMO_KEEPALIVE,
                                 default 3; 0: off)
@@ -74,6 +75,8 @@ public enum HelpTopics {
             Prints id<TAB>revision<TAB>insertDate<TAB>first line. Content is at most 65536 bytes (UTF-8); more is
             refused before anything is sent (exit 1). Empty content is refused (exit 1) unless --allow-empty.
             Use -- before text that starts with a dash: memo-client add -- -5 degrees.
+            The id is chosen here: a create whose answer is lost (or answered outcome-unknown) is sent again
+            with the same id until --timeout; the memo coming back unchanged is success. Still unknown: exit 7.
 
             """,
         "edit": """
@@ -82,6 +85,10 @@ public enum HelpTopics {
             Replaces a memo's content (the words joined by spaces, or stdin with -).
               --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
               --allow-empty    allow empty content (refused by default, exit 1)
+            Without --if-revision the memo's current revision is read first and sent as the expected one (read
+            again if another writer moves it meanwhile: the last writer wins). An update whose answer is lost
+            (or answered outcome-unknown) is sent again with that revision until --timeout; a conflict whose
+            memo holds our text means the first try did it (exit 0). Still unknown: exit 7.
 
             """,
         "rm": """
@@ -89,6 +96,8 @@ public enum HelpTopics {
 
             Deletes a memo and prints it as it was.
               --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
+            A delete whose answer is lost (or answered outcome-unknown) is sent again until --timeout; finding
+            nothing then means the first try did it (exit 0). Still unknown: exit 7.
 
             """,
         "watch": """
@@ -98,7 +107,12 @@ public enum HelpTopics {
               existing|created|updated|deleted<TAB>id<TAB>revision<TAB>date<TAB>first line
             where date is the memo's updateDate (for deleted, the time of the delete). With --json:
               {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
-            Resumes across server restarts without missing or repeating a change; Ctrl-C stops.
+            Resumes across server restarts and reconnects: the changes come in revision order, each once, with
+            no gap, except across a resync. When the server no longer holds the changes missed while away
+            (history-gone), watch prints a resync line, then the whole list again as existing lines, and goes
+            on from there (never a made-up diff):
+              resync<TAB>N            (--json: {"event":"resync","revision":N})
+            N is the revision of the list that follows. Ctrl-C stops.
 
             """,
         "export": """
@@ -112,7 +126,9 @@ public enum HelpTopics {
 
             Memos from export output, read line by line from FILE (any readable path: a file, a pipe,
             /dev/stdin, <(command)) or stdin with -. Importing the same lines twice changes nothing.
-            Prints created N<TAB>unchanged N<TAB>conflicts N<TAB>invalid N<TAB>failed N.
+            Prints created N<TAB>unchanged N<TAB>conflicts N<TAB>invalid N<TAB>failed N, then <TAB>unknown N
+            when N creates were still of unknown outcome at --timeout (each is retried by its id until then;
+            exit 7 unless there are conflicts).
             A read-only certificate stops the import at once (exit 5).
 
             """,
@@ -152,7 +168,8 @@ let helpText: String = {
           edit ID TEXT... | edit ID -       replace a memo's content [--if-revision N]
           rm ID                             delete a memo [--if-revision N]
           watch                             the list, then one line per change as it happens; resumes
-                                            across server restarts without missing or repeating a change
+                                            across server restarts with no gap and no repeat, except
+                                            across an explicit resync (then the whole list again)
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
@@ -173,7 +190,8 @@ let helpText: String = {
           --cert FILE           our client certificate (instead of DIR/client.crt; env MEMO_CERT)
           --key FILE            its private key (instead of DIR/client.key; env MEMO_KEY)
           --timeout SECONDS     how long a request may take, connecting included; a refused connection is
-                                retried with backoff until then (env MEMO_TIMEOUT, default 10)
+                                retried with backoff until then, and so is a write of unknown outcome
+                                (sent, and its answer lost) (env MEMO_TIMEOUT, default 10)
           --keepalive SECONDS   ping a connection silent this long; no answer within as long again is a lost
                                 connection, made again (on the next --server address) (env MEMO_KEEPALIVE,
                                 default 3; 0: off)
@@ -185,6 +203,7 @@ let helpText: String = {
           --json                one JSON object per memo per line: id, content, insertDate, updateDate
                                 (ISO 8601, UTC, microseconds), revision; watch --json prints
                                 {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
+                                or {"event":"resync","revision":N}
           --version             the version, the protocol version, and the OpenSSL and SQLite versions
           -h, --help            this help (after a command: that command's help)
 
@@ -196,6 +215,7 @@ let helpText: String = {
           list, add, edit, rm:  id<TAB>revision<TAB>insertDate<TAB>first line
           watch:                existing|created|updated|deleted<TAB>id<TAB>revision<TAB>updateDate<TAB>first line
                                 (existing: the memos there when watch started; deleted: the delete's time)
+                                or resync<TAB>N, then every memo again as existing (history-gone)
           show:                 the content as it is
         Errors go to stderr, one line each.
 

@@ -155,4 +155,22 @@ struct ClientExitCodeTests {
         #expect(ExitCode.message(for: ClientError.unreachable(server: "127.0.0.1:7420", reason: "connection refused"))
             == "cannot reach 127.0.0.1:7420: connection refused")
     }
+
+    @Test func theResyncLineSaysTheRevisionInEachStyle() {
+        #expect(MemoFormatter(style: OutputStyle(json: true, human: false, color: false)).resync(revision: 42)
+            == #"{"event":"resync","revision":42}"#)
+        #expect(MemoFormatter(style: OutputStyle(json: false, human: false, color: true)).resync(revision: 42)
+            == "resync\t42")
+        #expect(MemoFormatter(style: OutputStyle(json: false, human: true, color: false)).resync(revision: 42)
+            == "= resync at revision 42: changes made while away are no longer held by the server; the whole list "
+                + "follows")
+    }
+
+    @Test func anUnknownOutcomeIsExitSevenAndItsLineSaysTheWriteMayHaveBeenApplied() {
+        #expect(ExitCode(MemoError.outcomeUnknown("x")) == .outcomeUnknown)
+        #expect(ExitCode.message(for: MemoError.outcomeUnknown("the commit's connection broke"))
+            == "outcome unknown: the commit's connection broke; the write may or may not have been applied")
+        #expect(ExitCode.message(for: MemoError.outcomeUnknown("no answer; it may or may not have been applied"))
+            == "outcome unknown: no answer; it may or may not have been applied")
+    }
 }

@@ -433,4 +433,61 @@ struct ClientConnectionMachineTests {
         // Its answer, when it comes, belongs to nobody.
         #expect(driver.completions(driver.receive(.memos(revision: 1, last: true, memos: []), id: slow.id)).isEmpty)
     }
+
+    @Test func aWriteSentAndNeverAnsweredIsOutcomeUnknownAndOneNeverSentIsUnreachable() {
+        var driver = Driver()
+        _ = driver.start()
+        _ = driver.end(.io("connection refused"))
+        // Never sent: no connection came up before its deadline.
+        let unsent = driver.submit(.create(id: UUID(), insertMicros: nil, updateMicros: nil, content: "a"),
+                                   timeout: .seconds(2))
+        _ = driver.end(.io("connection refused"))
+        let notSent = driver.completions(driver.fire(.request(unsent.id)))
+        guard case .failure(ClientError.unreachable)? = notSent.first?.result else {
+            Issue.record("expected unreachable, got \(notSent)")
+            return
+        }
+
+        // Sent on a live connection, then its deadline passed: it may have been done.
+        _ = driver.fire(.reconnect)
+        _ = driver.goLive()
+        let create = driver.submit(.create(id: UUID(), insertMicros: nil, updateMicros: nil, content: "b"),
+                                   timeout: .seconds(3))
+        #expect(driver.sentIDs(create.actions) == [create.id])
+        let expired = driver.completions(driver.fire(.request(create.id)))
+        guard case .failure(MemoError.outcomeUnknown(let message))? = expired.first?.result else {
+            Issue.record("expected outcome unknown, got \(expired)")
+            return
+        }
+        #expect(message.contains("may or may not have been applied"))
+
+        // Sent, the connection lost, and not sent again before its deadline: still unknown, not unreachable.
+        let delete = driver.submit(.delete(id: UUID(), expectedRevision: 4), timeout: .seconds(3))
+        _ = driver.end(.io("connection reset by peer"))
+        _ = driver.fire(.reconnect)
+        _ = driver.end(.io("connection refused"))
+        let lost = driver.completions(driver.fire(.request(delete.id)))
+        guard case .failure(MemoError.outcomeUnknown)? = lost.first?.result else {
+            Issue.record("expected outcome unknown, got \(lost)")
+            return
+        }
+
+        // The server's own 505 answer is the same outcome.
+        _ = driver.fire(.reconnect)
+        _ = driver.goLive()
+        let update = driver.submit(.update(id: UUID(), expectedRevision: 2, content: "c"))
+        let answered = driver.completions(driver.receive(
+            .error(code: .outcomeUnknown, message: "outcome unknown: the commit's connection broke"), id: update.id))
+        guard case .failure(MemoError.outcomeUnknown("the commit's connection broke"))? = answered.first?.result else {
+            Issue.record("expected outcome unknown, got \(answered)")
+            return
+        }
+        // A read sent and never answered is still just a timeout.
+        let read = driver.submit(.list, timeout: .seconds(1))
+        let timedOut = driver.completions(driver.fire(.request(read.id)))
+        guard case .failure(ClientError.timedOut)? = timedOut.first?.result else {
+            Issue.record("expected a timeout, got \(timedOut)")
+            return
+        }
+    }
 }

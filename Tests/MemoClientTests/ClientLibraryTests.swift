@@ -174,4 +174,51 @@ struct ClientLibraryTests {
         _ = try await firstValue(of: store.memoList(), "the rollback") { $0 == [memo] }
         #expect(store.pendingWrites.value == [])
     }
+
+    @Test func aMirrorWhoseHistoryIsGoneIsResetToTheServersListWithNoMadeUpChanges() async throws {
+        let server = try TestServer(store: MemoryStore(historyCapacity: 3))
+        defer { server.stop() }
+        let directory = try TemporaryDirectory()
+        let cache = directory.path + "/mirror.cache"
+        let kept = try await server.store.create(content: "kept", id: nil, insertDate: nil)
+        let doomed = try await server.store.create(content: "doomed", id: nil, insertDate: nil)
+        try MirrorCache.save(revision: doomed.revision, memos: [doomed, kept], to: cache)
+        // While the cached mirror was away: more changes than the history holds.
+        _ = try await server.store.update(id: kept.id, content: "kept, edited", expectedRevision: kept.revision)
+        _ = try await server.store.delete(id: doomed.id, expectedRevision: nil)
+        let fleeting = try await server.store.create(content: "fleeting", id: nil, insertDate: nil)
+        _ = try await server.store.delete(id: fleeting.id, expectedRevision: nil)
+        let fresh = try await server.store.create(content: "fresh", id: nil, insertDate: nil)
+        let current = server.store.snapshot()
+
+        let client = try MemoConnection.start(server.clientConfiguration())
+        defer { client.close() }
+        let store = try RemoteStore(client: client, cachePath: cache)
+        let changes = Recorder<Change>()
+        let events = Recorder<MirrorEvent>()
+        let deltas = Recorder<ListDelta>()
+        let changeWatch = store.changes.subscribe { changes.record($0) }
+        let eventWatch = store.events.subscribe { events.record($0) }
+        let listWatch = store.watchList { deltas.record($0) }
+        defer {
+            changeWatch.cancel()
+            eventWatch.cancel()
+            listWatch.cancel()
+        }
+        try await store.waitUntilFresh()
+        let resets = events.values.compactMap { event -> (UInt64, [Memo], Bool)? in
+            guard case .reset(let revision, let memos, let resync) = event else { return nil }
+            return (revision, memos, resync)
+        }
+        #expect(resets.count == 1)
+        #expect(resets.first?.0 == current.revision)
+        #expect(resets.first?.1 == current.memos)
+        #expect(resets.first?.2 == true)
+        // No change is made up for what the mirror missed.
+        #expect(changes.values.isEmpty)
+        // The list's watchers get the cached list, then the server's whole list as a reset.
+        #expect(deltas.values == [.reset([doomed, kept]), .reset(current.memos)])
+        #expect(store.memoList().value?.map(\.id) == [fresh.id, kept.id])
+        #expect(store.revision == current.revision)
+    }
 }

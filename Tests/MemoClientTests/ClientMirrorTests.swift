@@ -22,7 +22,7 @@ struct ClientMirrorTests {
         let events = mirror.apply([.snapshot(revision: 5, last: true, memos: [memo(1, revision: 1)]),
                                    created(3, at: 6), created(4, at: 7)])
         #expect(events.count == 3)
-        guard case .reset(5, let memos, nil) = events[0] else { Issue.record("\(events)"); return }
+        guard case .reset(5, let memos, false) = events[0] else { Issue.record("\(events)"); return }
         #expect(memos.map(\.content) == ["memo 2", "memo 1"])
         #expect(events[1] == .fresh(revision: 5))
         guard case .changes(let changes) = events[2] else { Issue.record("\(events)"); return }
@@ -61,18 +61,28 @@ struct ClientMirrorTests {
         #expect(!mirror.isStale)
     }
 
-    @Test func historyGoneDropsTheBaseAndTheNextSnapshotIsDiffed() {
+    @Test func historyGoneMakesTheNextSnapshotAResyncThatReplacesTheListWithNoMadeUpChanges() {
         var mirror = Mirror(cachedRevision: 3, memos: [memo(1, revision: 1), memo(2, revision: 3)])
         let gone = mirror.apply([.historyGone(requested: 3, oldestAvailable: 10)])
         guard case .resubscribe = gone.first else { Issue.record("\(gone)"); return }
         #expect(mirror.resumeRevision == nil)
         // Memo 1 was edited, memo 2 deleted and memo 3 made while we were away.
-        let events = mirror.apply([.snapshot(revision: 12, last: true, memos: [
+        let (events, delta) = mirror.applyShowing([.snapshot(revision: 12, last: true, memos: [
             memo(3, revision: 11), memo(1, "edited", revision: 12)])])
-        guard case .reset(12, _, let diff?) = events.first else { Issue.record("\(events)"); return }
-        #expect(diff.map(\.kind) == [.created, .updated, .deleted])
-        #expect(diff.map(\.revision) == [11, 12, 12])
-        #expect(diff.last?.memo.id == memo(2, revision: 0).id)
+        // One reset marked as a resync, carrying the whole new list; no change is made up for what was missed.
+        guard case .reset(12, let memos, true) = events.first else { Issue.record("\(events)"); return }
+        #expect(memos.map(\.content) == ["memo 3", "edited"])
+        #expect(!events.contains { if case .changes = $0 { return true } else { return false } })
+        // The list's watchers (the front end) are given the new list as a reset too, not as edits.
+        #expect(delta == .reset(memos))
+        #expect(mirror.list == memos)
+        #expect(mirror.resumeRevision == 12)
+        // Changes after the resync apply in order from its revision; a later first snapshot is no resync.
+        #expect(mirror.apply([created(4, at: 13)]) == [.changes([
+            Change(revision: 13, kind: .created, memo: memo(4, revision: 13))])])
+        var fresh = Mirror()
+        let first = fresh.apply([.snapshot(revision: 2, last: true, memos: [memo(1, revision: 1)])])
+        guard case .reset(2, _, false) = first.first else { Issue.record("\(first)"); return }
     }
 
     @Test func pendingWritesShowAtOnceAndLeaveWhenAppliedOrRefused() {

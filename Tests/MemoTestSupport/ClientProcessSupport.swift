@@ -61,6 +61,8 @@ package final class ClientProcess: Sendable {
         }
     }
 
+    /// The process id, for signals (SIGSTOP/SIGCONT: a client that cannot follow for a while).
+    package var processID: pid_t { process.processIdentifier }
     package var lines: [String] { state.withLock { $0.lines } }
     package var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
@@ -110,25 +112,7 @@ package final class CuttingProxy: Sendable {
 
     package init(to target: SocketAddress) throws {
         self.target = target
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
-        }
-        port = UInt16(bigEndian: address.sin_port)
-        self.listener = listener
+        (listener, port) = try loopbackListener()
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -172,21 +156,52 @@ package final class CuttingProxy: Sendable {
                 state.cuts += 1
                 return true
             }
-            if cut { break }
-            var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { send(destination, $0.baseAddress! + offset, count - offset,
-                                                            Int32(MSG_NOSIGNAL)) }
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else { break }
-                offset += written
-            }
-            if offset < count { break }
+            if cut || !sendAll(buffer[..<count], to: destination) { break }
         }
         // Either side ending ends both: the answer in `buffer` is dropped with the connection.
         shutdown(source, Int32(SHUT_RDWR))
         shutdown(destination, Int32(SHUT_RDWR))
     }
+}
+
+/// Writes all of `bytes` to the blocking socket `fd` (retrying EINTR and short writes). - Returns: false when the
+/// socket failed first.
+package func sendAll(_ bytes: ArraySlice<UInt8>, to fd: Int32) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes.withUnsafeBytes {
+            send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+        }
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else { return false }
+        offset += written
+    }
+    return true
+}
+
+/// A blocking TCP listener on a free loopback port, for a test proxy. - Returns: its descriptor and port.
+package func loopbackListener() throws -> (Int32, UInt16) {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var one: Int32 = 1
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0, listen(listener, 16) == 0 else {
+        close(listener)
+        throw POSIXError(.EADDRINUSE)
+    }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
+    }
+    return (listener, UInt16(bigEndian: address.sin_port))
 }
 
 /// The connections a test proxy holds: counted, and cut all at once by `stop`.
@@ -198,6 +213,8 @@ package final class ProxyBook: Sendable {
     }
 
     private let state = Mutex(State())
+
+    package init() {}
 
     /// Connections accepted and passed on so far.
     package var connections: Int { state.withLock { $0.connections } }

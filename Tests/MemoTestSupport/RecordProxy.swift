@@ -88,16 +88,7 @@ package final class RecordProxy: Sendable {
     }
 
     private func write(_ bytes: [UInt8], to fd: Int32) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes {
-                send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return false }
-            offset += written
-        }
-        return true
+        sendAll(bytes[...], to: fd)
     }
 }
 
