@@ -43,19 +43,20 @@ struct GrayTorture {
         change after its start exactly once and in order, or an explicit resync event and the full set, and
         reached the head (watcher gaps, repeats, mismatches); under the faults that leave every server running
         and reachable (stop-postgres, the backends, partition-server-database, disk-full), every write was
-        answered, if only with an error, within --timeout (unanswered); and the watchers caught up, within --bound
-        seconds (default 3 x --keepalive, or 9: 3 x memo-client's default keepalive of 3 s), with a write made through a healthy server just after the
-        fault began (when one server stays healthy) or just after the heal (otherwise): time to recover.
+        answered, if only with an error, within --timeout (unanswered); and the watchers caught up, within
+        --bound seconds (default 3 x --keepalive, or 9: 3 x memo-client's default keepalive of 3 s), with a
+        write made through a healthy server just after the fault began (when one server stays healthy) or just
+        after the heal (otherwise): time to recover.
 
         Prints a line per run and a summary line per fault, then `gray summary: PASS|FAIL; ...`; exits 0 when
         every check held, 1 otherwise. Defaults: --runs 1 --writers 4 --watchers 2 (per server)
         --fault-seconds 20 --warmup 2 --timeout 10 (a writer's request deadline) --rate 100 (writes per second
-        per writer at most). --short: every fault once with
-        --writers 3 --watchers 1 --fault-seconds 10 --warmup 1 (about 3 minutes). --keepalive is passed to the
-        watchers as their --keepalive. --keep leaves the logs and says where. --check-the-checks plants, after
-        each run, one fault of each kind in copies of its records (an acknowledged create reported as failed, an
-        acknowledged create the store never got, a change dropped from a watcher's output, one printed twice)
-        and exits 0 only when the checks count every one (the run's own result does not count then).
+        per writer at most). --short: every fault once with --writers 3 --watchers 1 --fault-seconds 10
+        --warmup 1 (about 3 minutes). --keepalive is passed to the watchers as their --keepalive. --keep leaves
+        the logs and says where. --check-the-checks plants, after each run, one fault of each kind in copies of
+        its records (an acknowledged create reported as failed, an acknowledged create the store never got, a
+        change dropped from a watcher's output, one printed twice) and exits 0 only when the checks count every
+        one (the run's own result does not count then).
         """
 
     enum Fault: String, CaseIterable {
