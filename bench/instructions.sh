@@ -6,6 +6,7 @@
 #
 #   bench/instructions.sh                      both figures (about a minute; needs valgrind)
 #   SERVER=/path/to/memo-server bench/instructions.sh   another build's server, measured by this build's memo-bench
+#   SERVER_ARGS="--metrics 0" bench/instructions.sh     the server with more options (here: metrics on)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -25,7 +26,7 @@ CERTS="$WORK/certs"
 counted() {
     local out="$WORK/callgrind.$RANDOM"
     valgrind --tool=callgrind --callgrind-out-file="$out" "$SERVER" serve --listen 127.0.0.1:0 --store memory \
-        --threads 1 --certs "$CERTS" >"$out.log" 2>/dev/null &
+        --threads 1 --certs "$CERTS" ${SERVER_ARGS:-} >"$out.log" 2>/dev/null &
     local pid=$!
     PIDS+=("$pid")
     for _ in $(seq 1 300); do grep -q "listening on" "$out.log" 2>/dev/null && break; sleep 0.1; done

@@ -60,15 +60,13 @@ extension ClientError {
                 return MemoError.contentTooLarge(size: content.utf8.count, limit: MemoLimits.maxContentBytes)
             }
             return MemoError.invalidArgument(message)
-        case .invalidRequest: return MemoError.invalidArgument(message)
-        case .permissionDenied: return MemoError.permissionDenied(message)
-        case .storageUnavailable, .internalError: return MemoError.storage(message)
-        case .storageFull: return MemoError.storageFull(message)
-        case .outcomeUnknown:
-            // The server sends MemoError's description, which already starts with the words the client adds.
-            let prefix = "outcome unknown: "
-            let reason = message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
-            return MemoError.outcomeUnknown(reason)
+        // The server sends a MemoError's description, which already starts with the words the MemoError's own
+        // description adds: without them once, so that "storage error: storage error: ..." is never printed.
+        case .invalidRequest: return MemoError.invalidArgument(message.removingPrefix("invalid argument: "))
+        case .permissionDenied: return MemoError.permissionDenied(message.removingPrefix("permission denied: "))
+        case .storageUnavailable, .internalError: return MemoError.storage(message.removingPrefix("storage error: "))
+        case .storageFull: return MemoError.storageFull(message.removingPrefix("storage full: "))
+        case .outcomeUnknown: return MemoError.outcomeUnknown(message.removingPrefix("outcome unknown: "))
         default: return ClientError.server(code: code, message: message)
         }
     }
@@ -78,5 +76,11 @@ extension ClientError {
         guard let range = message.range(of: "revision ") else { return nil }
         let digits = message[range.upperBound...].prefix { $0.isASCII && $0.isNumber }
         return UInt64(digits)
+    }
+}
+
+extension String {
+    fileprivate func removingPrefix(_ prefix: String) -> String {
+        hasPrefix(prefix) ? String(dropFirst(prefix.count)) : self
     }
 }

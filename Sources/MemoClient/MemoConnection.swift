@@ -223,6 +223,15 @@ public final class MemoConnection: Sendable {
         return ContinuousClock.now - start
     }
 
+    /// How the server is doing (the `status` request).
+    public func status() async throws -> StatusReport {
+        let reply = try await send(.status)
+        guard case .message(.statusReport(let report)) = reply else {
+            throw ClientError.protocolError("expected a status report in answer to status, got \(reply)")
+        }
+        return report
+    }
+
     /// Runs `work` on the client's loop thread, after everything queued there before it.
     func execute(_ work: @escaping @Sendable () -> Void) {
         loop.execute(work)

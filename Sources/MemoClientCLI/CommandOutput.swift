@@ -156,11 +156,12 @@ public struct MemoFormatter: Sendable {
             + Timestamp.iso8601(micros: memo.updateMicros) + "\t" + Self.firstLine(memo.content)
     }
 
-    /// A whole memo for `show`: for scripts exactly as stored; for people with its control characters made
-    /// visible.
+    /// A whole memo for `show`: for scripts the content's bytes exactly as stored and one newline, always (so
+    /// that `show ID | edit ID -`, which drops one final newline, gives back the same bytes); for people with its
+    /// control characters made visible.
     public func detail(_ memo: Memo) -> String {
         if style.json { return MemoJSON.object(memo) + "\n" }
-        if !style.human { return memo.content.hasSuffix("\n") ? memo.content : memo.content + "\n" }
+        if !style.human { return memo.content + "\n" }
         var text = paint("id", "2") + "        " + memo.id.uuidString.lowercased() + "\n"
         text += paint("revision", "2") + "  " + String(memo.revision) + "\n"
         text += paint("created", "2") + "   " + Self.localDate(micros: memo.insertMicros) + "\n"

@@ -6,8 +6,10 @@ import MemoCore
 /// request by id, and what a retry meets is read for what it says about the first try.
 extension CommandRunner {
     /// A create with an id chosen here: a retry finds the memo the first try made (unchanged: success).
-    func add(_ content: String, _ client: MemoConnection, _ retry: WriteRetry) async throws -> Memo {
-        let id = UUID()
+    func add(_ content: String, id given: UUID? = nil, _ client: MemoConnection, _ retry: WriteRetry) async throws
+        -> Memo
+    {
+        let id = given ?? UUID()
         return try await retry.run { _, timeout in
             try await client.create(content: content, id: id, insertMicros: nil, timeout: timeout)
         }

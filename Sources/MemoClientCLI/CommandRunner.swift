@@ -1,12 +1,21 @@
 import Foundation
+import Glibc
 import MemoClient
 import MemoCore
+import MemoTLS
 
 /// Where a memo's text comes from.
 public enum TextSource: Sendable, Hashable {
     case literal(String)
-    /// All of standard input, less one final newline.
+    /// All of standard input, less one final newline ("\n"): the inverse of `show`, which prints the content
+    /// and one newline.
     case standardInput
+}
+
+/// Input a command cannot use (exit 1), found before anything is sent.
+public struct InputError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// One `memo-client` command, parsed.
@@ -14,13 +23,25 @@ public enum ClientCommand: Sendable, Hashable {
     case list(filter: String?, limit: Int?)
     case show(id: String)
     /// `allowEmpty`: empty content is refused unless this is set (the front end refuses empty memos too).
-    case add(TextSource, allowEmpty: Bool)
+    /// `id`: create with this id, idempotently (the same id and content again change nothing; other content is a
+    /// conflict).
+    case add(TextSource, allowEmpty: Bool, id: UUID? = nil)
     case edit(id: String, text: TextSource, ifRevision: UInt64?, allowEmpty: Bool)
     case remove(id: String, ifRevision: UInt64?)
     case watch
+    /// `watch --since REVISION`: the changes after `revision` only, without the list first.
+    case watchAfter(revision: UInt64)
     case export
-    /// A file of `export` lines; "-" is standard input.
-    case importMemos(path: String)
+    /// A file of `export` lines; "-" is standard input. `maxErrors`: stop after that many bad lines (0: never);
+    /// `dryRun`: read and check every line, send nothing.
+    case importMemos(path: String, maxErrors: Int = 100, dryRun: Bool = false)
+    /// The certificate this client would present: read locally, no connection.
+    case whoami
+    /// How each server of `--server` is doing.
+    case status
+
+    /// How many bad lines an import reports before it stops, unless `--max-errors` says otherwise.
+    public static let defaultMaxErrors = 100
 }
 
 /// Runs one command against a server and prints its result: the logic of `memo-client`, kept out of
@@ -30,13 +51,31 @@ public struct CommandRunner: Sendable {
     public let formatter: MemoFormatter
     let out: BufferedOutput
     let err: BufferedOutput
+    /// Where the day of the last certificate-expiry warning is kept (`ClientCertificate.warningsPath`).
+    let warningsPath: String
+    /// False under MEMO_EXPIRY_WARNING=0: commands other than whoami give no expiry warning.
+    let warnsOfExpiry: Bool
     /// How many creates an import keeps in flight at once.
     static let importWindow = 64
+    /// Print nothing on success (`--quiet`): add, edit, rm and import.
+    public var quiet = false
+    /// Show import's progress line on stderr (set when stderr is a terminal).
+    public var progress = false
+    /// On SIGINT during an import, print its summary and exit 130 (set by memo-client only: a library must not
+    /// end its process).
+    public var stopsOnInterrupt = false
 
     /// - Parameters:
     ///   - out: standard output, or a test's pipe; its broken-pipe handler is the caller's decision.
-    public init(configuration: ClientConfiguration, style: OutputStyle, out: BufferedOutput, err: BufferedOutput) {
+    ///   - environment: where the cache folder is (XDG_CACHE_HOME, HOME) for the daily expiry warning, and
+    ///     MEMO_EXPIRY_WARNING=0, which turns that warning off.
+    public init(
+        configuration: ClientConfiguration, style: OutputStyle, out: BufferedOutput, err: BufferedOutput,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         self.configuration = configuration
+        warningsPath = ClientCertificate.warningsPath(environment: environment)
+        warnsOfExpiry = environment["MEMO_EXPIRY_WARNING"] != "0"
         formatter = MemoFormatter(style: style)
         self.out = out
         self.err = err
@@ -46,6 +85,13 @@ public struct CommandRunner: Sendable {
 
     /// Runs `command`; errors are printed as one line on stderr.
     public func run(_ command: ClientCommand) async -> ExitCode {
+        // The expiry warning, at most once a day, before the command's own output (whoami always gives it).
+        if command != .whoami, warnsOfExpiry, let certificate = try? ClientCertificate(configuration: configuration),
+            let warning = certificate.dailyWarning(now: UTCTime.now(), path: warningsPath)
+        {
+            err.line("memo-client: " + warning)
+            err.flush()
+        }
         let code: ExitCode
         do {
             code = try await execute(command)
@@ -59,16 +105,20 @@ public struct CommandRunner: Sendable {
     }
 
     func report(_ error: any Error) {
-        err.line("memo-client: " + ExitCode.message(for: error, certificatesOrigin: configuration.certificatesOrigin))
+        err.line("memo-client: " + ExitCode.message(
+            for: error, certificatesOrigin: configuration.certificatesOrigin,
+            certificates: (configuration.caPath, configuration.certificatePath)))
         err.flush()
     }
 
     private func execute(_ command: ClientCommand) async throws -> ExitCode {
+        // Each server on a connection of its own, not one connection failing over.
+        if command == .status { return await status() }
         // Read stdin before connecting: a slow writer must not eat into the request deadline. Content the server
         // would refuse is refused here, before anything is sent.
         var text: String?
         switch command {
-        case .add(let source, let allowEmpty), .edit(_, let source, _, let allowEmpty):
+        case .add(let source, let allowEmpty, _), .edit(_, let source, _, let allowEmpty):
             let content = try Self.read(source)
             try MemoLimits.validate(content: content)
             if content.isEmpty, !allowEmpty {
@@ -77,6 +127,12 @@ public struct CommandRunner: Sendable {
                         + "give --allow-empty to store an empty memo")
             }
             text = content
+        case .whoami:
+            whoami(try ClientCertificate(configuration: configuration))
+            return .ok
+        case .importMemos(let path, let maxErrors, dryRun: true):
+            // Nothing is sent: no connection either.
+            return try await importMemos(path, maxErrors: maxErrors, nil)
         default: break
         }
         let client = try await MemoConnection.connect(configuration)
@@ -98,27 +154,56 @@ public struct CommandRunner: Sendable {
             let memo: Memo
             if let found { memo = found } else { memo = try await client.get(id: id) }
             out.write(formatter.detail(memo))
-        case .add:
-            let memo = try await add(text ?? "", client, retry)
-            out.line(formatter.written(memo, verb: "created"))
+        case .add(_, _, let id):
+            let baseline = client.serverRevision ?? 0
+            let memo = try await add(text ?? "", id: id, client, retry)
+            // With --id, the same id and content again return the memo as it was (an older revision).
+            let verb = id != nil && memo.revision <= baseline ? "unchanged" : "created"
+            if !quiet { out.line(formatter.written(memo, verb: verb)) }
         case .edit(let idText, _, let ifRevision, _):
             let (id, found) = try await resolve(idText, client)
             let memo = try await edit(id, found: found, to: text ?? "", ifRevision: ifRevision, client, retry)
-            out.line(formatter.written(memo, verb: "updated"))
+            if !quiet { out.line(formatter.written(memo, verb: "updated")) }
         case .remove(let idText, let ifRevision):
             let (id, found) = try await resolve(idText, client)
             var known = found
             if known == nil { known = try? await client.get(id: id, timeout: retry.timeLeft) }
             let memo = try await remove(id, known: known, ifRevision: ifRevision, client, retry)
-            out.line(formatter.written(memo, verb: "deleted"))
+            if !quiet { out.line(formatter.written(memo, verb: "deleted")) }
         case .watch:
             try await watch(client)
+        case .watchAfter(let revision):
+            try await watch(client, after: revision)
         case .export:
             for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
-        case .importMemos(let path):
-            return try await importMemos(path, client)
+        case .importMemos(let path, let maxErrors, _):
+            return try await importMemos(path, maxErrors: maxErrors, client)
+        case .whoami:
+            break  // answered before connecting
+        case .status:
+            break  // answered above
         }
         return .ok
+    }
+
+    /// `whoami`: the fields as `field<TAB>value` lines (aligned for people), or one JSON object; the expiry
+    /// warning on stderr.
+    private func whoami(_ certificate: ClientCertificate) {
+        let now = UTCTime.now()
+        if style.json {
+            out.line(certificate.json(now: now))
+        } else {
+            let width = certificate.fields(now: now).map(\.0.count).max() ?? 0
+            for (name, value) in certificate.fields(now: now) {
+                out.line(style.human ? name + String(repeating: " ", count: width - name.count + 2) + value
+                    : name + "\t" + value)
+            }
+        }
+        out.flush()
+        if let warning = certificate.warning(now: now) {
+            err.line("memo-client: " + warning)
+            err.flush()
+        }
     }
 
     private func printList(_ memos: [Memo]) {
@@ -145,18 +230,37 @@ public struct CommandRunner: Sendable {
     static func read(_ source: TextSource) throws -> String {
         switch source {
         case .literal(let text): return text
-        case .standardInput:
-            let data = FileHandle.standardInput.readDataToEndOfFile()
-            guard var text = String(validating: data, as: UTF8.self) else {
-                throw MemoError.invalidArgument("standard input is not valid UTF-8")
-            }
-            if text.hasSuffix("\r\n") {
-                text.removeLast()
-            } else if text.hasSuffix("\n") {
-                text.removeLast()
-            }
-            return text
+        case .standardInput: return try readStandardInput()
         }
+    }
+
+    /// Standard input less one final "\n", read with read(2) up to the content limit plus the newline plus one
+    /// byte and no further: endless input (`yes | memo-client add -`) is refused after 65,538 bytes, not
+    /// buffered.
+    /// - Throws: `MemoError.invalidArgument` for input over the limit or not valid UTF-8.
+    static func readStandardInput(fd: Int32 = STDIN_FILENO) throws -> String {
+        let cap = MemoLimits.maxContentBytes + 2
+        var bytes = [UInt8](repeating: 0, count: cap)
+        var count = 0
+        while count < cap {
+            let got = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, cap - count) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw MemoError.invalidArgument("cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+            if got == 0 { break }
+            count += got
+        }
+        if count == cap {
+            throw InputError(
+                "content is over the limit of \(MemoLimits.maxContentBytes) bytes (standard input holds more than "
+                    + "\(cap - 1); reading stopped there)")
+        }
+        if count > 0, bytes[count - 1] == UInt8(ascii: "\n") { count -= 1 }
+        guard let text = String(validating: bytes[..<count], as: UTF8.self) else {
+            throw MemoError.invalidArgument("standard input is not valid UTF-8")
+        }
+        return text
     }
 
     // MARK: - watch
@@ -190,127 +294,8 @@ public struct CommandRunner: Sendable {
             }
             out.flush()
         }
-        if human {
-            let server = configuration.server
-            client.connectionState.subscribe { state in
-                switch state {
-                case .reconnecting: err.line("memo-client: connection to \(server) lost; reconnecting")
-                case .live: err.line("memo-client: watching \(server) (Ctrl-C stops)")
-                case .connecting, .offline: return
-                }
-                err.flush()
-            }
-        }
-        // A lost connection is made again, but a refused certificate (revoked, expired, another CA) would be
-        // refused on every retry: like any other command, watch then stops with exit 5 and the reason.
-        let refusals = client.connectionFailure.values.compactMap { failure -> ClientError? in
-            guard let failure, ExitCode(failure) == .refused else { return nil }
-            return failure
-        }
+        reportConnection(client)
         store.startMirror()
-        for await refusal in refusals { throw refusal }
-        while true { try await Task.sleep(for: .seconds(3600)) }
-    }
-
-    // MARK: - import
-
-    private enum ImportOutcome: Sendable {
-        case created, unchanged
-        case conflict(line: Int, any Error)
-        /// Sent, and still unknown when its time was up (retried by id until then).
-        case unknown(line: Int, any Error)
-        case failed(line: Int, any Error)
-    }
-
-    private func importMemos(_ path: String, _ client: MemoConnection) async throws -> ExitCode {
-        let name = path == "-" ? "standard input" : path
-        let reader = try LineReader(path: path)
-        var invalid = 0
-        /// The next memo to create, reading (and reporting bad lines) as it goes: the input is never all in memory.
-        func nextRecord() throws -> (line: Int, record: MemoJSON.Record)? {
-            while let bytes = try reader.next(name: name) {
-                let line = reader.lineNumber
-                guard let text = String(validating: bytes, as: UTF8.self) else {
-                    invalid += 1
-                    err.line("memo-client: line \(line): not valid UTF-8")
-                    continue
-                }
-                let trimmed = text.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                do {
-                    return (line, try MemoJSON.record(fromLine: trimmed))
-                } catch {
-                    invalid += 1
-                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
-                }
-            }
-            return nil
-        }
-        let baseline = client.serverRevision ?? 0
-        var created = 0
-        var unchanged = 0
-        var conflicts = 0
-        var failed = 0
-        var unknown = 0
-        try await withThrowingTaskGroup(of: ImportOutcome.self) { group in
-            func take(_ outcome: ImportOutcome) {
-                switch outcome {
-                case .created: created += 1
-                case .unchanged: unchanged += 1
-                case .conflict(let line, let error):
-                    conflicts += 1
-                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
-                case .failed(let line, let error):
-                    failed += 1
-                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
-                case .unknown(let line, let error):
-                    unknown += 1
-                    err.line("memo-client: line \(line): \(ExitCode.message(for: error))")
-                }
-            }
-            var inFlight = 0
-            while let (line, record) = try nextRecord() {
-                if inFlight >= Self.importWindow, let outcome = try await group.next() {
-                    inFlight -= 1
-                    take(outcome)
-                }
-                inFlight += 1
-                let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
-                group.addTask {
-                    do {
-                        // By its id, so a create whose outcome is unknown is safely sent again.
-                        let memo = try await retry.run { _, timeout in
-                            try await client.create(
-                                content: record.content, id: record.id, insertMicros: record.insertMicros,
-                                updateMicros: record.updateMicros, timeout: timeout)
-                        }
-                        return memo.revision > baseline ? .created : .unchanged
-                    } catch let error as MemoError {
-                        if case .conflict = error { return .conflict(line: line, error) }
-                        if case .outcomeUnknown = error { return .unknown(line: line, error) }
-                        // A read-only certificate is refused for every line alike: one line, exit 5.
-                        if case .permissionDenied = error { throw error }
-                        return .failed(line: line, error)
-                    }
-                    // Anything else (unreachable, refused, timed out) stops the import.
-                }
-            }
-            while let outcome = try await group.next() { take(outcome) }
-        }
-        err.flush()
-        if style.json {
-            out.line("{\"created\":\(created),\"unchanged\":\(unchanged),\"conflicts\":\(conflicts),"
-                + "\"invalid\":\(invalid),\"failed\":\(failed),\"unknown\":\(unknown)}")
-        } else if style.human {
-            out.line("imported \(created) new, \(unchanged) already there, \(conflicts) conflicts"
-                + (invalid + failed > 0 ? ", \(invalid + failed) failed" : "")
-                + (unknown > 0 ? ", \(unknown) outcome unknown (may or may not be there)" : ""))
-        } else {
-            out.line("created \(created)\tunchanged \(unchanged)\tconflicts \(conflicts)\tinvalid \(invalid)"
-                + "\tfailed \(failed)" + (unknown > 0 ? "\tunknown \(unknown)" : ""))
-        }
-        if conflicts > 0 { return .conflict }
-        if unknown > 0 { return .outcomeUnknown }
-        return invalid + failed > 0 ? .failure : .ok
+        try await untilStopped(client)
     }
 }

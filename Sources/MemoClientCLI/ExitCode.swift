@@ -1,3 +1,4 @@
+import Foundation
 import MemoClient
 import MemoCore
 import MemoTLS
@@ -21,6 +22,10 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     /// A write was sent and its answer never came (the connection or the server's store broke or timed out
     /// meanwhile): it may or may not have been applied.
     case outcomeUnknown = 7
+    /// `status`: a server answered that it is not ready (shutting down, its store unreachable or lagging).
+    case notReady = 8
+    /// Interrupted (SIGINT) during an import, after printing its summary.
+    case interrupted = 130
 
     public var meaning: String {
         switch self {
@@ -36,6 +41,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .outcomeUnknown:
             return "outcome unknown: a write was sent but its answer never came (retried until --timeout); it may "
                 + "or may not be applied"
+        case .notReady: return "status: a server answered that it is not ready (the reason is in its row)"
+        case .interrupted: return "interrupted (Ctrl-C) during an import, after printing what it did"
         }
     }
 
@@ -101,8 +108,18 @@ public struct CommandUsageError: Error, Sendable, CustomStringConvertible {
 
 extension ExitCode {
     /// One clear line for stderr (without the program name).
-    /// - Parameter certificatesOrigin: which certificate folder was used and why, named when a file is missing.
-    public static func message(for error: any Error, certificatesOrigin: String? = nil) -> String {
+    /// - Parameters:
+    ///   - certificatesOrigin: which certificate folder was used and why, named when a file is missing.
+    ///   - certificates: the CA and client certificate files, named when one side refused the other's certificate.
+    public static func message(
+        for error: any Error, certificatesOrigin: String? = nil, certificates: (ca: String, own: String)? = nil
+    ) -> String {
+        withoutDoubledPrefixes(rawMessage(for: error, certificatesOrigin: certificatesOrigin, certificates: certificates))
+    }
+
+    private static func rawMessage(
+        for error: any Error, certificatesOrigin: String?, certificates: (ca: String, own: String)?
+    ) -> String {
         switch error {
         case let error as TLSError:
             if error.kind == .fileSystem {
@@ -115,10 +132,30 @@ extension ExitCode {
             // Whatever the server or the library said, the line says what it means for the user.
             let meaning = message.contains("may or may not") ? "" : "; the write may or may not have been applied"
             return "outcome unknown: " + message + meaning
+        case ClientError.tlsRefused(let server, let tls) where tls.kind == .unknownCA:
+            // Two different fixes: which side's CA does not match is said apart.
+            if tls.detail == "reported by the peer's alert" {
+                return "TLS with \(server) failed: the server refused your certificate: it is not signed by a CA the "
+                    + "server trusts" + (certificates.map { " (\($0.own))" } ?? "")
+            }
+            return "TLS with \(server) failed: the server's certificate is not signed by your CA"
+                + (certificates.map { " (\($0.ca))" } ?? "")
         case let error as CustomStringConvertible:
             return error.description
         default:
             return "\(error)"
         }
+    }
+
+    /// The message with a part said twice in a row said once: the server's `invalid argument: ...` wrapped again
+    /// as the client's `invalid argument: ...` reads `invalid argument: invalid argument: ...`.
+    static func withoutDoubledPrefixes(_ message: String) -> String {
+        let parts = message.components(separatedBy: ": ")
+        guard parts.count > 2 else { return message }
+        // The last part is the message itself, kept whatever it says.
+        var kept: [String] = [parts[0]]
+        for part in parts.dropFirst().dropLast() where part != kept.last { kept.append(part) }
+        kept.append(parts[parts.count - 1])
+        return kept.joined(separator: ": ")
     }
 }

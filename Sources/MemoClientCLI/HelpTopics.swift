@@ -5,7 +5,7 @@ public enum HelpTopics {
     /// Options that take a value: their value is not the command when looking for the command in `argv`.
     static let valueOptions: Set<String> = [
         "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--keepalive", "--filter", "--limit",
-        "--locale", "--if-revision",
+        "--locale", "--if-revision", "--id", "--since", "--max-errors",
     ]
 
     /// The other names a command answers to.
@@ -65,18 +65,25 @@ public enum HelpTopics {
         "show": """
             usage: memo-client show ID [--json]   (also: get)
 
-            One memo, all of its content as stored. ID may be any unique prefix of the id.
+            One memo, all of its content as stored. ID may be any unique prefix of the id. Piped (stdout not a
+            terminal) it prints the content's bytes and exactly one newline, so that show ID | edit ID - (which
+            drops one final newline) gives back the same bytes.
 
             """,
         "add": """
-            usage: memo-client add [--allow-empty] TEXT...   |   memo-client add [--allow-empty] -   (also: new)
+            usage: memo-client add [--allow-empty] [--id UUID] [--quiet] TEXT... | add [...] -   (also: new)
 
             A new memo: the words joined by spaces, or all of stdin (less one final newline) with -.
             Prints id<TAB>revision<TAB>insertDate<TAB>first line. Content is at most 65536 bytes (UTF-8); more is
-            refused before anything is sent (exit 1). Empty content is refused (exit 1) unless --allow-empty.
-            Use -- before text that starts with a dash: memo-client add -- -5 degrees.
-            The id is chosen here: a create whose answer is lost (or answered outcome-unknown) is sent again
-            with the same id until --timeout; the memo coming back unchanged is success. Still unknown: exit 7.
+            refused before anything is sent (exit 1; stdin is read no further than that). Text that is not
+            UTF-8, in an argument or on stdin, is refused (exit 1). Empty content is refused (exit 1) unless
+            --allow-empty. Use -- before text that starts with a dash: memo-client add -- -5 degrees.
+            The id is chosen here (or given with --id): a create whose answer is lost (or answered
+            outcome-unknown) is sent again with the same id until --timeout; the memo coming back unchanged is
+            success. Still unknown: exit 7.
+              --id UUID   create it with this id, idempotently: the same id and content again change nothing
+                          (exit 0); the same id with other content is a conflict (exit 4)
+              --quiet, -q print nothing on success
 
             """,
         "edit": """
@@ -85,6 +92,7 @@ public enum HelpTopics {
             Replaces a memo's content (the words joined by spaces, or stdin with -).
               --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
               --allow-empty    allow empty content (refused by default, exit 1)
+              --quiet, -q      print nothing on success
             Without --if-revision the memo's current revision is read first and sent as the expected one (read
             again if another writer moves it meanwhile: the last writer wins). An update whose answer is lost
             (or answered outcome-unknown) is sent again with that revision until --timeout; a conflict whose
@@ -92,16 +100,17 @@ public enum HelpTopics {
 
             """,
         "rm": """
-            usage: memo-client rm ID [--if-revision N]   (also: delete)
+            usage: memo-client rm ID [--if-revision N] [--quiet]   (also: delete)
 
             Deletes a memo and prints it as it was.
               --if-revision N  only if the memo is still at revision N (else exit 4, conflict)
+              --quiet, -q      print nothing on success
             A delete whose answer is lost (or answered outcome-unknown) is sent again until --timeout; finding
             nothing then means the first try did it (exit 0). Still unknown: exit 7.
 
             """,
         "watch": """
-            usage: memo-client watch [--json]
+            usage: memo-client watch [--since REVISION] [--json]
 
             Prints every memo as an `existing` line, then one line per change as it happens, all in one shape:
               existing|created|updated|deleted<TAB>id<TAB>revision<TAB>date<TAB>first line
@@ -112,7 +121,27 @@ public enum HelpTopics {
             (history-gone), watch prints a resync line, then the whole list again as existing lines, and goes
             on from there (never a made-up diff):
               resync<TAB>N            (--json: {"event":"resync","revision":N})
-            N is the revision of the list that follows. Ctrl-C stops.
+            N is the revision of the list that follows. Ctrl-C stops. Ends (exit 0) as soon as its reader
+            goes away (watch | head -3). Says on stderr, one line each, when the connection is lost
+            (connection lost (REASON); reconnecting) and back (reconnected to SERVER at revision N).
+              --since REVISION  no list: only the changes after REVISION (exit 1 when the server no longer
+                                holds them, or REVISION is ahead of it)
+
+            """,
+        "status": """
+            usage: memo-client status [--json] [--server HOST[:PORT],...]
+
+            How each server is doing, each asked on a connection of its own (with several --server
+            addresses, one row per server, in the order given; a server that cannot be reached is a row
+            saying why). Columns: SERVER, STATUS (ready, not-ready, unreachable), REVISION, MEMOS,
+            CONNECTIONS, SUBSCRIBERS, LAG (PostgreSQL: revisions behind the database as far as the server
+            knows, and seconds since its feed last caught up; - otherwise), STORE, UPTIME, DETAIL (why not
+            ready, or why unreachable). A table with a header on a terminal, tab-separated without one
+            otherwise. With --json: one object per line, one line per server:
+              {"server":S,"reachable":true,"ready":B,"reason":null|S,"fields":{NAME:VALUE,...}}
+            with every value the server reports (PROTOCOL.md, Status), null where it does not apply.
+            Exit 0 when every server is ready, 6 (or 5) when one cannot be reached, else 8 when one is not
+            ready.
 
             """,
         "export": """
@@ -122,14 +151,31 @@ public enum HelpTopics {
 
             """,
         "import": """
-            usage: memo-client import FILE | import -
+            usage: memo-client import [--max-errors N] [--dry-run] [--quiet] FILE | import [...] -
 
             Memos from export output, read line by line from FILE (any readable path: a file, a pipe,
             /dev/stdin, <(command)) or stdin with -. Importing the same lines twice changes nothing.
             Prints created N<TAB>unchanged N<TAB>conflicts N<TAB>invalid N<TAB>failed N, then <TAB>unknown N
             when N creates were still of unknown outcome at --timeout (each is retried by its id until then;
-            exit 7 unless there are conflicts).
-            A read-only certificate stops the import at once (exit 5).
+            exit 7 unless there are conflicts), however it ends: also when the connection fails (then that
+            failure's exit code) or on Ctrl-C (exit 130). Bad lines are reported in line order. A read-only
+            certificate stops the import at once (exit 5). On a terminal, stderr shows a progress line (lines,
+            lines/s, and for a file %, eta).
+              --max-errors N  stop after N bad lines (default 100; 0: never)
+              --dry-run       check every line and send nothing (no server needed); prints valid N<TAB>invalid N
+              --quiet, -q     print nothing on success
+
+            """,
+        "whoami": """
+            usage: memo-client whoami [--json]
+
+            The certificate this client would present (--cert, MEMO_CERT or the certificates folder's
+            client.crt), read locally without connecting: name (CN), role (read-write or read-only), serial,
+            issuer (the CA's CN), notBefore, notAfter (UTC), daysLeft and the certificate's path, as
+            field<TAB>value lines; with --json one object with those fields and warning (text or null).
+            Within 30 days of notAfter it warns on stderr; every other command gives that warning too, at
+            most once a day (the day is kept in $XDG_CACHE_HOME/memo/certificate-warnings), unless
+            MEMO_EXPIRY_WARNING=0.
 
             """,
         "completion": """
@@ -165,17 +211,24 @@ let helpText: String = {
           list [--filter TEXT] [--limit N]  memos, newest first (--filter: case-insensitive text in the content)
           show ID                           one memo, all of its content
           add TEXT...                       a new memo (the words joined by spaces); add - reads stdin
+                                            [--id UUID: idempotent, with that id]
           edit ID TEXT... | edit ID -       replace a memo's content [--if-revision N]
           rm ID                             delete a memo [--if-revision N]
           watch                             the list, then one line per change as it happens; resumes
                                             across server restarts with no gap and no repeat, except
                                             across an explicit resync (then the whole list again)
+                                            [--since REVISION: only the changes after it]
           export                            every memo as JSON lines (lossless)
           import FILE | import -            memos from export output; importing a file twice changes nothing
+                                            [--max-errors N (default 100)] [--dry-run]
+          whoami                            the client certificate: name, role, serial, issuer, expiry
+          status                            how each server is doing: one row per --server address; exit 8
+                                            when one is not ready (status --help: the columns and --json)
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
           help [COMMAND]                    this help, or one command's (also: COMMAND --help)
 
-        An ID may be abbreviated to any unique prefix of it. Text read from stdin loses one final newline.
+        An ID may be abbreviated to any unique prefix of it. Text read from stdin loses one final newline, and
+        show prints one after the content when piped: show ID | edit ID - is byte-exact.
         Empty content is refused unless --allow-empty. -- ends the options: what follows is text even when it
         starts with a dash (memo-client add -- -5 degrees).
 
@@ -197,6 +250,7 @@ let helpText: String = {
                                 default 3; 0: off)
           --if-revision N       edit, rm: only if the memo is still at revision N
           --allow-empty         add, edit: allow empty content
+          --quiet, -q           add, edit, rm, import: print nothing on success
           --locale ID           front end: the locale of its words and dates, e.g. ko_KR (Korean)
                                 (default: LC_ALL, LC_MESSAGES or LANG for words; LC_ALL, LC_TIME
                                 or LANG for dates)
@@ -208,7 +262,9 @@ let helpText: String = {
           -h, --help            this help (after a command: that command's help)
 
         Environment: MEMO_TLS_RECORDS=own|openssl chooses who protects TLS 1.3 records after the handshake:
-        the client's own record layer (default) or OpenSSL's.
+        the client's own record layer (default) or OpenSSL's. Within 30 days of the client certificate's
+        expiry every command warns on stderr, at most once a day (see whoami); MEMO_EXPIRY_WARNING=0 turns
+        that off.
 
         Output is a table for people when stdout is a terminal (short id, local date, first line; colors
         unless NO_COLOR is set) and tab-separated when it is not:
@@ -216,8 +272,11 @@ let helpText: String = {
           watch:                existing|created|updated|deleted<TAB>id<TAB>revision<TAB>updateDate<TAB>first line
                                 (existing: the memos there when watch started; deleted: the delete's time)
                                 or resync<TAB>N, then every memo again as existing (history-gone)
-          show:                 the content as it is
-        Errors go to stderr, one line each.
+          show:                 the content's bytes and one newline
+          status:               server<TAB>status<TAB>revision<TAB>memos<TAB>connections<TAB>subscribers<TAB>lag
+                                <TAB>store<TAB>uptime<TAB>detail
+        Errors go to stderr, one line each. A failed write to stdout (a full disk, ulimit -f) ends the command
+        with one line and exit 1; a reader that went away (| head) ends it quietly with 0.
 
         Exit codes:
 

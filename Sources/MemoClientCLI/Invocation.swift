@@ -11,10 +11,35 @@ public enum Invocation: Sendable {
     case version
     case completion(shell: String)
     case completionIDs(server: String)
-    case run(ClientConfiguration, ClientCommand?, json: Bool, locale: String?)
+    /// `quiet`: print nothing on success (add, edit, rm, import).
+    case run(ClientConfiguration, ClientCommand?, json: Bool, locale: String?, quiet: Bool = false)
+}
+
+/// An argument that is not valid UTF-8, refused as standard input's bytes are (exit 1).
+public struct ArgumentEncodingError: Error, Sendable, CustomStringConvertible {
+    /// 1 for the first argument after the program's name.
+    public let position: Int
+    public var description: String { "invalid argument: argument \(position) is not valid UTF-8" }
 }
 
 extension Invocation {
+    /// The arguments after the program's name, decoded from their own bytes (`CommandLine.unsafeArgv`), or the
+    /// first one that is not valid UTF-8: `CommandLine.arguments` would have repaired it with U+FFFD.
+    public static func arguments(
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>, count: Int
+    ) -> Result<[String], ArgumentEncodingError> {
+        var decoded: [String] = []
+        for index in 1..<max(count, 1) {
+            guard let pointer = argv[index] else { break }
+            let bytes = UnsafeRawBufferPointer(start: pointer, count: strlen(pointer))
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                return .failure(ArgumentEncodingError(position: index))
+            }
+            decoded.append(text)
+        }
+        return .success(decoded)
+    }
+
     /// A value from the environment, nil when unset or empty.
     private static func setting(_ name: String, _ environment: [String: String]) -> String? {
         environment[name].flatMap { $0.isEmpty ? nil : $0 }
@@ -94,12 +119,25 @@ extension Invocation {
         if arguments.flag("--version") { return .version }
         let json = arguments.flag("--json")
         let allowEmpty = arguments.flag("--allow-empty")
+        let quiet = arguments.flag("--quiet", "-q")
+        let dryRun = arguments.flag("--dry-run")
         let configuration = try connectionOptions(&arguments, environment: environment)
         let filter = try arguments.option("--filter")
         let limit = try arguments.integer("--limit", in: 0...Int.max)
         let locale = try arguments.option("--locale")
         if let locale, locale.isEmpty || locale.contains(where: { $0.isWhitespace }) {
             throw UsageError("--locale takes a locale identifier such as ko_KR, not '\(locale)'")
+        }
+        var givenID: UUID?
+        if let text = try arguments.option("--id") {
+            guard let id = UUID(uuidString: text) else { throw UsageError("--id takes a UUID, not '\(text)'") }
+            givenID = id
+        }
+        let maxErrors = try arguments.integer("--max-errors", in: 0...Int.max)
+        var since: UInt64?
+        if let text = try arguments.option("--since") {
+            guard let value = UInt64(text) else { throw UsageError("--since takes a revision number, not '\(text)'") }
+            since = value
         }
         var ifRevision: UInt64?
         if let text = try arguments.option("--if-revision") {
@@ -112,7 +150,11 @@ extension Invocation {
         // must not be mistaken for the command (`-o json list` is not the command "json").
         try arguments.rejectUnknownOptions()
 
+        func only(_ option: String, _ present: Bool, for commands: String) throws(UsageError) {
+            if present { throw UsageError("\(option) is only for \(commands)") }
+        }
         guard let name = arguments.positional() else {
+            try only("--quiet", quiet, for: "add, edit, rm and import")
             return .run(configuration, nil, json: json, locale: locale)
         }
         func rest(_ what: String) throws(UsageError) -> TextSource {
@@ -122,9 +164,6 @@ extension Invocation {
             if words == ["-"] { return .standardInput }
             return .literal(words.joined(separator: " "))
         }
-        func only(_ option: String, _ present: Bool, for commands: String) throws(UsageError) {
-            if present { throw UsageError("\(option) is only for \(commands)") }
-        }
         let command: ClientCommand
         switch name {
         case "list", "ls":
@@ -132,18 +171,24 @@ extension Invocation {
         case "show", "get":
             command = .show(id: try arguments.required("an ID"))
         case "add", "new":
-            command = .add(try rest("the memo's text"), allowEmpty: allowEmpty)
+            command = .add(try rest("the memo's text"), allowEmpty: allowEmpty, id: givenID)
         case "edit":
             let id = try arguments.required("an ID")
             command = .edit(id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty)
         case "rm", "delete":
             command = .remove(id: try arguments.required("an ID"), ifRevision: ifRevision)
         case "watch":
-            command = .watch
+            command = since.map { .watchAfter(revision: $0) } ?? .watch
+        case "status":
+            command = .status
         case "export":
             command = .export
         case "import":
-            command = .importMemos(path: try arguments.required("a FILE (or - for stdin)"))
+            command = .importMemos(
+                path: try arguments.required("a FILE (or - for stdin)"),
+                maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
+        case "whoami":
+            command = .whoami
         case "completion":
             let shell = try arguments.required("a shell: bash or zsh")
             if shell == "ids" {
@@ -174,8 +219,21 @@ extension Invocation {
         case .add, .edit: break
         default: try only("--allow-empty", allowEmpty, for: "add and edit")
         }
+        if case .add = command {} else { try only("--id", givenID != nil, for: "add") }
+        switch command {
+        case .watch, .watchAfter: break
+        default: try only("--since", since != nil, for: "watch")
+        }
+        if case .importMemos = command {} else {
+            try only("--max-errors", maxErrors != nil, for: "import")
+            try only("--dry-run", dryRun, for: "import")
+        }
+        switch command {
+        case .add, .edit, .remove, .importMemos: break
+        default: try only("--quiet", quiet, for: "add, edit, rm and import")
+        }
         try only("--locale", locale != nil, for: "the terminal front end (no command)")
         try arguments.finish()
-        return .run(configuration, command, json: json, locale: locale)
+        return .run(configuration, command, json: json, locale: locale, quiet: quiet)
     }
 }

@@ -14,6 +14,14 @@ final class LineReader {
     private var ended = false
     /// The number of the line `next()` returned last (1 for the first).
     private(set) var lineNumber = 0
+    /// How many bytes were read so far.
+    private(set) var bytesRead = 0
+    /// The size of a regular file (for a progress estimate); nil for a pipe or a device.
+    var size: Int? {
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int(status.st_size)
+    }
 
     /// Opens `path` ("-" is standard input).
     /// - Throws: `MemoError.invalidArgument` naming the path and the system's reason.
@@ -68,6 +76,7 @@ final class LineReader {
                 if code == EINTR { continue }
                 throw .invalidArgument("cannot read \(name): \(String(cString: strerror(code)))")
             }
+            bytesRead += got
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<got]))
             if got == 0 { ended = true }
         }

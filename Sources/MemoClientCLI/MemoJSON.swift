@@ -99,7 +99,10 @@ public enum MemoJSON {
                 throw .invalidArgument("updateDate \"\(text)\" is not an ISO 8601 time")
             }
             update = micros
+            // Said here, in the line's own words: the server would give the dates as microseconds.
+            if micros < insert { throw .invalidArgument("updateDate \"\(text)\" is before insertDate \"\(raw.insertDate)\"") }
         }
+        try MemoLimits.validate(content: raw.content)
         return Record(id: id, content: raw.content, insertMicros: insert, updateMicros: update, revision: raw.revision)
     }
 

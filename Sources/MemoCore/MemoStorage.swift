@@ -107,6 +107,9 @@ public protocol ServingStore: MemoStorage, ChangeFeed {
     /// feed lags past its bound, or fell below the retained history), before it reloads: the server lets every
     /// client go (going-away 504 `lagging`). Stores that cannot fall behind never call it.
     func observeLetGo(_ handler: @escaping @Sendable (String) -> Void) -> Subscription
+    /// The store's kind, place, size and (shared stores) how it follows its database: what `status` and
+    /// `/metrics` show. Cheap to read from any thread.
+    var storeStatus: StoreStatus { get }
 }
 
 /// Whether a store can serve now.

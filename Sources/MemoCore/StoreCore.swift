@@ -35,6 +35,9 @@ public final class StoreCore: Sendable {
     /// The revision of the last applied change.
     public var revision: UInt64 { inner.withLock { $0.table.revision } }
 
+    /// How many memos the table holds.
+    public var memoCount: Int { inner.withLock { $0.table.count } }
+
     /// The oldest revision a watcher can resume from.
     public var oldestResumable: UInt64 { inner.withLock { $0.history.oldestResumable } }
 

@@ -1,6 +1,7 @@
 internal import CPostgres
 import Dispatch
 import Foundation
+import MemoCore
 
 /// An error from libpq or from PostgreSQL, with the server's SQLSTATE when it sent one.
 struct PGError: Error, CustomStringConvertible {
@@ -295,7 +296,9 @@ final class PGConnection: @unchecked Sendable {
 
     private static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
         guard let text else { return "unknown error" }
-        return String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines)
+        // libpq's messages run over several lines (DETAIL, HINT, CONTEXT, one line per address tried): one line
+        // here, so that a log line or an error frame carrying it stays one line.
+        return singleLine(String(cString: text).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
 

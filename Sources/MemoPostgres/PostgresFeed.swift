@@ -59,13 +59,16 @@ final class PostgresFeed: Sendable {
     private let letGoSubject = Subject<String>()
     private let poke: WakePipe
     private let stopped = DispatchSemaphore(value: 0)
-    private let log: @Sendable (String) -> Void
+    private let log: @Sendable (LogRecord) -> Void
+    private let stats: PostgresStats
 
     init(
         core: StoreCore, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
-        recheckMillis: Int = 1_000, maxLagMillis: Int, log: @escaping @Sendable (String) -> Void
+        recheckMillis: Int = 1_000, maxLagMillis: Int, stats: PostgresStats = PostgresStats(),
+        log: @escaping @Sendable (LogRecord) -> Void
     ) throws(MemoError) {
         self.core = core
+        self.stats = stats
         self.link = link
         self.historyCapacity = historyCapacity
         self.recheckMillis = recheckMillis
@@ -197,7 +200,11 @@ final class PostgresFeed: Sendable {
                             defer { state.recovering = false }
                             return state.recovering
                         }
-                        if recovered { log("PostgreSQL feed caught up at revision \(core.revision)") }
+                        if recovered {
+                            log(LogRecord(
+                                .info, "feed_caught_up", [("revision", "\(core.revision)")],
+                                text: "PostgreSQL feed caught up at revision \(core.revision)"))
+                        }
                     case .belowHistory(let reason):
                         letGo(reason)
                         mustReload = true
@@ -276,8 +283,10 @@ final class PostgresFeed: Sendable {
         }
         serving.store(false, ordering: .releasing)
         guard first else { return }
-        log("this server cannot follow the database (\(reason)): letting its clients go (504 lagging), refusing "
-            + "reads and writes, and reloading a snapshot")
+        log(LogRecord(
+            .error, "feed_let_go", [("reason", reason)],
+            text: "this server cannot follow the database (\(reason)): letting its clients go (504 lagging), "
+                + "refusing reads and writes, and reloading a snapshot"))
         letGoSubject.send(reason)
     }
 
@@ -304,7 +313,9 @@ final class PostgresFeed: Sendable {
             state.recovering = false
         }
         serving.store(true, ordering: .releasing)
-        log("reloaded a snapshot at revision \(core.revision); serving again")
+        log(LogRecord(
+            .info, "feed_reloaded", [("revision", "\(core.revision)")],
+            text: "reloaded a snapshot at revision \(core.revision); serving again"))
         _ = finishWaiters()
         return true
     }
@@ -317,6 +328,7 @@ final class PostgresFeed: Sendable {
             let applied = core.revision
             var due = false
             for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                if let head = UInt64(payload) { stats.saw(head: head) }
                 due = true
                 StageTrace.record(.woken, UInt64(payload) ?? 0)
             }
@@ -341,7 +353,10 @@ final class PostgresFeed: Sendable {
             let applied = core.revision
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
-            guard rows.rowCount > 0 else { return .caughtUp }
+            guard rows.rowCount > 0 else {
+                stats.feedProgressed()
+                return .caughtUp
+            }
             let floor = UInt64(rows.integer(0, 0))
             var changes: [Change] = []
             for row in 0..<rows.rowCount where !rows.isNull(row, 1) {
@@ -356,7 +371,11 @@ final class PostgresFeed: Sendable {
                     "it applied revision \(applied), but the database keeps only the changes after \(floor)")
             }
             core.apply(changes)
-            if changes.count < Self.page { return .caughtUp }
+            if let last = changes.last { stats.saw(head: last.revision) }
+            if changes.count < Self.page {
+                stats.feedProgressed()
+                return .caughtUp
+            }
         }
     }
 
@@ -373,6 +392,7 @@ final class PostgresFeed: Sendable {
             state.known = state.known.filter { $0.key > revision }
         }
         core.apply(next)
+        if !next.isEmpty { stats.feedProgressed() }
     }
 
     /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in

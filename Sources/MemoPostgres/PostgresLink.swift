@@ -31,10 +31,10 @@ final class PostgresLink: Sendable {
     let timeoutMillis: Int
     /// "writer" or "feed": the connection's role, in log lines and in PostgreSQL's `application_name`.
     let role: String
-    private let log: @Sendable (String) -> Void
+    private let log: @Sendable (LogRecord) -> Void
     private let state = Mutex(State())
 
-    init(uri: String, role: String, timeoutMillis: Int, log: @escaping @Sendable (String) -> Void) {
+    init(uri: String, role: String, timeoutMillis: Int, log: @escaping @Sendable (LogRecord) -> Void) {
         self.uri = uri
         self.timeoutMillis = timeoutMillis
         self.role = role
@@ -88,7 +88,10 @@ final class PostgresLink: Sendable {
                 defer { state = State() }
                 return state.down
             }
-            if wasDown { log("PostgreSQL \(role) connection restored") }
+            if wasDown {
+                log(LogRecord(
+                    .info, "postgres_restored", [("link", role)], text: "PostgreSQL \(role) connection restored"))
+            }
             return connection
         } catch {
             let first = state.withLock { state in
@@ -100,7 +103,11 @@ final class PostgresLink: Sendable {
                 }
                 return !state.down
             }
-            if first { log("PostgreSQL \(role) connection unavailable, retrying with backoff: \(error.message)") }
+            if first {
+                log(LogRecord(
+                    .error, "postgres_unavailable", [("link", role), ("reason", error.message)],
+                    text: "PostgreSQL \(role) connection unavailable, retrying with backoff: \(error.message)"))
+            }
             return nil
         }
     }
@@ -115,7 +122,11 @@ final class PostgresLink: Sendable {
             }
             return !state.down
         }
-        if first { log("PostgreSQL \(role) connection lost: \(error.message)") }
+        if first {
+            log(LogRecord(
+                .error, "postgres_lost", [("link", role), ("reason", error.message)],
+                text: "PostgreSQL \(role) connection lost: \(error.message)"))
+        }
     }
 
     /// The error that took the connection down, for the writes refused meanwhile.

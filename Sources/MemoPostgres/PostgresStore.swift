@@ -24,6 +24,10 @@ public final class PostgresStore: CoreBackedStore {
     private let writerLink: PostgresLink
     private let feed: PostgresFeed
     private let batches = Atomic<Int>(0)
+    /// The URI given (with its password: `storeStatus` shows it without).
+    let uri: String
+    /// Batch sizes, commit times and the feed's progress, for `status`.
+    let stats = PostgresStats()
 
     /// Connects to the database at `uri` (any libpq URI or connection string), creating the schema on first use,
     /// and loads the memos and the last `historyCapacity` changes in one snapshot.
@@ -36,7 +40,7 @@ public final class PostgresStore: CoreBackedStore {
     ///     PostgreSQL does (frozen, partitioned, lock-queued); also the deadline of every other call.
     ///   - maxFeedLagMillis: how long the feed may be unable to confirm that it holds every change before this
     ///     server lets its clients go and reloads (see `readiness`).
-    ///   - log: receives one line per connection transition.
+    ///   - log: receives one record per connection transition.
     /// - Throws: `MemoError.storage` when PostgreSQL cannot be reached or its schema is newer than this binary.
     public init(
         uri: String,
@@ -45,11 +49,12 @@ public final class PostgresStore: CoreBackedStore {
         recheckMillis: Int = 1_000,
         storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis,
         maxFeedLagMillis: Int = PostgresStore.defaultMaxFeedLagMillis,
-        log: @escaping @Sendable (String) -> Void = { _ in }
+        log: @escaping @Sendable (LogRecord) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
         self.historyCapacity = historyCapacity
         self.storageTimeoutMillis = storageTimeoutMillis
+        self.uri = uri
         writerLink = PostgresLink(uri: uri, role: "writer", timeoutMillis: storageTimeoutMillis, log: log)
         let feedLink = PostgresLink(uri: uri, role: "feed", timeoutMillis: storageTimeoutMillis, log: log)
         let feedConnection: PGConnection
@@ -74,7 +79,7 @@ public final class PostgresStore: CoreBackedStore {
         core = StoreCore(table: table, history: history)
         feed = try PostgresFeed(
             core: core, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
-            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, log: log)
+            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, stats: stats, log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
@@ -202,11 +207,13 @@ public final class PostgresStore: CoreBackedStore {
         } else if !sent.isEmpty {
             do throws(PGError) {
                 try fitLimits(on: connection, leftMillis: left, deadline: deadline)
+                let started = PostgresStats.now()
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
                         sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)),
                     deadline: deadline)
+                stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
                 for (row, index) in sent.enumerated() {
@@ -216,6 +223,7 @@ public final class PostgresStore: CoreBackedStore {
                 }
                 StageTrace.record(.committed, changes)
                 handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
+                stats.saw(head: handedOver)
             } catch {
                 if error.connectionLost {
                     writerLink.lost(error)

@@ -37,6 +37,16 @@ public final class SQLiteStore: CoreBackedStore {
     ///   must be larger than the write-ahead log (at most about 1.25 MiB), or the checkpoint cannot finish.
     /// - Throws: `MemoError.storage` when the file cannot be opened or read, or another store (in any process)
     ///   holds it; then the message names the holder's pid.
+    /// Why `folder` cannot be made, in the system's words: the errno of mkdir(2) for the first part that fails.
+    private static func reason(creating folder: String) -> String {
+        var path = folder.hasPrefix("/") ? "" : "."
+        for part in folder.split(separator: "/") {
+            path += "/" + part
+            if mkdir(path, 0o700) != 0, errno != EEXIST { return String(cString: strerror(errno)) }
+        }
+        return "it could not be made"
+    }
+
     public init(
         path: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
@@ -53,7 +63,8 @@ public final class SQLiteStore: CoreBackedStore {
                 try FileManager.default.createDirectory(
                     atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw .storage("cannot create \(folder): \(error.localizedDescription)")
+                // The system's words (errno), not Foundation's "The operation could not be completed".
+                throw .storage("cannot create \(folder): \(Self.reason(creating: folder))")
             }
         }
         // Before the database is opened: a refused store must not touch the file (no WAL recovery, no schema).

@@ -3,6 +3,23 @@ import MemoNet
 import MemoWire
 import Synchronization
 
+/// What one loop's connections hold at one moment (summed across loops for `status` and `/metrics`).
+struct LoopGauges {
+    var readWrite = 0
+    var readOnly = 0
+    /// Connections still in the TLS handshake or before `hello`.
+    var handshaking = 0
+    var subscriptions = 0
+    var queuedBytes = 0
+
+    static func + (a: LoopGauges, b: LoopGauges) -> LoopGauges {
+        LoopGauges(
+            readWrite: a.readWrite + b.readWrite, readOnly: a.readOnly + b.readOnly,
+            handshaking: a.handshaking + b.handshaking, subscriptions: a.subscriptions + b.subscriptions,
+            queuedBytes: a.queuedBytes + b.queuedBytes)
+    }
+}
+
 /// What one event loop's connections share: scratch buffers, the connections themselves and the subscribers to
 /// fan changes out to. Confined to its loop's thread (held in a `LoopBound`).
 final class LoopContext {
@@ -17,11 +34,34 @@ final class LoopContext {
     /// Counts idle sweeps; a connection with no activity since the last one gives its buffers back.
     private(set) var tick: UInt64 = 1
 
-    /// Called about once a second: gives back the buffers of connections idle since the last sweep.
+    /// This loop's request, delivery, handshake and close counters (see `LoopCounters`).
+    var counters = LoopCounters()
+    /// Samples of `counters` once a second, for the rates over the last minute.
+    var rates = RateWindow()
+
+    /// Called about once a second: gives back the buffers of connections idle since the last sweep, and samples
+    /// the counters for the rates.
     func sweep() {
         let current = tick
         for connection in connections.values { connection.releaseIfIdle(currentTick: current) }
         tick += 1
+        rates.sample(counters, at: monotonicNanos())
+    }
+
+    /// What this loop's connections hold now: by role (nil: not past the handshake and hello), subscriptions,
+    /// bytes queued.
+    func gauges() -> LoopGauges {
+        var gauges = LoopGauges()
+        for connection in connections.values {
+            switch connection.role {
+            case .readWrite?: gauges.readWrite += 1
+            case .readOnly?: gauges.readOnly += 1
+            case nil: gauges.handshaking += 1
+            }
+            gauges.queuedBytes += connection.outboundBytes
+        }
+        for subscriber in subscribers.values { gauges.subscriptions += subscriber.subscriptions.count }
+        return gauges
     }
     /// Every open connection of this loop.
     var connections: [ObjectIdentifier: ServerConnection] = [:]
@@ -91,15 +131,22 @@ final class LoopContext {
         guard let last = frames.last else { return }
         for frame in frames { StageTrace.record(.fanout, frame.revision) }
         defer { for frame in frames { StageTrace.record(.written, frame.revision) } }
+        guard !subscribers.isEmpty else { return }
+        var delivered: UInt64 = 0
         for subscriber in subscribers.values {
             var queued = false
             for (requestID, after) in subscriber.subscriptions where last.revision > after {
                 for frame in frames where frame.revision > after {
                     subscriber.connection.enqueue(.change(frame, requestID: requestID))
                     queued = true
+                    delivered &+= 1
                 }
             }
             if queued { subscriber.connection.flush() }
         }
+        // Once per change and loop, not per subscriber: one clock read for the whole batch.
+        counters.deliveries &+= delivered
+        let now = monotonicNanos()
+        for frame in frames { counters.deliveryDelay.observe(nanoseconds: now &- min(now, frame.madeAt)) }
     }
 }

@@ -13,6 +13,12 @@ final class ServerCore: Sendable {
     let serverName: String
     let log: ServerLog
     let trust: TrustStore
+    /// CLOCK_MONOTONIC nanoseconds when the server started (for uptime).
+    let startedAt = monotonicNanos()
+    /// Set when shutdown begins: the server is then not ready.
+    let shuttingDown = Atomic<Bool>(false)
+    /// Every loop's context, set once the loops are made: what `status` and `/metrics` read.
+    let loopContexts = Mutex<[LoopBound<LoopContext>]>([])
     private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
     #if DEBUG
     /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
@@ -68,6 +74,10 @@ public final class MemoServer: Sendable {
     private let acceptor: LoopBound<Acceptor?>
     private let broadcaster: Broadcaster
     private let stopped = Mutex(false)
+    private let metrics: MetricsListener?
+    /// Where `/metrics`, `/healthz` and `/readyz` are served (the real port when 0 was asked for); nil without
+    /// `metrics` in the configuration.
+    public var metricsAddress: SocketAddress? { metrics?.boundAddress }
 
     /// Starts serving `store`.
     /// - Throws: `TLSError` when the certificates cannot be loaded, `NetError` when the address cannot be bound.
@@ -84,26 +94,41 @@ public final class MemoServer: Sendable {
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")
         let core = ServerCore(
             store: store, limits: configuration.limits, serverName: configuration.serverName, log: log, trust: trust)
-        log("loaded certificates from \(trust.directory): \(trust.current.summary)")
-        for warning in trust.current.expiryWarnings() { log(warning) }
+        log(.info, "certificates_loaded", [("directory", trust.directory)],
+            "loaded certificates from \(trust.directory): \(trust.current.summary)")
+        for warning in trust.current.expiryWarnings() { log(.warn, "certificate_expiry", warning) }
+        let metrics: MetricsListener?
         do {
-            return try MemoServer(listener: listener, group: group, core: core)
+            metrics = try configuration.metrics.map { address throws(NetError) in
+                try MetricsListener(address: address, core: core)
+            }
         } catch {
+            group.shutdownGracefully()
+            listener.close()
+            throw error
+        }
+        do {
+            return try MemoServer(listener: listener, group: group, core: core, metrics: metrics)
+        } catch {
+            metrics?.stop()
             group.shutdownGracefully()
             listener.close()
             throw error
         }
     }
 
-    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore) throws {
+    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore, metrics: MetricsListener?) throws {
         self.group = group
         self.core = core
+        self.metrics = metrics
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
         contexts = group.loops.map { loop in
             loop.runAndWait { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
         }
         broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
+        let all = contexts
+        core.loopContexts.withLock { $0 = all }
         for context in contexts { scheduleSweep(context) }
         scheduleExpiryCheck(core, on: group.loops[0])
         let contexts = contexts
@@ -113,13 +138,18 @@ public final class MemoServer: Sendable {
         acceptor = try acceptLoop.runAndWait { () throws(NetError) -> LoopBound<Acceptor?> in
             let acceptor = try Acceptor(
                 listener: listener, eventLoop: acceptLoop,
-                onError: { error in core.log("accept failed: \(error.message)") },
+                onError: { error in
+                    core.log(.error, "accept_failed", [("reason", error.message)], "accept failed: \(error.message)")
+                },
                 onAccept: { accepted in
                     let number = counter.add(1, ordering: .relaxed).newValue
                     let open = core.connectionOpened()
                     if open > limits.maxConnections + 1024 {
                         // Far over the limit: not even a TLS handshake.
-                        core.log("close conn=\(number) peer=\(accepted.peer) reason=\"too many connections\"")
+                        core.log(
+                            .warn, "close",
+                            [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", "too many connections")],
+                            "close conn=\(number) peer=\(accepted.peer) reason=\"too many connections\"")
                         accepted.socket.close()
                         core.connectionClosed()
                         return
@@ -129,7 +159,10 @@ public final class MemoServer: Sendable {
                         // The trust loaded last: a reload applies to every handshake that starts after it.
                         engine = try TLSEngine(context: core.trust.context)
                     } catch {
-                        core.log("close conn=\(number) peer=\(accepted.peer) reason=\"TLS setup failed: \(error)\"")
+                        let reason = "TLS setup failed: \(error)"
+                        core.log(
+                            .error, "close", [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", reason)],
+                            "close conn=\(number) peer=\(accepted.peer) reason=\"\(reason)\"")
                         accepted.socket.close()
                         core.connectionClosed()
                         return
@@ -151,6 +184,27 @@ public final class MemoServer: Sendable {
     /// How many connections are open.
     public var connectionCount: Int { core.connectionCount }
 
+    /// Runs `work` every `interval` on the loop that accepts connections, for as long as the server runs: a
+    /// heartbeat for a supervisor (systemd's watchdog) that stops when that loop stops turning.
+    public func repeatOnAcceptLoop(every interval: Duration, _ work: @escaping @Sendable () -> Void) {
+        scheduleRepeating(on: group.loops[0], every: interval, work)
+    }
+
+    /// Whether the server serves now (`ready`, or why not: the store's reason, or shutting down).
+    public var readiness: StoreReadiness { core.readiness }
+
+    /// The answer a `status` request gets now. Waits for every loop to answer: not for use on a loop's thread.
+    public func status() -> StatusReport {
+        let result = Mutex<StatusReport?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        core.gatherStatus { report in
+            result.withLock { $0 = report }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
+    }
+
     #if DEBUG
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
     var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
@@ -166,11 +220,15 @@ public final class MemoServer: Sendable {
         do {
             material = try core.trust.reload()
         } catch {
-            core.log("reload failed, keeping the certificates loaded before: \(error)")
+            core.log(
+                .error, "reload_failed", [("reason", "\(error)")],
+                "reload failed, keeping the certificates loaded before: \(error)")
             return false
         }
-        core.log("reloaded certificates from \(core.trust.directory): \(material.summary)")
-        for warning in material.expiryWarnings() { core.log(warning) }
+        core.log(
+            .info, "certificates_reloaded", [("directory", core.trust.directory)],
+            "reloaded certificates from \(core.trust.directory): \(material.summary)")
+        for warning in material.expiryWarnings() { core.log(.warn, "certificate_expiry", warning) }
         guard !material.revoked.isEmpty else { return true }
         for context in contexts {
             context.eventLoop.execute {
@@ -190,6 +248,7 @@ public final class MemoServer: Sendable {
             return !stopped
         }
         guard first else { return }
+        core.shuttingDown.store(true, ordering: .relaxed)
         let acceptor = acceptor
         acceptor.eventLoop.runAndWait {
             acceptor.value?.stop()
@@ -203,9 +262,12 @@ public final class MemoServer: Sendable {
             }
         }
         if !core.waitForNoConnections(timeout: timeout) {
-            core.log("shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
+            core.log(
+                .warn, "shutdown_timeout", [("connections", "\(core.connectionCount)")],
+                "shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
         }
         broadcaster.stop()
+        metrics?.stop()
         group.shutdownGracefully()
     }
 }
@@ -218,11 +280,18 @@ private func scheduleSweep(_ context: LoopBound<LoopContext>) {
     }
 }
 
+private func scheduleRepeating(on loop: EventLoop, every interval: Duration, _ work: @escaping @Sendable () -> Void) {
+    _ = loop.schedule(after: interval) {
+        work()
+        scheduleRepeating(on: loop, every: interval, work)
+    }
+}
+
 /// Repeats the expiry warnings every 12 hours, so that a server that runs for months says so before its
 /// certificate lapses, not only when it starts or reloads.
 private func scheduleExpiryCheck(_ core: ServerCore, on loop: EventLoop) {
     _ = loop.schedule(after: .seconds(12 * 3600)) {
-        for warning in core.trust.current.expiryWarnings() { core.log(warning) }
+        for warning in core.trust.current.expiryWarnings() { core.log(.warn, "certificate_expiry", warning) }
         scheduleExpiryCheck(core, on: loop)
     }
 }

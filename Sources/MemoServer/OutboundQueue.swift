@@ -5,10 +5,14 @@ import MemoWire
 final class SharedFrame: Sendable {
     let revision: UInt64
     let bytes: [UInt8]
+    /// CLOCK_MONOTONIC nanoseconds when the frame was made, as the store applied the change: where
+    /// `memo_delivery_delay_seconds` starts.
+    let madeAt: UInt64
 
     init(change: Change) {
         revision = change.revision
         bytes = Message.change(change).frame(requestID: 0)
+        madeAt = monotonicNanos()
     }
 }
 

@@ -18,6 +18,8 @@ public struct ServerConfiguration: Sendable {
     /// Who protects TLS 1.3 records after the handshake: our record layer (`--tls-records own`, the default) or
     /// OpenSSL's (`--tls-records openssl`), the fallback if a problem is ever found in ours.
     public var tlsRecords = TLSRecordLayerChoice.handOff
+    /// `HOST:PORT` for the plain-HTTP `/metrics`, `/healthz` and `/readyz` (`--metrics`); nil: none (the default).
+    public var metrics: String?
 
     public init(listen: String = "127.0.0.1:7420", certsDirectory: String = "certs") {
         self.listen = listen

@@ -39,6 +39,9 @@ final class ServerConnection: EventHandler {
     private var lastActiveTick: UInt64 = 0
     private var buffersHeld = true
 
+    /// The role the client's certificate gives it, once TLS and `hello` are done; nil before.
+    var role: Role? { session?.phase == .ready ? session?.role : nil }
+
     init(
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
         context: LoopBound<LoopContext>, rejected: Bool
@@ -70,7 +73,9 @@ final class ServerConnection: EventHandler {
             try? socket.detectDeadPeer()
             registration = try loop.register(fileDescriptor: socket.fileDescriptor, interest: .readable, handler: self)
         } catch {
-            server.log("close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
+            server.log(
+                .error, "close", [("conn", "\(number)"), ("peer", "\(peer)"), ("reason", "cannot register: \(error)")],
+                "close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
             socket.close()
             server.connectionClosed()
             return
@@ -137,10 +142,12 @@ final class ServerConnection: EventHandler {
                     return
                 }
             } catch {
+                context.value.counters.handshakes[1] &+= 1
                 flush()  // the alert, if any, tells the peer why
                 abort("TLS handshake failed: \(error.kind.summary)")
                 return
             }
+            context.value.counters.handshakes[0] &+= 1
             handshakeCompleted()
             guard machine.isServing else { return }
         }
@@ -175,7 +182,8 @@ final class ServerConnection: EventHandler {
         let budget = max(progress ? 1 : 0, highWater - outboundBytes)
         // Mutated in place: a copy sharing storage with `self.session` would copy the session's frame buffer and
         // request sets on every read.
-        let actions = session?.receive(plaintext, store: server.store, outputBudget: budget) ?? []
+        let actions = session?.receive(
+            plaintext, store: server.store, outputBudget: budget, counters: &context.value.counters) ?? []
         let progressed = session?.framesReceived != framesBefore
         perform(actions)
         // A peer that sends requests and never reads the answers then holds at most about `highWater` bytes of
@@ -232,15 +240,20 @@ final class ServerConnection: EventHandler {
 
     /// A log line about this connection, named as the open and close lines name it.
     private func logLine(_ line: LogLine) {
-        server.log("\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
+        server.log(
+            line.level, line.name, [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName)] + line.fields,
+            "\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
     }
 
     private func handshakeCompleted() {
         commonName = tls.peerCommonName ?? "-"
         let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
         let roleName = role == .readOnly ? "read-only" : "read-write"
-        server.log("open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) "
-            + "tls=\(tls.negotiatedProtocol ?? "?")")
+        let version = tls.negotiatedProtocol ?? "?"
+        server.log(
+            .info, "open",
+            [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName), ("role", roleName), ("tls", version)],
+            "open conn=\(number) peer=\(peer) cn=\(commonName) role=\(roleName) tls=\(version)")
         if rejected {
             enqueue(.frame(Message.goingAway(
                 code: .tooManyConnections,
@@ -294,31 +307,56 @@ final class ServerConnection: EventHandler {
                 beginClosing(reason)
             case .log(let line):
                 logLine(line)
+            case .status(let requestID):
+                answerStatus(requestID)
             }
             if phase == .closed { return }
         }
         if !ops.isEmpty { submit(requestIDs, ops) }
     }
 
+    /// Gathers the server's status from every loop, then answers on this one.
+    private func answerStatus(_ requestID: UInt32) {
+        let bound = LoopBound(self, eventLoop: loop)
+        server.gatherStatus { report in
+            bound.eventLoop.execute {
+                let connection = bound.value
+                guard connection.phase != .closed else { return }
+                connection.session?.statusAnswered()
+                connection.context.value.counters.count(.status, .ok)
+                connection.enqueue(.statusReport(report), requestID: requestID)
+                connection.flush()
+            }
+        }
+    }
+
     private func submit(_ requestIDs: [UInt32], _ ops: [WriteOp]) {
         // Made per submit, not kept in a property: it holds this connection, which would then never be freed.
         let bound = LoopBound(self, eventLoop: loop)
+        // One clock read per batch, not per write, for `memo_request_duration_seconds`.
+        let started = monotonicNanos()
         server.store.submit(ops) { results in
             // The memory store answers at once, on this loop: no hop needed.
             if bound.eventLoop.inEventLoop {
                 // Answered while the requests are being handled: the flush after this read sends them.
-                bound.value.writesCompleted(requestIDs, results, flush: false)
+                bound.value.writesCompleted(requestIDs, results, started: started, flush: false)
             } else {
-                bound.eventLoop.execute { bound.value.writesCompleted(requestIDs, results) }
+                bound.eventLoop.execute { bound.value.writesCompleted(requestIDs, results, started: started) }
             }
         }
     }
 
     private func writesCompleted(
-        _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], flush now: Bool = true
+        _ requestIDs: [UInt32], _ results: [Result<WriteOutcome, MemoError>], started: UInt64, flush now: Bool = true
     ) {
+        let answered = monotonicNanos()
+        let ctx = context.value
+        // Every write of a batch took the same time: one observation of that many.
+        ctx.counters.requestDuration.observe(nanoseconds: answered &- min(answered, started), count: results.count)
         for (requestID, result) in zip(requestIDs, results) {
-            guard machine.storeAnswered(), let (answer, line) = session?.completed(requestID: requestID, result) else {
+            guard machine.storeAnswered(),
+                let (answer, line) = session?.completed(requestID: requestID, result, counters: &ctx.counters)
+            else {
                 return
             }
             if let line { logLine(line) }
@@ -380,8 +418,12 @@ final class ServerConnection: EventHandler {
         if outboundBytes > server.limits.maxOutboundBytes, machine.isServing {
             // Drop what is queued (the client resumes from its revision) and say why, after the records already
             // encrypted; if the peer does not read even that, the closing deadline ends it.
-            server.log("slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
-                + "\(server.limits.maxOutboundBytes) bytes queued; dropping them and sending going-away")
+            server.log(
+                .warn, "slow_consumer",
+                [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName),
+                 ("queued_limit", "\(server.limits.maxOutboundBytes)")],
+                "slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over "
+                    + "\(server.limits.maxOutboundBytes) bytes queued; dropping them and sending going-away")
             outbound.removeAll()
             outbound.append(.frame(Message.goingAway(
                 code: .slowConsumer,
@@ -629,8 +671,12 @@ final class ServerConnection: EventHandler {
         registration = nil
         socket.close()
         context.value.removeAll(of: self)
+        context.value.counters.closes[CloseReason(reason: machine.closeReason).rawValue] &+= 1
         outbound.removeAll()
-        server.log("close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(machine.closeReason)\"")
+        let reason = machine.closeReason
+        server.log(
+            .info, "close", [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName), ("reason", reason)],
+            "close conn=\(number) peer=\(peer) cn=\(commonName) reason=\"\(reason)\"")
         server.connectionClosed()
     }
 }

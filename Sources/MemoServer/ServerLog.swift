@@ -1,29 +1,62 @@
 import Foundation
+import MemoCore
 import MemoSystem
 
 /// Where the server's log lines go: one line per event, written whole so lines from threads never interleave.
+/// Every line is one line: a multi-line message from a library is joined (`singleLine`).
 public struct ServerLog: Sendable {
-    private let sink: @Sendable (String) -> Void
+    private let sink: @Sendable (LogRecord) -> Void
 
+    /// A log that hands each record's text line to `sink` (every level).
     public init(_ sink: @escaping @Sendable (String) -> Void) {
+        self.sink = { sink($0.text) }
+    }
+
+    /// A log that hands over each record, fields and all (every level).
+    public init(records sink: @escaping @Sendable (LogRecord) -> Void) {
         self.sink = sink
     }
 
-    /// Lines on standard error, each prefixed with the UTC time.
-    public static let standardError = ServerLog { line in
-        let text = "\(ServerLog.timestamp()) \(line)\n"
-        // A log that cannot be written has nowhere to report that either.
-        try? FileDescriptor.writeAll(STDERR_FILENO, text)
+    /// Lines on standard error, each prefixed with the UTC time (`text`), or JSON objects (`json`); records
+    /// below `level` are left out.
+    public static func standardError(format: LogFormat = .text, level: LogLevel = .info) -> ServerLog {
+        ServerLog(records: { record in
+            guard record.level >= level else { return }
+            let time = ServerLog.timestamp()
+            let line = switch format {
+            case .text: "\(time) \(record.text)\n"
+            case .json: record.json(time: time) + "\n"
+            }
+            // A log that cannot be written has nowhere to report that either.
+            try? FileDescriptor.writeAll(STDERR_FILENO, line)
+        })
     }
+
+    /// Text lines on standard error at level info.
+    public static let standardError = standardError()
 
     /// No lines at all.
-    public static let silent = ServerLog { _ in }
+    public static let silent = ServerLog(records: { _ in })
 
-    public func callAsFunction(_ line: String) {
-        sink(line)
+    /// Logs one record: `text` is the line the text form writes; `fields` what the JSON form adds to it.
+    public func callAsFunction(_ level: LogLevel, _ event: String, _ fields: [(String, String)], _ text: String) {
+        callAsFunction(LogRecord(level, event, fields, text: text))
     }
 
-    static func timestamp() -> String {
+    /// Logs one record with no fields but its text.
+    public func callAsFunction(_ level: LogLevel, _ event: String, _ text: String) {
+        callAsFunction(LogRecord(level, event, [], text: text))
+    }
+
+    public func callAsFunction(_ record: LogRecord) {
+        var record = record
+        record.text = singleLine(record.text)
+        record.fields = record.fields.map { ($0.0, singleLine($0.1)) }
+        sink(record)
+    }
+
+    /// The time as RFC 3339 in UTC with milliseconds, e.g. 2026-12-01T14:06:37.123Z.
+    public static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec

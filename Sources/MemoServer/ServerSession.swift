@@ -18,12 +18,19 @@ enum SessionAction {
     case close(reason: String)
     /// Write a line to the server's log: the event, the connection's name, then the detail.
     case log(LogLine)
+    /// Gather the server's status from every loop and answer this request with it (`statusAnswered` after).
+    case status(requestID: UInt32)
 }
 
 /// A log line about one connection, which the connection writes with its name between the two parts.
-struct LogLine: Equatable {
+struct LogLine {
+    /// The text form's first words.
     var event: String
     var detail: String
+    /// The event name of the structured form, its level and its fields after the connection's.
+    var name: String
+    var level: LogLevel
+    var fields: [(String, String)]
 }
 
 /// One connection's protocol state, with no socket: frames in, actions out (the connection carries them out).
@@ -46,6 +53,11 @@ struct ServerSession {
     private(set) var pendingWrites: [UInt32: WriteTarget] = [:]
     /// `list` answers queued but not yet sent in full: each holds a snapshot of every memo until it is.
     private(set) var pendingLists = 0
+    /// `status` requests being gathered from the loops: counted in flight, so that a flood of them is bounded.
+    private(set) var pendingStatus = 0
+    /// How the request being handled ended, for the loop's counters (set by `answer` and `fail`); nil when its
+    /// answer comes later (a write the store answers, a status the loops answer), which is counted then.
+    private var handledResult: RequestResult? = .ok
     /// Open subscriptions, by the request id of their `subscribe`.
     private(set) var subscriptions = Set<UInt32>()
     private(set) var clientName = ""
@@ -75,6 +87,16 @@ struct ServerSession {
     mutating func receive(
         _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max
     ) -> [SessionAction] {
+        var counters = LoopCounters()
+        return receive(bytes, store: store, outputBudget: outputBudget, counters: &counters)
+    }
+
+    /// `receive`, counting each request that is answered now (not the writes: `completed` counts those) in
+    /// `counters`, the loop's.
+    mutating func receive(
+        _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max,
+        counters: inout LoopCounters
+    ) -> [SessionAction] {
         guard phase != .closed else { return [] }
         decoder.append(bytes)
         var actions: [SessionAction] = []
@@ -90,10 +112,13 @@ struct ServerSession {
                 (type, requestID, payload) = next
                 framesReceived += 1
             } catch {
+                counters.count(.other, .refused)
                 fail(&actions, requestID: 0, code: error.code, error.description)
                 break
             }
+            handledResult = .ok
             handle(type: type, requestID: requestID, payload: &payload, store: store, into: &actions)
+            if let result = handledResult { counters.count(RequestKind(type: type), result) }
             for action in actions[before...] {
                 switch action {
                 // Counted with what holding them costs until the connection queues them (the array's header,
@@ -193,13 +218,20 @@ struct ServerSession {
             answer(&actions, id, .ok)
         case .ping(let nonce):
             answer(&actions, id, .pong(nonce: nonce))
+        case .status:
+            guard admitInFlight(&actions, id) else { return }
+            pendingStatus += 1
+            handledResult = nil
+            actions.append(.status(requestID: id))
         case .pong:
             // The server sends no ping in version 1: a pong answers nothing and gets no answer.
             break
         case .error(let code, let text):
             // A client reporting a problem: logged, not answered (an error answering an error could loop).
-            actions.append(.log(LogLine(event: "client error", detail: "request=\(id) \(code): \(text)")))
-        case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone:
+            actions.append(.log(LogLine(
+                event: "client error", detail: "request=\(id) \(code): \(text)", name: "client_error", level: .warn,
+                fields: [("request", "\(id)"), ("code", "\(code.rawValue)"), ("reason", text)])))
+        case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport:
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:
@@ -230,11 +262,12 @@ struct ServerSession {
         }
         guard admitInFlight(&actions, id) else { return }
         pendingWrites[id] = WriteTarget(op)
+        handledResult = nil
         actions.append(.submit(requestID: id, op: op))
     }
 
     private mutating func admitInFlight(_ actions: inout [SessionAction], _ id: UInt32) -> Bool {
-        guard pendingWrites.count + subscriptions.count + pendingLists < limits.maxInFlight else {
+        guard pendingWrites.count + subscriptions.count + pendingLists + pendingStatus < limits.maxInFlight else {
             fail(&actions, requestID: id, code: .tooManyInFlight,
                  "more than \(limits.maxInFlight) requests in flight; read the answers before sending more")
             return false
@@ -246,14 +279,33 @@ struct ServerSession {
     mutating func completed(
         requestID: UInt32, _ result: Result<WriteOutcome, MemoError>
     ) -> (answer: Message, log: LogLine?) {
+        var counters = LoopCounters()
+        return completed(requestID: requestID, result, counters: &counters)
+    }
+
+    /// `completed`, counting the write in `counters` (the loop's) by its kind and result.
+    @inline(__always)
+    mutating func completed(
+        requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, counters: inout LoopCounters
+    ) -> (answer: Message, log: LogLine?) {
         let op = pendingWrites.removeValue(forKey: requestID)
+        let kind = op?.kind ?? .other
         switch result {
         case .success(let outcome):
+            counters.count(kind, .ok)
+            counters.writes &+= 1
             return (.memo(outcome.memo), nil)
         case .failure(let error):
-            let answer = Message.error(code: ErrorCode(error), message: error.description)
+            let code = ErrorCode(error)
+            counters.count(kind, RequestResult(code: code))
+            let answer = Message.error(code: code, message: error.description)
             return (answer, op.map { Self.refusal(requestID: requestID, $0, error) })
         }
+    }
+
+    /// A `status` request was answered.
+    mutating func statusAnswered() {
+        pendingStatus -= 1
     }
 
     /// The log line of a write the store refused or failed: `refused` when the request was at fault,
@@ -261,8 +313,14 @@ struct ServerSession {
     static func refusal(requestID: UInt32, _ target: WriteTarget, _ error: MemoError) -> LogLine {
         let what = "\(target.verb) id=\(target.id.uuidString.lowercased())"
         let code = ErrorCode(error)
-        return LogLine(event: code.rawValue >= 500 ? "storage error" : "refused",
-                       detail: "request=\(requestID) \(what): \(code): \(error)")
+        let storage = code.rawValue >= 500
+        return LogLine(
+            event: storage ? "storage error" : "refused", detail: "request=\(requestID) \(what): \(code): \(error)",
+            name: storage ? "storage_error" : "refused", level: storage ? .error : .info,
+            fields: [
+                ("request", "\(requestID)"), ("op", "\(target.verb)"), ("id", target.id.uuidString.lowercased()),
+                ("code", "\(code.rawValue)"), ("reason", "\(error)"),
+            ])
     }
 
     /// `count` list answers were sent in full.
@@ -278,11 +336,13 @@ struct ServerSession {
     /// Whether writes are still waiting for the store (a closing connection waits for them).
     var hasPendingWrites: Bool { !pendingWrites.isEmpty }
 
-    private func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
+    private mutating func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
+        if case .error(let code, _) = message { handledResult = RequestResult(code: code) }
         actions.append(.send(message.frame(requestID: id)))
     }
 
     private mutating func fail(_ actions: inout [SessionAction], requestID: UInt32, code: ErrorCode, _ text: String) {
+        handledResult = RequestResult(code: code)
         actions.append(.send(Message.error(code: code, message: text).frame(requestID: requestID)))
         actions.append(.close(reason: "\(code.name): \(text)"))
         phase = .closed
@@ -291,14 +351,22 @@ struct ServerSession {
 
 /// The kind of a write and the memo it names: what a refusal's log line says about it.
 struct WriteTarget {
-    let verb: StaticString
+    let kind: RequestKind
     let id: UUID
+
+    var verb: StaticString {
+        switch kind {
+        case .update: return "update"
+        case .delete: return "delete"
+        default: return "create"
+        }
+    }
 
     init(_ op: WriteOp) {
         switch op {
-        case .create(let id, _, _, _): (verb, self.id) = ("create", id)
-        case .update(let id, _, _): (verb, self.id) = ("update", id)
-        case .delete(let id, _): (verb, self.id) = ("delete", id)
+        case .create(let id, _, _, _): (kind, self.id) = (.create, id)
+        case .update(let id, _, _): (kind, self.id) = (.update, id)
+        case .delete(let id, _): (kind, self.id) = (.delete, id)
         }
     }
 }

@@ -24,7 +24,7 @@ enum CertificateFiles {
         for path in paths where exists(path) {
             throw TLSError(
                 kind: .fileExists, operation: "writing \(path)",
-                detail: "\(path) already exists; refusing to overwrite it without force")
+                detail: "not overwritten without --force")
         }
     }
 
@@ -55,7 +55,7 @@ enum CertificateFiles {
             if errno == EEXIST {
                 throw TLSError(
                     kind: .fileExists, operation: "writing \(path)",
-                    detail: "\(path) already exists; refusing to overwrite it without force")
+                    detail: "not overwritten without --force")
             }
             throw systemError("creating \(path)")
         }

@@ -53,6 +53,18 @@ public struct CertificateIndex: Sendable, Hashable {
     public var entries: [Entry]
     public let source: Source
 
+    /// The serial of the certificate that superseded entry `position`, when a later one took its place: any later
+    /// server certificate for a server certificate (the folder holds one server.crt), a later client certificate
+    /// of the same name for a client one (`certs client NAME --force`). The superseded one stays valid until it
+    /// expires or is revoked; this only says it is no longer the one in use.
+    public func supersedingSerial(of position: Int) -> String? {
+        let entry = entries[position]
+        let isServer = entry.role == Entry.serverRole
+        return entries[(position + 1)...].last { later in
+            isServer ? later.role == Entry.serverRole : later.role != Entry.serverRole && later.name == entry.name
+        }?.serial
+    }
+
     /// The index beside the CA in `directory`, or, when there is none, what can be found in the folder.
     /// - Throws: `TLSError` for an index that cannot be read or parsed, or a missing CA.
     public static func load(directory: String) throws(TLSError) -> CertificateIndex {

@@ -9,6 +9,8 @@ public struct CertificateInfo: Sendable, Hashable {
     public let commonName: String
     /// The memo role in the subject's OU; `.unknown` for a server certificate or the CA.
     public let role: CertificateRole
+    /// The issuer's CN (the CA that signed it).
+    public let issuerCommonName: String
     /// The serial number in upper-case hex without leading zeros (see `CertificateSerial`).
     public let serial: String
     /// notBefore and notAfter as Unix seconds (UTC).
@@ -34,6 +36,7 @@ public struct CertificateInfo: Sendable, Hashable {
         let units = EstablishedSession.subject(X509_get_subject_name(raw), nid: NID_organizationalUnitName)
         let roles = units.compactMap(CertificateRole.init(organizationalUnit:))
         role = roles.contains(.readOnly) ? .readOnly : roles.first ?? .unknown
+        issuerCommonName = EstablishedSession.subject(X509_get_issuer_name(raw), nid: NID_commonName).last ?? ""
         serial = CertificateSerial.hex(X509_get0_serialNumber(raw)) ?? ""
         notBefore = UTCTime.seconds(X509_get0_notBefore(raw)) ?? 0
         notAfter = UTCTime.seconds(X509_get0_notAfter(raw)) ?? 0

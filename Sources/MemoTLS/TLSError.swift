@@ -78,6 +78,10 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
+        // A file OpenSSL could not use, for a reason a user can act on: said in those words, not OpenSSL's.
+        if kind == .openSSL, let plain = reasons.lazy.compactMap(Self.plainReason).first {
+            return "\(operation): \(plain)"
+        }
         var text = "\(operation): \(kind.summary)"
         if let detail { text += ": \(detail)" }
         var notes: [String] = []
@@ -85,6 +89,18 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
         if !reasons.isEmpty { notes.append("OpenSSL: " + reasons.joined(separator: "; ")) }
         if !notes.isEmpty { text += " (" + notes.joined(separator: ", ") + ")" }
         return text
+    }
+}
+
+extension TLSError {
+    /// OpenSSL's reason for refusing a key or certificate file, in the user's terms; nil when there is none.
+    static func plainReason(_ reason: String) -> String? {
+        switch reason {
+        case "key values mismatch": return "the key does not belong to this certificate"
+        case "no start line": return "not a PEM file (no -----BEGIN line)"
+        case "unsupported": return "not a key or certificate OpenSSL can read"
+        default: return nil
+        }
     }
 }
 

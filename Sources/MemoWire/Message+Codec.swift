@@ -54,8 +54,10 @@ extension Message {
             preconditionFailure("encode(into:requestID:) writes these frames whole (createFrame, memoFrame)")
         case .get(let id):
             w.uuid(id)
-        case .list, .ok:
+        case .list, .ok, .status:
             break
+        case .statusReport(let report):
+            report.encode(into: &w)
         case .update(let id, let expected, let content):
             w.uuid(id)
             Self.encodeExpected(expected, into: &w)
@@ -136,6 +138,10 @@ extension Message {
             self = .get(id: try r.uuid("memo id"))
         case .list:
             self = .list
+        case .status:
+            self = .status
+        case .statusReport:
+            self = .statusReport(try StatusReport(from: &r))
         case .update:
             let id = try r.uuid("memo id")
             let expected = try Self.decodeExpected(&r)

@@ -21,6 +21,8 @@ public enum Message: Sendable, Hashable {
     case subscribe(after: UInt64?)
     case unsubscribe(subscription: UInt32)
     case ping(nonce: UInt64)
+    /// Asks how the server is doing (any role may).
+    case status
 
     // Responses, server to client, with the request's id.
     case welcome(version: UInt16, revision: UInt64, maxFrameSize: UInt32, role: Role, server: String)
@@ -29,6 +31,8 @@ public enum Message: Sendable, Hashable {
     case memos(revision: UInt64, last: Bool, memos: [Memo])
     case ok
     case pong(nonce: UInt64)
+    /// The answer to `status`.
+    case statusReport(StatusReport)
 
     // Pushed on a subscription, with the subscribe request's id.
     case snapshot(revision: UInt64, last: Bool, memos: [Memo])
@@ -43,8 +47,8 @@ public enum Message: Sendable, Hashable {
     /// The type byte of each message.
     public enum Kind: UInt8, Sendable, CaseIterable {
         case hello = 0x01, create = 0x02, get = 0x03, list = 0x04, update = 0x05, delete = 0x06
-        case subscribe = 0x07, unsubscribe = 0x08, ping = 0x09
-        case welcome = 0x41, memo = 0x42, memos = 0x43, ok = 0x44, pong = 0x45
+        case subscribe = 0x07, unsubscribe = 0x08, ping = 0x09, status = 0x0A
+        case welcome = 0x41, memo = 0x42, memos = 0x43, ok = 0x44, pong = 0x45, statusReport = 0x46
         case snapshot = 0x61, subscribed = 0x62, change = 0x63, historyGone = 0x64
         case error = 0x7E, goingAway = 0x7F
     }
@@ -60,11 +64,13 @@ public enum Message: Sendable, Hashable {
         case .subscribe: return .subscribe
         case .unsubscribe: return .unsubscribe
         case .ping: return .ping
+        case .status: return .status
         case .welcome: return .welcome
         case .memo: return .memo
         case .memos: return .memos
         case .ok: return .ok
         case .pong: return .pong
+        case .statusReport: return .statusReport
         case .snapshot: return .snapshot
         case .subscribed: return .subscribed
         case .change: return .change

@@ -5,9 +5,9 @@ import MemoCore
 /// `memo-client completion bash|zsh`: a script that completes commands, options and memo ids. The ids come from
 /// the mirror cache the terminal front end keeps (`memo-client completion ids`), so completing never connects.
 enum Completion {
-    static let commands = "list ls show get add new edit rm delete watch export import completion help"
+    static let commands = "list ls show get add new edit rm delete watch status export import whoami completion help"
     static let options = "--server --certs --ca --cacert --cert --key --timeout --keepalive --json --filter --limit "
-        + "--if-revision --allow-empty --locale --version --help"
+        + "--if-revision --allow-empty --locale --version --help --id --quiet --since --max-errors --dry-run"
 
     /// The ids in the mirror cache of `server`, newest first; none when there is no cache or it is damaged.
     static func cachedIDs(server: String) -> [String] {

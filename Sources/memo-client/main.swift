@@ -4,6 +4,7 @@ import MemoClient
 import MemoClientCLI
 import MemoNet
 import MemoSQLite
+import MemoSystem
 import MemoTLS
 import MemoWire
 
@@ -14,10 +15,39 @@ func fail(usage error: UsageError) -> Never {
     exit(ExitCode.usage.rawValue)
 }
 
+// A file size limit (`ulimit -f`) must make write(2) fail with EFBIG, which is reported, rather than kill the
+// process with SIGXFSZ before it can say so.
+signal(SIGXFSZ, SIG_IGN)
+
+/// Standard output for every command. A reader that went away (`memo-client list | head -1`) ends the program
+/// quietly with 0, as `head` expects; any other failed write (a full disk, a file size limit) ends it with one
+/// line on stderr and exit 1, so that a cut-off `export > backup` never looks complete.
+let standardOutput = BufferedOutput(
+    fd: STDOUT_FILENO, onBrokenPipe: { exit(0) },
+    onWriteFailure: { failure in
+        FileHandle.standardError.write(Data("memo-client: cannot write to standard output: \(failure.reason)\n".utf8))
+        exit(ExitCode.failure.rawValue)
+    })
+
+/// Prints `text` whole on standard output, checked, and returns 0.
+func printChecked(_ text: String) -> Int32 {
+    standardOutput.write(text)
+    standardOutput.flush()
+    return 0
+}
+
 /// Runs the command line and returns the exit code. (A function rather than top-level code: the release
 /// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
 func runMain() async -> Int32 {
-    let argv = Array(CommandLine.arguments.dropFirst())
+    // The arguments' own bytes: CommandLine.arguments would have replaced invalid UTF-8 with U+FFFD, storing
+    // what was never typed. They are refused as standard input's bytes are.
+    let argv: [String]
+    switch Invocation.arguments(CommandLine.unsafeArgv, count: Int(CommandLine.argc)) {
+    case .success(let valid): argv = valid
+    case .failure(let error):
+        FileHandle.standardError.write(Data("memo-client: \(ExitCode.message(for: error))\n".utf8))
+        return ExitCode.failure.rawValue
+    }
     let invocation: Invocation
     do {
         invocation = try Invocation.parse(argv, environment: ProcessInfo.processInfo.environment)
@@ -29,31 +59,28 @@ func runMain() async -> Int32 {
         guard let text = HelpTopics.text(for: command) else {
             fail(usage: UsageError("no help for '\(command ?? "")': it is not a command"))
         }
-        print(text, terminator: "")
-        return 0
+        return printChecked(text)
     case .version:
-        print(MemoRelease.versionText(
+        return printChecked(MemoRelease.versionText(
             program: "memo-client",
-            libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]), terminator: "")
-        return 0
+            libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]))
     case .completion(let shell):
-        print(Completion.script(shell: shell), terminator: "")
-        return 0
+        return printChecked(Completion.script(shell: shell))
     case .completionIDs(let server):
-        for id in Completion.cachedIDs(server: server) { print(id) }
-        return 0
-    case .run(let configuration, let command, let json, let locale):
+        return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
+    case .run(let configuration, let command, let json, let locale, let quiet):
         guard let command else {
             if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
                 return await runFrontEnd(configuration: configuration, locale: locale)
             }
             fail(usage: UsageError("no command given (and not on a terminal)"))
         }
-        // A reader that went away (`memo-client list | head -1`) ends the program quietly with 0, as `head` expects.
-        let out = BufferedOutput(fd: STDOUT_FILENO, onBrokenPipe: { exit(0) })
         let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
         let style = OutputStyle.detect(json: json)
-        let runner = CommandRunner(configuration: configuration, style: style, out: out, err: err)
+        var runner = CommandRunner(configuration: configuration, style: style, out: standardOutput, err: err)
+        runner.quiet = quiet
+        runner.progress = isatty(STDERR_FILENO) == 1
+        runner.stopsOnInterrupt = true
         return await runner.run(command).rawValue
     }
 }

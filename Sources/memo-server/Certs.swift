@@ -56,7 +56,7 @@ enum Certs {
             FileHandle.standardError.write(Data(
                 "memo-server: serial \(serial) is not in the index; it is on the revocation list all the same\n".utf8))
         }
-        print("\(outcome.listPath) lists \(outcome.listCount) certificates; send SIGHUP to a running memo-server "
+        print("\(outcome.listPath) lists \(outcome.listCount) certificate\(outcome.listCount == 1 ? "" : "s"); send SIGHUP to a running memo-server "
             + "to apply it")
     }
 
@@ -72,10 +72,13 @@ enum Certs {
                 + "index.\n").utf8))
         }
         let now = UTCTime.now()
-        var rows = [["NAME", "ROLE", "SERIAL", "EXPIRES", "REVOKED"]]
-        for entry in index.entries {
+        var rows = [["NAME", "ROLE", "SERIAL", "EXPIRES", "SUPERSEDED", "REVOKED"]]
+        for (position, entry) in index.entries.enumerated() {
             let expires = UTCTime.format(entry.notAfter) + (entry.notAfter <= now ? " (expired)" : "")
-            rows.append([entry.name, entry.role, entry.serial, expires, entry.revokedAt.map(UTCTime.format) ?? "-"])
+            rows.append([
+                entry.name, entry.role, entry.serial, expires, index.supersedingSerial(of: position) ?? "-",
+                entry.revokedAt.map(UTCTime.format) ?? "-",
+            ])
         }
         var widths = [Int](repeating: 0, count: rows[0].count)
         for row in rows {

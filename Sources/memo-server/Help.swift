@@ -20,7 +20,8 @@ enum Help {
         usage: memo-server serve [options]
 
         Serves memos over TLS (mutual TLS: clients need a certificate signed by the CA in --certs). Prints
-        exactly one line `listening on HOST:PORT` to stdout once it accepts connections; logs go to stderr
+        exactly one line `listening on HOST:PORT` to stdout once it accepts connections (one that cannot listen
+        exits 1 and removes the store, CA and keys it made for this start); logs go to stderr
         (one line per connection opened and closed). SIGTERM or SIGINT stops it cleanly: it stops accepting,
         sends going-away to every client, answers the writes in flight, closes the store and exits 0.
         SIGHUP reloads server.crt, server.key, ca.crt and ca.crl from --certs: new handshakes use them,
@@ -39,7 +40,7 @@ enum Help {
                                      certs); when DIR holds no CA the server makes one as `certs init` would
                                      and says where
           --threads N                event-loop threads (default: one per CPU the server may use, from its
-                                     affinity mask, e.g. under taskset; at most 64)
+                                     affinity mask, e.g. under taskset, at most 64; given: 1 to 256)
           --max-connections N        connections served at once; more are refused with going-away 302
                                      (default 16384)
           --max-frame BYTES          largest frame accepted or sent (default 1048576)
@@ -61,6 +62,18 @@ enum Help {
                                      lagging, answers reads and writes 501 and reloads a snapshot by itself
           --tls-records own|openssl  who protects TLS 1.3 records after the handshake: the server's own
                                      record layer (default; less memory per connection) or OpenSSL's
+          --log-format text|json     text: the UTC time, then the line (default); json: one object per line
+                                     with time, level, event, the line's fields (conn, peer, cn, reason, ...)
+                                     and message (the text line)
+          --log-level LEVEL          debug, info (default), warn or error: lines below it are left out
+
+        Under systemd (NOTIFY_SOCKET set) the server sends READY=1 once it listens, RELOADING=1 and READY=1
+        around a SIGHUP reload, STOPPING=1 when it stops, and WATCHDOG=1 every WATCHDOG_USEC/2 when the
+        unit has WatchdogSec= (Type=notify; README.md has a unit file).
+          --metrics [HOST:]PORT      serve plain HTTP (no TLS) on this address: /metrics (Prometheus text),
+                                     /healthz (200 while the process runs), /readyz (200 when ready, 503 and
+                                     the reason when not); off by default; PORT or :PORT binds 127.0.0.1;
+                                     logs `metrics on http://HOST:PORT` to stderr
         """
 
     static let certsInit = """
@@ -106,10 +119,12 @@ enum Help {
     static let certsList = """
         usage: memo-server certs list [--dir DIR]
 
-        Lists every certificate the CA in DIR (default certs) issued, from DIR/ca.index: NAME, ROLE (server,
-        read-write, read-only), SERIAL, EXPIRES (UTC) and REVOKED (the time, or -). A CA made before memo
-        kept an index has none: the list then shows the certificates found in DIR that the CA signed, and
-        says so on stderr.
+        Lists every certificate the CA in DIR (default certs) issued, from DIR/ca.index, oldest first: NAME,
+        ROLE (server, read-write, read-only), SERIAL, EXPIRES (UTC), SUPERSEDED (the serial of the certificate
+        issued later in its place: a re-issued server certificate, or a client certificate re-issued under
+        the same name; - when none) and REVOKED (the time, or -). A superseded certificate stays valid until
+        it expires or is revoked. A CA made before memo kept an index has none: the list then shows the
+        certificates found in DIR that the CA signed, and says so on stderr.
         """
 
     static let certs = [certsInit, certsClient, certsServer, certsRevoke, certsList].joined(separator: "\n\n")

@@ -20,6 +20,10 @@ struct Serve {
     var maxFeedLagMillis = PostgresStore.defaultMaxFeedLagMillis
     /// Whether OpenSSL's freed memory is wiped (installed by main before any OpenSSL call), for the startup line.
     var freedMemoryWiped = false
+    var logFormat = LogFormat.text
+    var logLevel = LogLevel.info
+    /// Where every line goes: standard error, in the format and from the level the options chose.
+    var log: ServerLog { ServerLog.standardError(format: logFormat, level: logLevel) }
 
     init(_ arguments: inout Arguments) throws(UsageError) {
         if let listen = try arguments.option("--listen") {
@@ -50,6 +54,21 @@ struct Serve {
             }
             configuration.tlsRecords = choice
         }
+        if let format = try arguments.option("--log-format") {
+            guard let chosen = LogFormat(rawValue: format) else {
+                throw UsageError("--log-format takes text or json, not '\(format)'")
+            }
+            logFormat = chosen
+        }
+        if let level = try arguments.option("--log-level") {
+            guard let chosen = LogLevel(name: level) else {
+                throw UsageError("--log-level takes debug, info, warn or error, not '\(level)'")
+            }
+            logLevel = chosen
+        }
+        if let metrics = try arguments.option("--metrics") {
+            configuration.metrics = try Self.metricsAddress(metrics)
+        }
         try arguments.finish()
         guard store == "memory" || (store.hasPrefix("sqlite:") && store.count > 7) || Self.isPostgres(store) else {
             throw UsageError("--store takes sqlite:PATH, postgres://URI or memory, not '\(store)'")
@@ -61,9 +80,12 @@ struct Serve {
         // SIGHUP too: its default action would end the server silently (exit 129) when its terminal closes.
         try SignalWatcher.block([SIGTERM, SIGINT, SIGHUP])
         raiseDescriptorLimit()
+        let log = log
+        let systemd = SystemdNotifier()
 
         // The store first: a server refused because another one holds the file must leave nothing behind, not
-        // even a CA made for it.
+        // even a CA made for it. A server that then cannot listen removes what it made (`leftovers`).
+        var leftovers = StartupLeftovers()
         let memoStore: any ServingStore
         let storeName: String
         if store == "memory" {
@@ -72,27 +94,52 @@ struct Serve {
         } else if Self.isPostgres(store) {
             memoStore = try PostgresStore(
                 uri: store, historyCapacity: historyCapacity, storageTimeoutMillis: storageTimeoutMillis,
-                maxFeedLagMillis: maxFeedLagMillis, log: { ServerLog.standardError($0) })
+                maxFeedLagMillis: maxFeedLagMillis, log: { log($0) })
             storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
-            memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
+            for suffix in ["", "-wal", "-shm", "-journal", ".lock", "-reserve"] {
+                leftovers.expect(file: path + suffix)
+            }
+            do {
+                memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
+            } catch {
+                leftovers.remove()
+                throw error
+            }
             storeName = "sqlite:" + path
         }
-        ensureCertificates()
+        ensureCertificates(&leftovers)
         let server: MemoServer
         do {
-            server = try MemoServer.start(configuration, store: memoStore)
+            server = try MemoServer.start(configuration, store: memoStore, log: log)
         } catch {
             memoStore.close()
+            let removed = leftovers.remove()
+            if !removed.isEmpty {
+                log(
+                    .warn, "not_started_cleanup", [("removed", removed.joined(separator: " "))],
+                    "not started: removed what this start made: \(removed.joined(separator: " "))")
+            }
             throw error
         }
-        ServerLog.standardError(
+        log(
+            .info, "serving",
+            [("store", storeName), ("revision", "\(memoStore.revision)"),
+             ("listen", "\(server.boundAddress)"), ("tls_records", configuration.tlsRecords.name)],
             "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
                 + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
+        if let metrics = server.metricsAddress {
+            log(.info, "metrics", [("listen", "\(metrics)")], "metrics on http://\(metrics) (/metrics, /healthz, /readyz)")
+        }
         // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+        // Listening, with the store loaded: systemd may start what depends on the server.
+        systemd.ready()
+        if let interval = systemd.watchdogInterval, systemd.isActive {
+            server.repeatOnAcceptLoop(every: interval) { systemd.watchdog() }
+        }
 
         let signals = try EventLoop.start(name: "memo-signals")
         let stop = DispatchSemaphore(value: 0)
@@ -100,8 +147,10 @@ struct Serve {
         let watcher = try signals.runAndWait { () throws(NetError) -> SignalWatcher in
             try SignalWatcher(signals: [SIGTERM, SIGINT, SIGHUP], eventLoop: signals) { signal in
                 if signal == SIGHUP {
-                    ServerLog.standardError("SIGHUP: reloading certificates")
+                    systemd.reloading()
+                    log(.info, "reload", [("signal", "SIGHUP")], "SIGHUP: reloading certificates")
                     server.reloadCertificates()
+                    systemd.ready()
                     return
                 }
                 if received.exchange(signal, ordering: .relaxed) == 0 { stop.signal() }
@@ -109,7 +158,10 @@ struct Serve {
         }
         stop.wait()
         let name = received.load(ordering: .relaxed) == SIGTERM ? "SIGTERM" : "SIGINT"
-        ServerLog.standardError("\(name): stopping; going-away sent to \(server.connectionCount) connections")
+        systemd.stopping()
+        log(
+            .info, "stopping", [("signal", name), ("connections", "\(server.connectionCount)")],
+            "\(name): stopping; going-away sent to \(server.connectionCount) connections")
         server.shutdown()
         memoStore.close()
         StageTrace.write()  // only with MEMO_STAGE_TRACE set (benchmarks)
@@ -120,12 +172,22 @@ struct Serve {
         if let postgres = memoStore as? PostgresStore {
             summary += "; \(postgres.batchCount) write batches sent to PostgreSQL since start"
         }
-        ServerLog.standardError(summary)
+        log(.info, "stopped", [("revision", "\(memoStore.revision)")], summary)
         _ = watcher
         signals.shutdownGracefully()
     }
 
-    /// A libpq URI: several servers share the database it names.
+    /// `--metrics`'s address: `PORT` and `:PORT` are on loopback, `HOST:PORT` as given.
+    static func metricsAddress(_ text: String) throws(UsageError) -> String {
+        let port = text.hasPrefix(":") ? String(text.dropFirst()) : text
+        if let number = UInt16(port) { return "127.0.0.1:\(number)" }
+        do {
+            return try HostPort(parsing: text, defaultPort: nil).description
+        } catch {
+            throw UsageError("--metrics takes PORT, :PORT or HOST:PORT: \(error)")
+        }
+    }
+
     /// A number of seconds in `range` (fractions allowed), as milliseconds.
     static func millis(
         _ arguments: inout Arguments, _ name: String, in range: ClosedRange<Double>
@@ -139,6 +201,7 @@ struct Serve {
         return Int((value * 1000).rounded())
     }
 
+    /// A libpq URI: several servers share the database it names.
     static func isPostgres(_ store: String) -> Bool {
         store.hasPrefix("postgres://") || store.hasPrefix("postgresql://")
     }
@@ -153,14 +216,23 @@ struct Serve {
     }
 
     /// Makes a CA and certificates as `certs init` would when the folder holds no CA.
-    private func ensureCertificates() {
+    private func ensureCertificates(_ leftovers: inout StartupLeftovers) {
         let directory = absolutePath(configuration.certsDirectory)
         guard !FileManager.default.fileExists(atPath: directory + "/ca.crt") else { return }
+        leftovers.expect(directory: directory)
+        let names = ["ca.crt", "ca.key", "server.crt", "server.key", "client.crt", "client.key", CertificateIndex.fileName]
+        for name in names {
+            leftovers.expect(file: directory + "/" + name)
+        }
         do {
             let result = try CertificateAuthority.initialize(directory: directory)
-            ServerLog.standardError("no CA in \(directory): made one; wrote \(result.files.joined(separator: " "))")
+            log(
+                .warn, "ca_created", [("directory", directory)],
+                "no CA in \(directory): made one; wrote \(result.files.joined(separator: " "))")
         } catch {
-            ServerLog.standardError("no CA in \(directory) and making one failed: \(error)")
+            log(
+                .error, "ca_create_failed", [("directory", directory), ("reason", "\(error)")],
+                "no CA in \(directory) and making one failed: \(error)")
         }
     }
 }

@@ -1,5 +1,7 @@
 import Foundation
 import MemoCLI
+import MemoCore
+import MemoServer
 import MemoSQLite
 import MemoTLS
 import MemoWire
@@ -30,7 +32,14 @@ do {
         if wantsHelp { print(command == nil ? Help.main + "\n\n" + Help.serve : Help.serve); exit(0) }
         var serve = try Serve(&arguments)
         serve.freedMemoryWiped = freedMemoryWiped
-        try serve.run()
+        do {
+            try serve.run()
+        } catch {
+            // A server that cannot start says why in its log's own format, so that a JSON log stays JSON.
+            guard serve.logFormat == .json else { throw error }
+            serve.log(LogRecord(.error, "fatal", [("reason", "\(error)")], text: "memo-server: \(error)"))
+            exit(1)
+        }
     case "certs":
         let sub = arguments.command()
         switch sub {

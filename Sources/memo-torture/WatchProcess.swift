@@ -17,6 +17,8 @@ final class WatchProcess {
         process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
         process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [binary])
             + ["watch", "--json", "--server", server, "--certs", certs] + extra
+        // Its certificates live a day: no expiry warning (nor a note of it in the user's cache folder).
+        process.environment = ProcessInfo.processInfo.environment.merging(["MEMO_EXPIRY_WARNING": "0"]) { $1 }
         let output = Pipe()
         process.standardOutput = output
         stderrPath = directory + "/watch-\(number).log"

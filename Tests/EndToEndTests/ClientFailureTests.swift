@@ -31,8 +31,18 @@ struct ClientFailureTests {
             let huge = try runClient(["add", "-"], server: proxy.address, certs: server.certificates.path,
                                      stdin: String(repeating: "x", count: size))
             #expect(huge.status == 1)
-            #expect(huge.err == "memo-client: content is \(size) bytes, over the limit of 65536\n")
+            #expect(huge.err == "memo-client: content is over the limit of 65536 bytes (standard input holds more "
+                + "than 65537; reading stopped there)\n")
         }
+        // Words are counted exactly (one argument is at most 128 KiB on Linux).
+        let words = try runClient(["add", String(repeating: "y", count: 70_000)], server: proxy.address,
+                                  certs: server.certificates.path)
+        #expect(words.status == 1)
+        #expect(words.err == "memo-client: content is 70000 bytes, over the limit of 65536\n")
+        // 65,536 bytes and one final newline are within the limit; one more byte is not.
+        let exact = String(repeating: "z", count: 65_537)
+        let over = try runClient(["add", "-"], server: proxy.address, certs: server.certificates.path, stdin: exact)
+        #expect(over.err == "memo-client: content is 65537 bytes, over the limit of 65536\n")
         #expect(proxy.connections == 0)
     }
 
@@ -72,10 +82,9 @@ struct ClientFailureTests {
         let configuration = ClientConfiguration(
             server: server.address, caPath: certificates.path + "/ca.crt",
             certificatePath: certificates.path + "/client.crt", keyPath: certificates.path + "/client.key",
-            requestTimeout: .seconds(10))
+            requestTimeout: .seconds(60))
         let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
-        let started = ContinuousClock.now
         for (index, content) in ["refused as a frame", "the next request"].enumerated() {
             do {
                 _ = try await client.create(content: content)
@@ -87,7 +96,8 @@ struct ClientFailureTests {
             // The client reconnects for the next request, but the refused one is not sent again with it.
             #expect(server.requestsSeen == index + 1)
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
+        // No clock bound: each answer is the server's refusal (caught above), not a timeout, so neither request
+        // waited for its deadline; a bound on the wall time only measured the machine's load.
     }
 
     @Test func aServerThatFailsRightAfterTheWelcomeIsRetriedWithGrowingDelays() throws {

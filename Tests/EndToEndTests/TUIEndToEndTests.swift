@@ -179,6 +179,7 @@ final class FrontEndFixture {
         let environment = extra.sorted { $0.key < $1.key }.map { $0.key + "=" + quoted($0.value) } + [
             "MEMO_SERVER=" + quoted(address), "MEMO_CERTS=" + quoted(certificates.path), "LANG=C.UTF-8", "LC_ALL=",
             "TERM=xterm-256color", "XDG_CACHE_HOME=" + quoted(data.path + "/cache"), "NO_COLOR=",
+            "MEMO_EXPIRY_WARNING=0",  // the test's certificates live a day: no expiry warning on the screen
         ]
         let command = ([quoted(builtExecutable("memo-client"))] + arguments.map(quoted)).joined(separator: " ")
         return environment.joined(separator: " ") + " " + command

@@ -74,7 +74,7 @@ struct TrustCertificateTests {
         let (status, out, err) = try runTool("memo-server", ["certs", "list", "--dir", certs.path])
         #expect(status == 0 && err.isEmpty)
         let rows = out.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
-        #expect(rows.first == ["NAME", "ROLE", "SERIAL", "EXPIRES", "REVOKED"])
+        #expect(rows.first == ["NAME", "ROLE", "SERIAL", "EXPIRES", "SUPERSEDED", "REVOKED"])
         let bob = try #require(rows.first { $0.first == "bob" })
         #expect(bob[1] == "read-only" && bob.last == "-")
         let expiry = try #require(UTCTime.parse(String(bob[3])))
@@ -96,6 +96,34 @@ struct TrustCertificateTests {
         let written = try CertificateIndex.load(directory: certs.path)
         #expect(written.source == .index)
         #expect(written.entries.map(\.name).sorted() == ["alice", "bob", "carol", "client", "memo server"])
+    }
+
+    @Test func certsListMarksAReissuedServerCertificateAndAClientReissuedUnderItsNameAsSuperseded() throws {
+        let certs = try OperatorCertificates(clients: ["alice", "bob"])
+        func rows() throws -> [[Substring]] {
+            let (status, out, err) = try runTool("memo-server", ["certs", "list", "--dir", certs.path])
+            #expect(status == 0, "\(err)")
+            return out.split(separator: "\n").dropFirst()
+                .map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        }
+        // Nothing re-issued yet: no row is superseded (SUPERSEDED is the column before REVOKED).
+        #expect(try rows().allSatisfy { $0.dropLast().last == "-" })
+        let firstServer = try CertificateInfo(path: certs.path + "/server.crt").serial
+        let firstAlice = try CertificateInfo(path: certs.path + "/alice.crt").serial
+        try OperatorCertificates.certs(["server", "--host", "memo.example", "--dir", certs.path])
+        try OperatorCertificates.certs(["client", "alice", "--force", "--dir", certs.path])
+        let secondServer = try CertificateInfo(path: certs.path + "/server.crt").serial
+        let secondAlice = try CertificateInfo(path: certs.path + "/alice.crt").serial
+        let listed = try rows()
+        func row(_ serial: String) throws -> [Substring] {
+            try #require(listed.first { $0.dropLast(3).last == Substring(serial) })
+        }
+        #expect(try row(firstServer).dropLast().last.map(String.init) == secondServer)
+        #expect(try row(firstAlice).dropLast().last.map(String.init) == secondAlice)
+        #expect(try row(secondServer).dropLast().last == "-")
+        #expect(try row(secondAlice).dropLast().last == "-")
+        // Bob's certificate and the first client's are not touched by Alice's.
+        #expect(listed.filter { $0.first == "bob" || $0.first == "client" }.allSatisfy { $0.dropLast().last == "-" })
     }
 
     @Test func certsServerReissuesOnlyTheServerCertificateForANewName() throws {

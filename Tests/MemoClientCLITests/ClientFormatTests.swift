@@ -174,3 +174,44 @@ struct ClientExitCodeTests {
             == "outcome unknown: no answer; it may or may not have been applied")
     }
 }
+
+@Suite("memo-client status: rows and exit codes")
+struct StatusFormatTests {
+    private let ready = StatusReport(ready: true, fields: [
+        StatusField("revision.head", .integer(7)), StatusField("memos.count", .integer(3)),
+        StatusField("connections.read_write", .integer(2)), StatusField("connections.read_only", .integer(1)),
+        StatusField("subscribers", .integer(2)), StatusField("store.kind", .text("sqlite")),
+        StatusField("store.location", .text("/var/lib/memo/memos.sqlite")), StatusField("uptime.seconds", .number(3725)),
+        StatusField("postgres.applied_revision", .none),
+    ])
+
+    @Test func everyServerReadyIsExitZeroANotReadyOneIsEightAndAnUnreachableOneWins() {
+        let notReady = StatusReport(ready: false, reason: "feed lagging 9.1 s", fields: [])
+        let down = StatusRow(server: "c:7420", failure: "cannot reach c:7420: connection refused", code: .unreachable)
+        #expect(StatusFormat.exitCode([StatusRow(server: "a:7420", report: ready)]) == .ok)
+        #expect(StatusFormat.exitCode([
+            StatusRow(server: "a:7420", report: ready), StatusRow(server: "b:7420", report: notReady),
+        ]) == .notReady)
+        #expect(StatusFormat.exitCode([StatusRow(server: "b:7420", report: notReady), down]) == .unreachable)
+        #expect(ExitCode.notReady.rawValue == 8)
+    }
+
+    @Test func rowsForPeopleScriptsAndJSON() {
+        let notReady = StatusReport(ready: false, reason: "shutting down", fields: [
+            StatusField("postgres.applied_revision", .integer(5)), StatusField("postgres.database_head", .integer(9)),
+            StatusField("postgres.feed_progress_age.seconds", .number(2.25)),
+        ])
+        let rows = [StatusRow(server: "a:7420", report: ready), StatusRow(server: "b:7420", report: notReady)]
+        let script = StatusFormat.lines(rows, style: OutputStyle(json: false, human: false, color: false))
+        #expect(script == [
+            "a:7420\tready\t7\t3\t3\t2\t-\tsqlite:/var/lib/memo/memos.sqlite\t1h02m\t",
+            "b:7420\tnot-ready\t-\t-\t0\t-\t4 (2.2s)\t-\t-\tshutting down",
+        ])
+        let human = StatusFormat.lines(rows, style: OutputStyle(json: false, human: true, color: false))
+        #expect(human.count == 3)
+        #expect(human[0].hasPrefix("SERVER  STATUS     REVISION"))
+        let json = StatusFormat.lines(rows, style: OutputStyle(json: true, human: false, color: false))
+        #expect(json[1] == #"{"server":"b:7420","reachable":true,"ready":false,"reason":"shutting down","fields":"#
+            + #"{"postgres.applied_revision":5,"postgres.database_head":9,"postgres.feed_progress_age.seconds":2.25}}"#)
+    }
+}

@@ -11,7 +11,7 @@ struct InvocationTests {
     }
 
     private func command(_ line: String, _ environment: [String: String] = [:]) throws -> ClientCommand? {
-        guard case .run(_, let command, _, _) = try parse(line, environment) else {
+        guard case .run(_, let command, _, _, _) = try parse(line, environment) else {
             Issue.record("'\(line)' is not a command to run")
             return nil
         }
@@ -29,7 +29,7 @@ struct InvocationTests {
 
     @Test func keepaliveOptionAndItsVariableSetTheIntervalAndZeroTurnsItOff() throws {
         func keepalive(_ line: String, _ environment: [String: String] = [:]) throws -> Duration? {
-            guard case .run(let configuration, _, _, _) = try parse(line, environment) else {
+            guard case .run(let configuration, _, _, _, _) = try parse(line, environment) else {
                 Issue.record("'\(line)' is not a command to run")
                 return nil
             }
@@ -60,17 +60,17 @@ struct InvocationTests {
     }
 
     @Test func flagsComeBeforeTheEnvironmentWhichComesBeforeTheDefaults() throws {
-        guard case .run(let fromFlag, _, let json, _) = try parse("--server a.example:1 --json list", [
+        guard case .run(let fromFlag, _, let json, _, _) = try parse("--server a.example:1 --json list", [
             "MEMO_SERVER": "b.example:2", "MEMO_TIMEOUT": "3",
         ]) else { throw UsageError("not run") }
         #expect(fromFlag.server == "a.example:1")
         #expect(fromFlag.requestTimeout == .seconds(3))
         #expect(json)
-        guard case .run(let fromEnvironment, _, _, _) = try parse("list", ["MEMO_SERVER": "b.example:2"]) else {
+        guard case .run(let fromEnvironment, _, _, _, _) = try parse("list", ["MEMO_SERVER": "b.example:2"]) else {
             throw UsageError("not run")
         }
         #expect(fromEnvironment.server == "b.example:2")
-        guard case .run(let defaults, let none, _, _) = try parse("", [:]) else { throw UsageError("not run") }
+        guard case .run(let defaults, let none, _, _, _) = try parse("", [:]) else { throw UsageError("not run") }
         #expect(defaults.requestTimeout == .seconds(10))
         #expect(none == nil)
     }

@@ -40,7 +40,7 @@ private func listAll(_ client: TestClient) throws -> [Memo]? {
 }
 
 /// Polls `condition` until it holds or `seconds` pass.
-private func eventually(seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
+private func pollUntil(seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         if try condition() { return true }
@@ -90,7 +90,7 @@ struct PostgresDeadlineTests {
         thawed = true
         // The server makes its connections again by itself: a later write succeeds.
         var after: Memo?
-        #expect(try eventually {
+        #expect(try pollUntil {
             after = memo(try client.request(.create(id: nil, insertMicros: nil, content: "after")))
             return after != nil
         })
@@ -140,9 +140,9 @@ struct PostgresDeadlineTests {
         signal(frozen, SIGCONT)
         thawed = true
         // It reloads by itself and serves again.
-        #expect(eventually { store.readiness == .ready })
-        #expect(try eventually { try reader.request(.get(id: made.id)) == .memo(made) })
-        #expect(try eventually {
+        #expect(pollUntil { store.readiness == .ready })
+        #expect(try pollUntil { try reader.request(.get(id: made.id)) == .memo(made) })
+        #expect(try pollUntil {
             memo(try reader.request(.create(id: nil, insertMicros: nil, content: "after"))) != nil
         })
         let log = servers.log(0)
@@ -201,7 +201,7 @@ struct PostgresDeadlineTests {
         let activity = "FROM pg_stat_activity WHERE application_name = 'memo-writer' AND datname = "
             + "'\(servers.database)'"
         try servers.cluster.sql("SELECT pg_terminate_backend(pid) \(activity)", database: "postgres")
-        #expect(try eventually { try servers.cluster.sql("SELECT count(*) \(activity)", database: "postgres") == "0" })
+        #expect(try pollUntil { try servers.cluster.sql("SELECT count(*) \(activity)", database: "postgres") == "0" })
         // The server finds the idle connection dead before it sends the write, and sends it on a fresh one.
         let reply = try client.request(.create(id: nil, insertMicros: nil, content: "second"))
         let second = try #require(memo(reply), "\(reply)")
@@ -222,7 +222,7 @@ struct PostgresDeadlineTests {
                 "BEGIN; SELECT revision FROM memo_head FOR UPDATE; SELECT pg_sleep(8); COMMIT", database: database)
         }
         defer { holder.wait() }
-        #expect(try eventually {
+        #expect(try pollUntil {
             try cluster.sql(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = '\(database)' AND query LIKE '%pg_sleep(8)%' "
                     + "AND state = 'active' AND pid <> pg_backend_pid()", database: "postgres") == "1"
@@ -330,7 +330,7 @@ struct PostgresLaggingProcessTests {
         // The second server reloads by itself and then serves every memo.
         let reader = try TestClient(address: try SocketAddress(parsing: second.address), identity: certificates.client())
         try reader.hello()
-        #expect(try eventually { try listAll(reader)?.count == 310 })
+        #expect(try pollUntil { try listAll(reader)?.count == 310 })
         #expect(second.log.contains("cannot follow the database"), "\(second.log)")
         #expect(second.log.contains("reloaded a snapshot at revision 310"), "\(second.log)")
     }

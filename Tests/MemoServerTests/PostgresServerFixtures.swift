@@ -37,7 +37,7 @@ final class SharedDatabaseServers {
             let store = try PostgresStore(
                 uri: self.cluster.uri(database), historyCapacity: historyCapacity, recheckMillis: recheckMillis,
                 storageTimeoutMillis: storageTimeoutMillis, maxFeedLagMillis: maxFeedLagMillis,
-                log: { line in lines.lines.withLock { $0.append(line) } })
+                log: { record in lines.lines.withLock { $0.append(record.text) } })
             let configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
             stores.append(store)
             servers.append(try MemoServer.start(configuration, store: store, log: .silent))

@@ -30,6 +30,8 @@ package final class ClientProcess: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("memo-client"))
         process.arguments = arguments
+        // Test certificates live a day: no daily expiry warning on this client's stderr (see runTool).
+        process.environment = ProcessInfo.processInfo.environment.merging(["MEMO_EXPIRY_WARNING": "0"]) { $1 }
         let output = Pipe()
         process.standardOutput = output
         process.standardInput = FileHandle.nullDevice

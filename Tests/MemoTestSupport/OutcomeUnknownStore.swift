@@ -57,6 +57,7 @@ package final class OutcomeUnknownStore: ServingStore {
     package func memo(_ id: UUID) throws(MemoError) -> Memo { try inner.memo(id) }
     package func close() { inner.close() }
     package var revision: UInt64 { inner.revision }
+    package var storeStatus: StoreStatus { inner.storeStatus }
     package func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
         inner.watch(from: start, handler)
     }

@@ -73,7 +73,7 @@ package final class TestPostgres: Sendable {
                                             "--locale=C.UTF-8", "--no-sync"], asPostgres: true)
         var lastError: Error?
         for _ in 0..<5 {
-            let candidate = try Self.freePort()
+            let candidate = try freeLoopbackPort()
             do {
                 try Self.run(binaries + "/pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-w",
                     "-o", "-p \(candidate) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off "
@@ -144,22 +144,6 @@ package final class TestPostgres: Sendable {
 
     private static func shell(_ command: String) {
         _ = try? run("/bin/sh", ["-c", command])
-    }
-
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-            }
-        }
-        guard bound else { throw TestPostgresError(message: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Runs a program to completion. - Throws: when it exits non-zero, with its output.

@@ -34,13 +34,14 @@ package struct TestServer {
 
     package init(
         store: any ServingStore = MemoryStore(), limits: ServerLimits = ServerLimits(), log: ServerLog = .silent,
-        records: TLSRecordLayerChoice = .handOff
+        records: TLSRecordLayerChoice = .handOff, metrics: Bool = false
     ) throws {
         certificates = try TestCertificates()
         self.store = store
         var configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
         configuration.limits = limits
         configuration.tlsRecords = records
+        if metrics { configuration.metrics = "127.0.0.1:0" }
         server = try MemoServer.start(configuration, store: store, log: log)
     }
 

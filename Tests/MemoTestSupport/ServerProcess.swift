@@ -16,9 +16,13 @@ package final class ServerProcess {
     package let address: String
     package let stderrPath: String
 
-    package init(arguments: [String], directory: TemporaryDirectory) throws {
+    /// - Parameter environment: the server's environment (nil: the test's own).
+    package init(
+        arguments: [String], directory: TemporaryDirectory, environment: [String: String]? = nil
+    ) throws {
         process.executableURL = URL(fileURLWithPath: builtExecutable("memo-server"))
         process.arguments = ["serve"] + arguments
+        if let environment { process.environment = environment }
         let output = Pipe()
         process.standardOutput = output
         stderrPath = directory.path + "/server-\(UUID().uuidString.prefix(8)).log"

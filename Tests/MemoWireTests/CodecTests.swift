@@ -28,12 +28,18 @@ let sampleMessages: [Message] = {
         .subscribe(after: 123_456_789),
         .unsubscribe(subscription: 9),
         .ping(nonce: 0xDEAD_BEEF),
+        .status,
         .welcome(version: 1, revision: 42, maxFrameSize: 1 << 20, role: .readOnly, server: "memo-server"),
         .memo(memo),
         .memos(revision: 42, last: true, memos: [memo, other]),
         .memos(revision: 0, last: false, memos: []),
         .ok,
         .pong(nonce: 7),
+        .statusReport(StatusReport(ready: true, fields: [])),
+        .statusReport(StatusReport(ready: false, reason: "shutting down", fields: [
+            StatusField("none", .none), StatusField("integer", .integer(.min)), StatusField("number", .number(-0.5)),
+            StatusField("text", .text("가")),
+        ])),
         .snapshot(revision: 42, last: false, memos: [other]),
         .subscribed(head: 42),
         .change(Change(revision: 43, kind: .created, memo: memo)),
@@ -311,5 +317,48 @@ struct CodecTests {
             """)
         #expect(hex(Message.error(code: .notFound, message: "no").frame(requestID: 8)) ==
             "0000000d 7e000000 0800c800 0000026e 6f")
+        #expect(hex(Message.status.frame(requestID: 5)) == "00000005 0a000000 05")
+        let report = StatusReport(ready: true, fields: [
+            StatusField("revision.head", .integer(42)), StatusField("uptime.seconds", .number(1.5)),
+            StatusField("store.kind", .text("sqlite")), StatusField("postgres.database_head", .none),
+        ])
+        #expect(hex(Message.statusReport(report).frame(requestID: 5)) == """
+            00000075 46000000 05010000 00000004 0000000d 72657669 73696f6e 2e686561 64010000 00000000 \
+            002a0000 000e7570 74696d65 2e736563 6f6e6473 023ff800 00000000 00000000 0a73746f 72652e6b \
+            696e6403 00000006 73716c69 74650000 0016706f 73746772 65732e64 61746162 6173655f 68656164 \
+            00
+            """)
+        let notReady = StatusReport(ready: false, reason: "shutting down", fields: [])
+        #expect(hex(Message.statusReport(notReady).frame(requestID: 6)) == """
+            00000019 46000000 06000000 000d7368 75747469 6e672064 6f776e00 00
+            """)
+    }
+
+    @Test func aStatusReportSurvivesTheWireAndAnUndefinedValueTypeIsRefused() throws {
+        let report = StatusReport(ready: false, reason: "feed lagging 7.2 s", fields: [
+            StatusField("a", .none), StatusField("b", .integer(-3)), StatusField("c", .number(0.25)),
+            StatusField("d", .text("안녕")),
+        ])
+        let frame = Message.statusReport(report).frame(requestID: 1)
+        var decoder = FrameDecoder()
+        decoder.append(frame)
+        let decoded = try Message(frame: try #require(try decoder.next()))
+        #expect(decoded == .statusReport(report))
+        #expect(report["d"] == .text("안녕"))
+        #expect(report["e"] == nil)
+        // The value type byte of field "a" (after u8 ready, the reason, u16 count and the key "a") set to 9.
+        var payload = Array(frame[9...])
+        let typeOffset = 1 + 4 + "feed lagging 7.2 s".utf8.count + 2 + 4 + 1
+        #expect(payload[typeOffset] == 0)
+        payload[typeOffset] = 9
+        #expect(throws: WireError.invalidValue(field: "value type", value: 9)) {
+            try Message(frame: Frame(type: 0x46, requestID: 1, payload: payload))
+        }
+        // A count that cannot fit in what is left is refused before anything is made.
+        let huge: [UInt8] = [1, 0, 0, 0, 0, 0xff, 0xff]
+        #expect(throws: WireError.countTooLarge(field: "field count", count: 65535)) {
+            try Message(frame: Frame(type: 0x46, requestID: 1, payload: huge))
+        }
     }
 }
+
