@@ -173,7 +173,7 @@ struct CrashTorture {
                 throw TortureError("the fence memo was not created")
             }
         }
-        let (head, finalMemos) = try list(reader)
+        let (head, finalMemos) = try listAll(reader)
         let history = try changes(reader, upTo: head)
 
         var check = CrashCheck(history: history, finalMemos: finalMemos, head: head, seed: seedMemo)
@@ -204,19 +204,6 @@ struct CrashTorture {
         return passed
     }
 
-    private func list(_ connection: ProbeConnection) throws -> (UInt64, [Memo]) {
-        let id = try connection.send(.list)
-        var memos: [Memo] = []
-        while true {
-            let (_, message) = try connection.receive { $0.requestID == id }
-            guard case .memos(let revision, let last, let chunk) = message else {
-                throw TortureError("list answered \(message)")
-            }
-            memos += chunk
-            if last { return (revision, memos) }
-        }
-    }
-
     private func changes(_ connection: ProbeConnection, upTo head: UInt64) throws -> [Change] {
         let id = try connection.send(.subscribe(after: 0))
         var changes: [Change] = []
@@ -229,5 +216,19 @@ struct CrashTorture {
             }
         }
         return changes
+    }
+}
+
+/// Every memo, with the revision of the list (all its chunks).
+func listAll(_ connection: ProbeConnection) throws -> (UInt64, [Memo]) {
+    let id = try connection.send(.list)
+    var memos: [Memo] = []
+    while true {
+        let (_, message) = try connection.receive { $0.requestID == id }
+        guard case .memos(let revision, let last, let chunk) = message else {
+            throw TortureError("list answered \(message)")
+        }
+        memos += chunk
+        if last { return (revision, memos) }
     }
 }

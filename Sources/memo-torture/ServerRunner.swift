@@ -8,13 +8,16 @@ final class ServerRunner: @unchecked Sendable {
     let binary: String
     let arguments: [String]
     let logPath: String
+    /// A command the server runs under (`ip netns exec NS`), empty to run it directly.
+    let launcher: [String]
     private let current = LockedBox<Process?>(nil)
     private var process: Process? {
         get { current.value }
         set { current.value = newValue }
     }
 
-    init(binary: String, arguments: [String], logPath: String) {
+    init(binary: String, arguments: [String], logPath: String, launcher: [String] = []) {
+        self.launcher = launcher
         self.binary = binary
         self.arguments = arguments
         self.logPath = logPath
@@ -26,8 +29,8 @@ final class ServerRunner: @unchecked Sendable {
     /// Starts the server and waits (at most 30 s) for `listening on HOST:PORT`.
     func start() throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve"] + arguments
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [binary]) + ["serve"] + arguments
         let output = Pipe()
         process.standardOutput = output
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

@@ -8,10 +8,15 @@ final class WatchProcess {
     private let lines = LockedBox<[String]>([])
     let stderrPath: String
 
-    init(number: Int, binary: String, server: String, certs: String, directory: String) throws {
+    /// - Parameters:
+    ///   - launcher: a command the client runs under (`ip netns exec NS`), empty to run it directly.
+    ///   - extra: more options for `watch`.
+    init(number: Int, binary: String, server: String, certs: String, directory: String, launcher: [String] = [],
+         extra: [String] = []) throws {
         self.number = number
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["watch", "--json", "--server", server, "--certs", certs]
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? binary)
+        process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [binary])
+            + ["watch", "--json", "--server", server, "--certs", certs] + extra
         // Its certificates live a day: no expiry warning (nor a note of it in the user's cache folder).
         process.environment = ProcessInfo.processInfo.environment.merging(["MEMO_EXPIRY_WARNING": "0"]) { $1 }
         let output = Pipe()
@@ -39,6 +44,7 @@ final class WatchProcess {
 
     var output: [String] { lines.value }
     var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
 
     /// Waits until `condition` holds for the lines so far, at most `seconds`. - Returns: whether it did.
     func wait(seconds: Double, until condition: ([String]) -> Bool) -> Bool {

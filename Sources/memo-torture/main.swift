@@ -8,6 +8,9 @@ let usage = """
       crash    writers and watchers against a server killed with SIGKILL and restarted, then every
                acknowledged write and every watched change is checked
       hostile  a catalog of hostile peers against one live server while a good client keeps working
+      gray     gray failures (SIGSTOP of a server, PostgreSQL or one backend, network partitions, a full disk, a
+               server behind the history) during a write storm with watchers, each party in a network
+               namespace of its own (needs root); the same invariants checked after each fault
 
     memo-torture MODE --help describes a mode's options. Exit status: 0 all checks passed, 1 a check failed
     or the harness could not run, 2 a usage error.
@@ -30,6 +33,12 @@ do {
             exit(0)
         }
         exit(try HostileTorture(&arguments).run() ? 0 : 1)
+    case "gray":
+        if wantsHelp {
+            print(GrayTorture.help)
+            exit(0)
+        }
+        exit(try GrayTorture(&arguments).run() ? 0 : 1)
     case nil where wantsHelp:
         print(usage)
     default:
