@@ -18,20 +18,23 @@ struct GrayTortureTests {
         "below-history",
     ]
 
-    @Test func everyFaultOfTheShortRunLosesNothingReportsTrulyAndLeavesWatchersGapFree() throws {
+    @Test func everyFaultOfTheShortRunLosesNothingReportsTrulyAndLeavesWatchersGapFree() async throws {
         // The bound proper (9 s, 3 x the client's keepalive) is checked by the long run (RELIABILITY.md); here,
         // with the other suites on the same cores, a recovery may take up to the whole fault (10 s).
-        let (status, out, err) = try runTool("memo-torture", [
-            "gray", "--short", "--bound", "10", "--faults", Self.shortFaults.joined(separator: ","),
-        ])
+        let faults = Self.shortFaults.joined(separator: ",")
+        let (status, out, err) = try await offThePool {
+            try runTool("memo-torture", ["gray", "--short", "--bound", "10", "--faults", faults])
+        }
         try expectAllPassed(status, out, err, runs: Self.shortFaults.count)
     }
 
-    @Test func aServerCutOffFromPostgresLetsItsWatchersGoAndLosesNothing() throws {
+    @Test func aServerCutOffFromPostgresLetsItsWatchersGoAndLosesNothing() async throws {
         // The server notices in about 10 s (the storage timeout, then the feed's lag bound): a 20 s fault.
-        let (status, out, err) = try runTool("memo-torture", [
-            "gray", "--short", "--faults", "partition-server-database", "--fault-seconds", "20", "--bound", "20",
-        ])
+        let (status, out, err) = try await offThePool {
+            try runTool("memo-torture", [
+                "gray", "--short", "--faults", "partition-server-database", "--fault-seconds", "20", "--bound", "20",
+            ])
+        }
         try expectAllPassed(status, out, err, runs: 1)
     }
 
@@ -49,9 +52,10 @@ struct GrayTortureTests {
         try expectNothingLeftBehind(out)
     }
 
-    @Test func theChecksCountEveryPlantedFault() throws {
-        let (status, out, err) = try runTool("memo-torture", ["gray", "--short", "--faults", "disk-full",
-                                                              "--check-the-checks"])
+    @Test func theChecksCountEveryPlantedFault() async throws {
+        let (status, out, err) = try await offThePool {
+            try runTool("memo-torture", ["gray", "--short", "--faults", "disk-full", "--check-the-checks"])
+        }
         #expect(status == 0, "\(out)\(err)")
         #expect(out.contains("disk-full-1: check of the checks: PASS; every planted fault was found"), "\(out)")
         #expect(out.contains("gray check of the checks: PASS"), "\(out)")
