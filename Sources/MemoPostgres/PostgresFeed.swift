@@ -153,7 +153,13 @@ final class PostgresFeed: Sendable {
         var mustReload = false
         while true {
             if connection == nil {
-                connection = link.connect(listening: true)
+                // While a read is due, connecting may take only what is left of the lag bound: a connect that
+                // gets no answer (PostgreSQL frozen, or cut off) would otherwise hold this thread for the whole
+                // storage timeout past the bound before the server lets go.
+                let since = dueSince.load(ordering: .relaxed)
+                let bound = mustReload || since == 0
+                    ? nil : DispatchTime(uptimeNanoseconds: since) + .milliseconds(maxLagMillis + 1)
+                connection = link.connect(listening: true, until: bound)
                 if connection != nil {
                     readDue = true
                     state.withLock { $0.connected = true }
@@ -196,8 +202,12 @@ final class PostgresFeed: Sendable {
             if stopping { break }
             let recheck = lastRead + .milliseconds(recheckMillis)
             readDue = readDue || hasHole() || DispatchTime.now() >= recheck
-            if readDue, dueSince.load(ordering: .relaxed) == 0 {
-                dueSince.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+            if readDue {
+                // Due since now, or since the periodic read's time when that passed while this thread was held
+                // elsewhere (a NOTIFY's answer that never came): that wait counts against the lag bound too.
+                let due = min(DispatchTime.now(), recheck).uptimeNanoseconds
+                let since = dueSince.load(ordering: .relaxed)
+                if since == 0 || due < since { dueSince.store(due, ordering: .relaxed) }
             }
             if readDue, let current = connection {
                 do throws(PGError) {
@@ -275,6 +285,11 @@ final class PostgresFeed: Sendable {
     private func lose(_ error: PGError, _ connection: inout PGConnection?) {
         link.lost(error)
         connection = nil
+        // The table is read again on the next connection: from now on this server cannot confirm it holds every
+        // change, and the lag bound runs.
+        if dueSince.load(ordering: .relaxed) == 0 {
+            dueSince.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        }
         state.withLock { state in
             state.connected = false
             state.recovering = true

@@ -140,6 +140,39 @@ struct PostgresDeadlineTests {
         #expect(log.contains { $0.hasPrefix("reloaded a snapshot at revision") }, "\(log)")
     }
 
+    @Test func aServerWhoseDatabaseStopsAnsweringLetsGoAtTheLagBoundNotAStorageTimeoutLater() throws {
+        // The storage timeout just under the bound: the feed's read is cut off at its deadline before the bound
+        // passes, and the connect that follows gets no answer either (the postmaster is frozen too). The server
+        // must let go at the bound; before, that connect held the feed's thread for a whole storage timeout more
+        // (gray's partition-server-database: no 504 before a 10-12 s partition healed).
+        let cluster = try TestPostgres.dedicated()
+        defer { cluster.stop() }
+        let servers = try SharedDatabaseServers(
+            count: 1, storageTimeoutMillis: 6_000, maxFeedLagMillis: 6_500, cluster: cluster)
+        defer { servers.stop() }
+        let writer = try servers.connect(0)
+        let made = try #require(memo(try writer.request(.create(id: nil, insertMicros: nil, content: "one"))))
+        let watcher = try servers.connect(0, timeout: .seconds(40))
+        let subscription = try watcher.send(.subscribe(after: made.revision))
+        #expect(try watcher.receive { $0.requestID == subscription }.1 == .subscribed(head: made.revision))
+        let frozen = try cluster.processIDs()
+        signal(frozen, SIGSTOP)
+        let started = ContinuousClock.now
+        var thawed = false
+        defer { if !thawed { signal(frozen, SIGCONT) } }
+        guard case .goingAway(.lagging, _) = try watcher.receive().1 else {
+            Issue.record("the watcher was not let go with 504")
+            return
+        }
+        let took = ContinuousClock.now - started
+        signal(frozen, SIGCONT)
+        thawed = true
+        // A read is due within the recheck (1 s) of the freeze, so the bound passes by 7.5 s; without the bound on
+        // the connect the server let go at 12 s or later (read cut off at 6 s, then a connect of 6 s).
+        #expect(took < .seconds(10), "let go after \(took)")
+        #expect(pollUntil { servers.stores[0].readiness == .ready })
+    }
+
     @Test func aFrozenFeedBackendIsFoundAndItsServerReconnectsAndCatchesUp() throws {
         let servers = try SharedDatabaseServers(count: 2, storageTimeoutMillis: Self.timeoutMillis)
         defer { servers.stop() }
