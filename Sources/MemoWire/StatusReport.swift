@@ -111,7 +111,12 @@ extension StatusReport {
             switch tag {
             case .none: value = .none
             case .integer: value = .integer(try r.i64("value"))
-            case .number: value = .number(Double(bitPattern: try r.u64("value")))
+            case .number:
+                // Only finite numbers: a server sends none for a figure it has not got, and a NaN would not even
+                // equal itself (the message fuzzer's decode-encode-decode check found one).
+                let bits = try r.u64("value")
+                guard Double(bitPattern: bits).isFinite else { throw .invalidValue(field: "value", value: bits) }
+                value = .number(Double(bitPattern: bits))
             case .text: value = .text(try r.string("value"))
             }
             fields.append(StatusField(key, value))
