@@ -134,7 +134,7 @@ extension ExitCode {
             return "outcome unknown: " + message + meaning
         case ClientError.tlsRefused(let server, let tls) where tls.kind == .unknownCA:
             // Two different fixes: which side's CA does not match is said apart.
-            if tls.detail == "reported by the peer's alert" {
+            if tls.isPeersVerdict {
                 return "TLS with \(server) failed: the server refused your certificate: it is not signed by a CA the "
                     + "server trusts" + (certificates.map { " (\($0.own))" } ?? "")
             }

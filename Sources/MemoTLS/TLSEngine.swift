@@ -528,7 +528,7 @@ public final class TLSEngine: @unchecked Sendable {
         case .received(let alert):
             return TLSError(
                 kind: TLSError.kind(alert: alert), operation: operation,
-                detail: "reported by the peer's alert", reasons: ["peer sent \(TLSAlert.name(alert))"])
+                detail: TLSError.peerAlertDetail, reasons: ["peer sent \(TLSAlert.name(alert))"])
         }
     }
 

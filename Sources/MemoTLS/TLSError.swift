@@ -62,6 +62,12 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     public let operation: String
     /// Extra explanation that is not from OpenSSL (a path, a hint), if any.
     public let detail: String?
+    /// The `detail` of a failure the peer reported with an alert: its verdict (it refused our certificate), not ours.
+    public static let peerAlertDetail = "reported by the peer's alert"
+
+    /// Whether the peer refused (its alert), rather than this side.
+    public var isPeersVerdict: Bool { detail == Self.peerAlertDetail }
+
     /// The X.509 verification result as OpenSSL words it, when verification failed.
     public let verifyResult: String?
     /// OpenSSL's reason strings from the thread's error queue, oldest first.
@@ -159,7 +165,7 @@ extension TLSError {
         for entry in entries where entry.library == ERR_LIB_SSL {
             if let kind = kind(sslReason: entry.reason, handshakeDone: handshakeDone) {
                 // Say who refused: "certificate expired" reads differently when it is the peer's verdict.
-                let detail = entry.text.contains("alert") ? "reported by the peer's alert" : nil
+                let detail = entry.text.contains("alert") ? Self.peerAlertDetail : nil
                 return TLSError(kind: kind, operation: operation, detail: detail, reasons: reasons)
             }
         }
