@@ -221,10 +221,9 @@ public struct WritePlanner {
     public mutating func plan(
         _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64
     ) throws(MemoError) -> WriteOutcome {
+        try op.validateArguments()
         switch op {
         case .create(let id, let content, let insertMicros, let updateMicros):
-            try MemoLimits.validate(content: content)
-            try MemoDates.validate(insertMicros: insertMicros, updateMicros: updateMicros)
             if let existing = current(id, in: table) {
                 // Bytes, not `==`: an NFD retry of an NFC memo is other content, hence a conflict.
                 if existing.content.hasSameBytes(as: content) { return .existing(existing) }
@@ -245,7 +244,6 @@ public struct WritePlanner {
             record(id, memo)
             return .change(Change(revision: revision, kind: .created, memo: memo))
         case .update(let id, let content, let expected):
-            try MemoLimits.validate(content: content)
             var memo = try changing(id, expected: expected, in: table)
             memo.content = content
             memo.updateMicros = max(nowMicros, memo.insertMicros)
