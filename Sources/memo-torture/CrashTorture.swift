@@ -135,14 +135,7 @@ struct CrashTorture {
             return CrashWriter(number: number, address: server == 1 ? survivorAddress : address, identity: identity,
                                pipeline: pipeline, seed: random.next(), shared: shared, server: server)
         }
-        let finished = DispatchGroup()
-        for writer in team {
-            finished.enter()
-            Thread.detachNewThread {
-                writer.run()
-                finished.leave()
-            }
-        }
+        let finished = runEachOnItsThread(team.map { writer in { writer.run() } })
 
         var regressions: [String] = []
         for cycle in 1...cycles {
@@ -220,6 +213,20 @@ struct CrashTorture {
 }
 
 /// Every memo, with the revision of the list (all its chunks).
+/// Starts each of `work` on a thread of its own (the crash and gray writers block on their sockets). - Returns: the
+/// group to wait on for all of them to end.
+func runEachOnItsThread(_ work: [@Sendable () -> Void]) -> DispatchGroup {
+    let finished = DispatchGroup()
+    for body in work {
+        finished.enter()
+        Thread.detachNewThread {
+            body()
+            finished.leave()
+        }
+    }
+    return finished
+}
+
 func listAll(_ connection: ProbeConnection) throws -> (UInt64, [Memo]) {
     let id = try connection.send(.list)
     var memos: [Memo] = []

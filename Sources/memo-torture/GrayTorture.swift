@@ -336,14 +336,7 @@ struct GrayTorture {
                               identity: identity, timeout: .milliseconds(Int(timeout * 1000)), rate: rate,
                               seed: random.next(), shared: shared)
         }
-        let finished = DispatchGroup()
-        for writer in team {
-            finished.enter()
-            Thread.detachNewThread {
-                writer.run()
-                finished.leave()
-            }
-        }
+        let finished = runEachOnItsThread(team.map { writer in { writer.run() } })
         var stopped = false
         defer {
             if !stopped {
