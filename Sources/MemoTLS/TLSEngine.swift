@@ -402,7 +402,7 @@ public final class TLSEngine: @unchecked Sendable {
     /// Encrypts `plaintext` into outbound records. Call only after the handshake is done.
     ///
     /// The array form the server and client write from: the generic form below runs unspecialised from other
-    /// modules, about 300 instructions per record more (callgrind, one per fan-out delivery).
+    /// modules (one call per fan-out delivery).
     public func writePlaintext(_ plaintext: [UInt8]) throws(TLSError) {
         let result = plaintext.withUnsafeBytes { buffer -> Result<Void, TLSError> in
             do throws(TLSError) {
