@@ -29,7 +29,7 @@ struct TUIOfflineEndToEndTests {
 
         // A stopped server keeps its TCP connection up: only the unanswered ping tells, and the bar says so.
         server.signal(SIGSTOP)
-        let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering)")
+        let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering, try ")
         #expect(!screen.contains { $0.contains("live") }, "\(screen)")
 
         server.signal(SIGCONT)
@@ -57,7 +57,7 @@ struct TUIOfflineEndToEndTests {
         fixture.stopServer()
         let offline = try TmuxSession(command: command)
         defer { offline.kill() }
-        try offline.waitForScreen(containing: "오프라인에서 지울 메모", "offline, cached")
+        try offline.waitForScreen(containing: "오프라인에서 지울 메모", "offline (connection refused)")
 
         // A new memo: Ctrl-S returns to the list at once, the memo on it marked pending.
         try offline.press("n")
@@ -206,6 +206,34 @@ struct TUIOfflineEndToEndTests {
         try tmux.waitForScreen(containing: "vi로 쓴 메모")
         try tmux.press("C-s")
         try tmux.waitForScreen(containing: "> vi로 쓴 메모")
+    }
+
+    @Test func anEditorThatIsMissingOrExitsNonZeroSaysSoAndTheTextStays() throws {
+        let fixture = try FrontEndFixture()
+        for (editor, said) in [
+            ("/nonexistent", "editor /nonexistent: not found"),
+            ("false", "editor false exited with status 1; the text is unchanged"),
+        ] {
+            let tmux = try TmuxSession(command: fixture.frontEndCommand(environment: ["EDITOR": editor, "VISUAL": ""]))
+            defer { tmux.kill() }
+            try tmux.waitForScreen(containing: "no memos yet")
+            try tmux.press("n")
+            try tmux.waitForScreen(containing: "New memo")
+            try tmux.type("편집기 없이 쓴 글")
+            try tmux.press("C-e")
+            let screen = try tmux.waitForScreen(containing: said)
+            // Back in the front end with the text as it was, still unsaved.
+            #expect(screen.contains { $0.hasPrefix("편집기 없이 쓴 글") }, "\(screen)")
+            #expect(screen.first?.contains("modified") == true, "\(screen)")
+            #expect(try tmux.pane("#{alternate_on}") == "1")
+            // The next key clears the line and edits as usual.
+            try tmux.type("!")
+            try tmux.waitForScreen("the message gone and the key typed") { lines in
+                !lines.contains { $0.contains(said) } && lines.contains { $0.hasPrefix("편집기 없이 쓴 글!") }
+            }
+            try tmux.press("C-c")
+            try tmux.waitForScreen(containing: "memo-client exited with")
+        }
     }
 
     @Test func sigtermWhileTheEditorRunsRestoresTheTerminalAndRemovesTheEditorsFile() throws {
