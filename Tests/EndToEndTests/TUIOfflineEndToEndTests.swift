@@ -4,6 +4,7 @@ import MemoClient
 import MemoClientCLI
 import MemoCore
 import MemoTestSupport
+import MemoTLS
 import MemoTUI
 import Testing
 
@@ -285,6 +286,24 @@ struct TUIOfflineEndToEndTests {
         ]))
         defer { refused.kill() }
         try refused.waitForScreen(containing: "✗", "certificate refused by the server")
+    }
+
+    @Test func aRevokedCertificateIsSaidSoOnTheStatusBarAndInTheHelp() throws {
+        let fixture = try FrontEndFixture()
+        let server = try #require(fixture.server)
+        _ = try CertificateAuthority.revoke("reader", directory: fixture.certificates.path)
+        server.signal(SIGHUP)
+        try server.waitForLog("reloaded certificates")
+        let certs = fixture.certificates.path
+        let tmux = try TmuxSession(command: fixture.frontEndCommand([
+            "--cert", certs + "/reader.crt", "--key", certs + "/reader.key",
+        ]))
+        defer { tmux.kill() }
+        // Not "certificate refused by the server", which says nothing of why: the server's alert said revoked.
+        let screen = try tmux.waitForScreen(containing: "✗", "certificate revoked (? why)")
+        #expect(screen.last?.contains("? help") == true, "\(screen)")
+        try tmux.press("?")
+        try tmux.waitForScreen(containing: "TLS with \(fixture.address) failed")
     }
 
     @Test func aReadOnlyCertificateSeesReadOnlyAndItsWriteKeysAnswerWithOneLine() throws {
