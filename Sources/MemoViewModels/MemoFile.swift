@@ -6,10 +6,10 @@ import Glibc
 
 /// Writing a memo to a file the user named (`S` in the detail scene): private and whole.
 ///
-/// The bytes go to a temporary file beside the target, created with mode 0600 (so that no other user can read
-/// the memo, even for a moment), flushed, then renamed over the target: an existing file is replaced whole, never
-/// left half written, and ends up 0600 too. Errors name the target and say what the system said (`strerror`), not
-/// what Foundation would wrap around it.
+/// The bytes go to a temporary file beside the target (`.memo-save-XXXXXX`), created with mode 0600 (so that no
+/// other user can read the memo, even for a moment), flushed, then renamed over the target: an existing file is
+/// replaced whole, never left half written, and ends up 0600 too. Errors name the target and say what the system
+/// said (`strerror`), not what Foundation would wrap around it.
 public enum MemoFile {
     /// A write that failed: the target's path and the system's reason.
     public struct WriteError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -45,12 +45,13 @@ public enum MemoFile {
     public static func write(_ bytes: [UInt8], to path: String) throws(WriteError) {
         if existing(path) == .directory { throw WriteError(path: path, code: EISDIR) }
         let slash = path.lastIndex(of: "/")
-        let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let temporary = (folder == "/" ? "" : folder) + "/.\(name).memo-\(getpid())"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let folder = slash.map { $0 == path.startIndex ? "" : String(path[..<$0]) } ?? "."
+        // mkstemp: a name no one else has, created 0600 (whatever the umask), whatever the target's name length.
+        var template = Array((folder + "/.memo-save-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw WriteError(path: path, code: errno) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // cannot fail on a descriptor just opened; the editor must not get it
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         do {
             try FileDescriptor.writeAll(fd, bytes)
         } catch {

@@ -51,12 +51,12 @@ extension Strings {
         couldNotSave: { "cannot write \($0): \($1)" },
         overwriteFile: { "\($0) exists: overwrite it? y/N" },
         detailHelpLines: [
-            "j/k ↑/↓   scroll", "Space PgDn one screen down", "PgUp      one screen up", "e Enter   edit",
+            "j/k ↑/↓   scroll", "PgDn Spc  one screen down", "PgUp      one screen up", "e Enter   edit",
             "d Del     delete", "s         copy to the clipboard", "S         save to a file (0600)",
             "Esc q ←   back to the list", "?         this help", "Ctrl-C    quit",
         ],
         detailHelpLinesReadOnly: [
-            "j/k ↑/↓   scroll", "Space PgDn one screen down", "PgUp      one screen up",
+            "j/k ↑/↓   scroll", "PgDn Spc  one screen down", "PgUp      one screen up",
             "e d       (read-only: no writes)", "s         copy to the clipboard", "S         save to a file (0600)",
             "Esc q ←   back to the list", "?         this help", "Ctrl-C    quit",
         ],
@@ -73,8 +73,8 @@ extension Strings {
         deletedMeanwhile: "deleted by someone else meanwhile",
         composeHelpLines: [
             "Ctrl-S    save", "Esc       cancel (asks if changed)", "Ctrl-E    edit in $VISUAL/$EDITOR",
-            "↑/↓       one screen row up/down", "←/→       one character", "Home Ctrl-A  start of line",
-            "End       end of line", "Ctrl-G    this help (? is text here)", "Ctrl-C    quit",
+            "↑/↓       one screen row up/down", "←/→       one character", "Home/End  start/end of the line",
+            "Ctrl-G    this help (? is text here)", "Ctrl-C    quit",
         ],
         editorNotFound: { "editor \($0): not found" },
         editorNotExecutable: { "editor \($0): not executable" },

@@ -48,12 +48,12 @@ extension Strings {
         couldNotSave: { "\($0)에 쓰지 못했습니다: \($1)" },
         overwriteFile: { "\($0) 파일이 있습니다: 덮어쓸까요? y/N" },
         detailHelpLines: [
-            "j/k ↑/↓   스크롤", "Space PgDn 한 화면 아래", "PgUp      한 화면 위", "e Enter   편집", "d Del     삭제",
+            "j/k ↑/↓   스크롤", "PgDn Spc  한 화면 아래", "PgUp      한 화면 위", "e Enter   편집", "d Del     삭제",
             "s         클립보드에 복사", "S         파일로 저장 (0600)", "Esc q ←   목록으로", "?         도움말",
             "Ctrl-C    종료",
         ],
         detailHelpLinesReadOnly: [
-            "j/k ↑/↓   스크롤", "Space PgDn 한 화면 아래", "PgUp      한 화면 위", "e d       (읽기 전용: 쓰기 불가)",
+            "j/k ↑/↓   스크롤", "PgDn Spc  한 화면 아래", "PgUp      한 화면 위", "e d       (읽기 전용: 쓰기 불가)",
             "s         클립보드에 복사", "S         파일로 저장 (0600)", "Esc q ←   목록으로", "?         도움말",
             "Ctrl-C    종료",
         ],
@@ -70,7 +70,7 @@ extension Strings {
         deletedMeanwhile: "그사이 다른 사람이 삭제했습니다",
         composeHelpLines: [
             "Ctrl-S    저장", "Esc       취소 (고쳤으면 물어봄)", "Ctrl-E    $VISUAL/$EDITOR로 편집",
-            "↑/↓       화면 한 줄 위/아래", "←/→       한 글자", "Home Ctrl-A  줄 처음", "End       줄 끝",
+            "↑/↓       화면 한 줄 위/아래", "←/→       한 글자", "Home/End  줄 처음/끝",
             "Ctrl-G    도움말 (여기서 ?는 글자)", "Ctrl-C    종료",
         ],
         editorNotFound: { "편집기 \($0): 찾을 수 없음" },

@@ -50,9 +50,11 @@ struct TUIStatusBarTests {
                 .notAnswering(attempt: 12), strings, width: 80, hints: hints, pending: 12)
         }
         for strings in [Strings.english, .korean] {
-            for hints in [strings.listHints, strings.listHintsReadOnly, strings.detailHints, strings.detailHintsReadOnly,
-                          strings.composeHints]
-            {
+            let scenes = [
+                strings.listHints, strings.listHintsReadOnly, strings.detailHints, strings.detailHintsReadOnly,
+                strings.composeHints,
+            ]
+            for hints in scenes {
                 let line = longest(hints, strings)
                 #expect(line.columns == 80, "\(line)")
                 for hint in hints where hint.priority == 0 {

@@ -30,7 +30,8 @@ public enum StatusBarView {
         let room = grid.width - used
         guard room > 2, !hints.isEmpty else { return }
         let hintText = "│ " + fitting(hints, in: room - 2)
-        grid.put(TextLayout.truncate(hintText, to: room), row: row, column: used, style: CellStyle(reverse: true, dim: true))
+        grid.put(
+            TextLayout.truncate(hintText, to: room), row: row, column: used, style: CellStyle(reverse: true, dim: true))
     }
 
     /// The connection part: marker, server, state with its reason (or the problem), read-only, pending.
