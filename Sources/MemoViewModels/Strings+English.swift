@@ -94,6 +94,7 @@ extension Strings {
         offline: { reason in reason.map { "offline (\($0))" } ?? "offline" },
         pending: { "\($0) pending" },
         moreKey: "? why",
+        moreKeyInEditor: "Ctrl-G why",
         serverNotTrusted: "TLS: the server's certificate is not signed by your CA",
         certificateRefused: "certificate refused by the server",
         certificateRevoked: "certificate revoked",

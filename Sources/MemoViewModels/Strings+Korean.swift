@@ -91,6 +91,7 @@ extension Strings {
         offline: { reason in reason.map { "오프라인 (\($0))" } ?? "오프라인" },
         pending: { "\($0)개 대기 중" },
         moreKey: "? 이유",
+        moreKeyInEditor: "Ctrl-G 이유",
         serverNotTrusted: "TLS: 서버 인증서가 내 CA로 서명되지 않았습니다",
         certificateRefused: "서버가 인증서를 거부했습니다",
         certificateRevoked: "인증서가 폐기되었습니다",

@@ -94,6 +94,8 @@ public struct Strings: Sendable, Hashable {
     public var offline: @Sendable (String?) -> String
     public var pending: @Sendable (Int) -> String
     public var moreKey: String
+    /// The same in the editor, where `?` is text.
+    public var moreKeyInEditor: String
     public var serverNotTrusted: String
     public var certificateRefused: String
     public var certificateRevoked: String

@@ -42,6 +42,12 @@ struct TUIStatusBarTests {
         let revoked = ConnectionProblem(kind: .certificateRevoked, detail: "certificate revoked: serial 0A")
         #expect(bar(.offline, reason: refused, problem: revoked).hasPrefix(
             " ✗ b.example:7420 · certificate revoked (? why) │"))
+        // In the editor `?` is text: the bar names the key that works there.
+        var grid = Grid(width: 80, height: 1)
+        StatusBarView.draw(
+            ConnectionStatus(server: "b.example:7420", state: .offline, problem: revoked),
+            hints: Strings.english.composeHints, inEditor: true, into: &grid, row: 0)
+        #expect(grid.text(ofRow: 0).hasPrefix(" ✗ certificate revoked (Ctrl-G why) │ Ctrl-S save"), "\(grid.textDump)")
     }
 
     @Test func atEightyColumnsTheMainKeysAndHelpFitBesideTheLongestStatus() {

@@ -44,7 +44,9 @@ public enum ComposeView {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
         }
         if grid.height >= 2 {
-            StatusBarView.draw(status, hints: strings.composeHints, strings: strings, into: &grid, row: grid.height - 1)
+            StatusBarView.draw(
+                status, hints: strings.composeHints, strings: strings, inEditor: true, into: &grid,
+                row: grid.height - 1)
         }
         if state.helpVisible {
             SceneChrome.help(strings.composeHelpLines, status: status, strings: strings, into: &grid)

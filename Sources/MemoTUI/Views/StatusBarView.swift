@@ -13,17 +13,19 @@ public enum StatusBarView {
     static let hintGap = "  "
     static let tightGap = " "
 
-    /// Draws the bar on `row`.
+    /// Draws the bar on `row`; `inEditor` names Ctrl-G rather than `?` as the key that says why the connection
+    /// fails (`?` is text there).
     public static func draw(
-        _ status: ConnectionStatus, hints: [KeyHint], strings: Strings = .english, into grid: inout Grid, row: Int
+        _ status: ConnectionStatus, hints: [KeyHint], strings: Strings = .english, inEditor: Bool = false,
+        into grid: inout Grid, row: Int
     ) {
         grid.fill(row: row, style: .reverse)
         let needed = hints.filter { $0.priority == 0 }
         let neededWidth = needed.isEmpty ? 0 : ("│ " + joined(needed, gap: tightGap)).columns
         let leftRoom = max(0, grid.width - neededWidth)
-        var left = connectionText(status, strings: strings, withServer: true)
+        var left = connectionText(status, strings: strings, withServer: true, inEditor: inEditor)
         if left.columns > leftRoom {
-            left = connectionText(status, strings: strings, withServer: false)
+            left = connectionText(status, strings: strings, withServer: false, inEditor: inEditor)
         }
         let used = grid.put(TextLayout.truncate(left, to: max(leftRoom, min(grid.width, 12))), row: row, column: 0,
                             style: .reverse)
@@ -35,7 +37,9 @@ public enum StatusBarView {
     }
 
     /// The connection part: marker, server, state with its reason (or the problem), read-only, pending.
-    static func connectionText(_ status: ConnectionStatus, strings: Strings, withServer: Bool) -> String {
+    static func connectionText(
+        _ status: ConnectionStatus, strings: Strings, withServer: Bool, inEditor: Bool = false
+    ) -> String {
         var parts: [String] = []
         let marker: String
         if status.problem != nil, status.state != .live {
@@ -50,7 +54,7 @@ public enum StatusBarView {
         if withServer { parts.append(status.server) }
         if let problem = status.problem, status.state != .live {
             // Retrying will not fix this one: say why, and how to read the whole message.
-            parts.append("\(problem.summary(strings)) (\(strings.moreKey))")
+            parts.append("\(problem.summary(strings)) (\(inEditor ? strings.moreKeyInEditor : strings.moreKey))")
         } else {
             parts.append(status.stateLabel(strings))
         }
