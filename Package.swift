@@ -73,7 +73,7 @@ let package = Package(
                 "MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
             ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoCore", "MemoText"]),
         .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels"]),
         .executableTarget(
             name: "memo-server",
