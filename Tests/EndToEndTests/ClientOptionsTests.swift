@@ -202,6 +202,6 @@ struct ClientOptionsTests {
             """], environment: cleanEnvironment(["HOME": home.path]))
         #expect(zsh.status == 0, "\(zsh.err)")
         #expect(zsh.out == "_bash_complete -F _memo_client\n", "\(zsh.out) \(zsh.err)")
-        #expect(try runTool("memo-client", ["completion", "fish"], environment: cleanEnvironment()).status == 2)
+        #expect(try runTool("memo-client", ["completion", "tcsh"], environment: cleanEnvironment()).status == 2)
     }
 }

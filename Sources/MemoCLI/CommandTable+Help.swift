@@ -1,0 +1,156 @@
+// The help pages made from a `CommandTable`: the whole help (`PROGRAM --help`), one command's
+// (`PROGRAM COMMAND --help`), and the command reference README.md carries (checked by a test against this).
+
+extension CommandTable {
+    /// Help lines are wrapped to this width.
+    static let width = 112
+
+    /// The whole help (nil topic), or one command's; nil for a word that is not a command.
+    public func helpText(for topic: String?) -> String? {
+        guard let topic else { return wholeHelp }
+        if let command = command(named: topic) { return commandHelp(command) }
+        // A group's word alone (`certs`): the help of each of its commands.
+        let group = commands.filter { $0.words.count > 1 && $0.words[0] == topic }
+        guard !group.isEmpty else { return nil }
+        return group.map(commandHelp).joined(separator: "\n")
+    }
+
+    /// Words wrapped to `width`, every line after the first indented by `indent` spaces.
+    static func wrap(_ text: String, width: Int, indent: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            if !line.isEmpty, line.count + 1 + word.count > width - (lines.isEmpty ? 0 : indent) {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        if !line.isEmpty || lines.isEmpty { lines.append(line) }
+        return lines
+    }
+
+    /// Two columns: `left` padded to `column`, `right` wrapped beside it (on the next line when `left` is wider).
+    static func columns(_ rows: [(String, String)], indent: Int = 2, column: Int) -> String {
+        var text = ""
+        let pad = String(repeating: " ", count: indent)
+        for (left, right) in rows {
+            let lines = wrap(right, width: width - indent - column, indent: 0)
+            if left.count + 2 > column {
+                text += pad + left + "\n"
+                for line in lines { text += pad + String(repeating: " ", count: column) + line + "\n" }
+            } else {
+                for (number, line) in lines.enumerated() {
+                    let head = number == 0 ? left + String(repeating: " ", count: column - left.count)
+                        : String(repeating: " ", count: column)
+                    text += pad + head + line + "\n"
+                }
+            }
+        }
+        return text
+    }
+
+    /// `--quiet, -q`, `--ca FILE, --cacert FILE`.
+    static func names(_ option: OptionSpec) -> String {
+        ([option.synopsis] + option.aliases.map { alias in
+            alias.hasPrefix("--") ? (option.placeholder.map { "\(alias) \($0)" } ?? alias) : alias
+        }).joined(separator: ", ")
+    }
+
+    /// The option's help with its environment variable and default: `... (env MEMO_TIMEOUT, default 10)`.
+    static func describe(_ option: OptionSpec, prefix: String = "") -> String {
+        var notes: [String] = []
+        if let variable = option.environment { notes.append("env \(variable)") }
+        if let value = option.defaultValue { notes.append("default \(value)") }
+        return prefix + option.help + (notes.isEmpty ? "" : " (" + notes.joined(separator: ", ") + ")")
+    }
+
+    /// The options that apply to `command` and not to every command.
+    func ownOptions(of command: String) -> [OptionSpec] {
+        activeOptions.filter { $0.scope != .everywhere && $0.applies(to: command) }
+    }
+
+    /// `[--filter TEXT] [--limit N]`, then the arguments.
+    func usageLine(_ command: CommandSpec) -> String {
+        let options = ownOptions(of: command.name).map { "[\($0.synopsis)\($0.repeatable ? "]..." : "]")" }
+        return ([command.name] + options + (command.arguments.isEmpty ? [] : [command.arguments]))
+            .joined(separator: " ")
+    }
+
+    func commandHelp(_ command: CommandSpec) -> String {
+        var text = "usage: \(program) \(usageLine(command))"
+        if !command.aliases.isEmpty { text += "   (also: \(command.aliases.joined(separator: ", ")))" }
+        text += "\n\n" + (command.help.isEmpty ? command.summary : command.help) + "\n"
+        let own = ownOptions(of: command.name)
+        if !own.isEmpty {
+            text += "\nOptions:\n" + Self.columns(own.map { (Self.names($0), Self.describe($0)) }, column: 22)
+        }
+        let everywhere = activeOptions.filter { $0.scope == .everywhere && $0.name != "--help" && $0.name != "--version" }
+        if !everywhere.isEmpty {
+            text += "\nOptions for every \(commandWord):\n"
+                + Self.columns(everywhere.map { (Self.names($0), Self.describe($0)) }, column: 26)
+        }
+        return text
+    }
+
+    var wholeHelp: String {
+        var text = usage + "\n\n" + introduction + "\n"
+        let listed = visibleCommands
+        if !listed.isEmpty {
+            text += "\n\(commandWord == "mode" ? "Modes" : "Commands"):\n"
+            text += Self.columns(listed.map { command in
+                let also = command.aliases.isEmpty ? "" : " (also: \(command.aliases.joined(separator: ", ")))"
+                return ([command.name, command.arguments].filter { !$0.isEmpty }.joined(separator: " "),
+                        command.summary + also)
+            }, column: 34)
+        }
+        let options = activeOptions
+        if !options.isEmpty {
+            text += "\nOptions:\n" + Self.columns(options.map { option in
+                var prefix = ""
+                if case .only(let commands) = option.scope, commands != [defaultCommand ?? ""] {
+                    prefix = commands.map(label).joined(separator: ", ") + ": "
+                }
+                return (Self.names(option), Self.describe(option, prefix: prefix))
+            }, column: 26)
+        }
+        if !environment.isEmpty {
+            text += "\nEnvironment:\n" + Self.columns(environment.map { setting in
+                (setting.name + (setting.choices.map { "=" + $0.joined(separator: "|") } ?? ""), setting.help)
+            }, column: 26)
+        }
+        if !epilogue.isEmpty { text += "\n" + epilogue + (epilogue.hasSuffix("\n") ? "" : "\n") }
+        return text
+    }
+
+    /// The command reference README.md shows, made from the table: the usage of each command, its options and
+    /// arguments, and its summary. A test fails when README's copy differs, and prints this to paste.
+    public var reference: String {
+        var lines = ["\(program) [options] \(commands.isEmpty ? "" : commandWord.uppercased() + " [arguments]")"]
+        let rows = visibleCommands.map { command in
+            let also = command.aliases.isEmpty ? "" : " (also: \(command.aliases.joined(separator: ", ")))"
+            return (usageLine(command), command.summary + also)
+        }
+        let column = min(40, (rows.map(\.0.count).max() ?? 0) + 3)
+        lines.append(
+            Self.columns(rows, column: column).split(separator: "\n", omittingEmptySubsequences: false)
+                .map(String.init).joined(separator: "\n").trimmingSuffixNewline())
+        var options: [String] = []
+        for option in activeOptions where option.scope == .everywhere && option.name != "--help" {
+            options.append("[\(option.synopsis)]")
+        }
+        lines.append(contentsOf: Self.wrap(
+            "options: " + options.joined(separator: " "), width: Self.width, indent: 2).enumerated().map {
+                $0.offset == 0 ? $0.element : "  " + $0.element
+            })
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension String {
+    func trimmingSuffixNewline() -> String {
+        var text = self
+        while text.hasSuffix("\n") { text.removeLast() }
+        return text
+    }
+}
