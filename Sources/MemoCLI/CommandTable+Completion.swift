@@ -63,7 +63,7 @@ extension CommandTable {
         case .commands:
             "COMPREPLY=($(compgen -W \(Self.quoted(visibleCommands.map(\.name).filter { !$0.contains(" ") }.joined(separator: " "))) -- \"$cur\"))"
         case .program(let arguments, _):
-            "COMPREPLY=($(compgen -W \"$(\"${words[0]}\" \"${passing[@]}\" \(arguments.joined(separator: " ")) "
+            "COMPREPLY=($(compgen -W \"$(\"$program\" \"${passing[@]}\" \(arguments.joined(separator: " ")) "
                 + "2>/dev/null)\" -- \"$cur\"))"
         }
     }
@@ -93,6 +93,10 @@ extension CommandTable {
                     ((i == COMP_CWORD)) && cword=$n
                 done
                 local cur="${words[cword]}" prev="${words[cword-1]}"
+                # The program as typed, less its quotes and with ~ expanded, to ask it for words.
+                local program=${words[0]//\\'/}
+                program=${program//\\"/}
+                [[ "$program" == "~/"* ]] && program="$HOME/${program#"~/"}"
                 local command="" at=0 passing=()
                 for ((i = 1; i < cword; i++)); do
                     case "${words[i]}" in

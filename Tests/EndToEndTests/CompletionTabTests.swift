@@ -1,0 +1,52 @@
+import Foundation
+import MemoClient
+import MemoCore
+import MemoTestSupport
+import Testing
+
+/// The completion scripts under real shells: bash in tmux, completing with a real Tab.
+@Suite(
+    "memo-client completion: a real Tab in bash", .serialized,
+    .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
+struct CompletionTabTests {
+    /// bash splits the line at ':' (COMP_WORDBREAKS), so `--server 127.0.0.1:7421` reaches the completion function
+    /// as three words; the script must join them again, take `show` for the command and ask for the ids of that
+    /// server's cache (not the default server's, which holds other ids here).
+    @Test func tabAfterServerWithAPortCompletesTheIDsOfThatServersCache() throws {
+        let cache = try TemporaryDirectory()
+        func memo(_ id: String) -> Memo {
+            Memo(id: UUID(uuidString: id)!, content: "x", insertMicros: 1, updateMicros: 1, revision: 1)
+        }
+        try MirrorCache.save(
+            revision: 1, memos: [memo("ab110000-0000-4000-8000-000000000002")],
+            to: MirrorCache.defaultPath(server: "127.0.0.1:7421", environment: ["XDG_CACHE_HOME": cache.path]))
+        try MirrorCache.save(
+            revision: 1, memos: [memo("ab990000-0000-4000-8000-000000000009")],
+            to: MirrorCache.defaultPath(server: "127.0.0.1:7420", environment: ["XDG_CACHE_HOME": cache.path]))
+        let binary = builtExecutable("memo-client")
+        let session = try TmuxSession(
+            command: "env -i PATH=/usr/bin:/bin HOME=\(cache.path) TERM=xterm XDG_CACHE_HOME=\(cache.path) "
+                + "MEMO_EXPIRY_WARNING=0 PS1='$ ' bash --norc --noprofile",
+            width: 220, height: 20)
+        defer { session.kill() }
+        try session.type("source <(\(binary) completion bash) && echo loaded:$((6 * 7))")
+        try session.press("Enter")
+        try session.waitForScreen(containing: "loaded:42")
+
+        try session.type("\(binary) --server 127.0.0.1:7421 show ab")
+        try session.press("Tab")
+        try session.waitForScreen(containing: "--server 127.0.0.1:7421 show ab110000-0000-4000-8000-000000000002")
+        try session.press("C-u")
+
+        // The same with --server=HOST:PORT (bash splits at = too).
+        try session.type("\(binary) --server=127.0.0.1:7421 rm ab")
+        try session.press("Tab")
+        try session.waitForScreen(containing: "--server=127.0.0.1:7421 rm ab110000-0000-4000-8000-000000000002")
+        try session.press("C-u")
+
+        // Without --server: the default server's cache.
+        try session.type("\(binary) edit ab")
+        try session.press("Tab")
+        try session.waitForScreen(containing: "edit ab990000-0000-4000-8000-000000000009")
+    }
+}
