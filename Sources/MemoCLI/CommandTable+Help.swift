@@ -17,9 +17,25 @@ extension CommandTable {
 
     /// Words wrapped to `width`, every line after the first indented by `indent` spaces.
     static func wrap(_ text: String, width: Int, indent: Int) -> [String] {
+        wrap(words: text.split(separator: " ", omittingEmptySubsequences: true).map(String.init), width: width,
+             indent: indent)
+    }
+
+    /// A usage line wrapped between its bracketed parts, never inside one (`[--log-level debug|info]`).
+    static func wrapUsage(_ text: String, width: Int, indent: Int) -> [String] {
+        var words: [String] = []
+        var depth = 0
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            if depth > 0, let last = words.popLast() { words.append(last + " " + word) } else { words.append(String(word)) }
+            depth += word.filter { $0 == "[" }.count - word.filter { $0 == "]" }.count
+        }
+        return wrap(words: words, width: width, indent: indent)
+    }
+
+    static func wrap(words: [String], width: Int, indent: Int) -> [String] {
         var lines: [String] = []
         var line = ""
-        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+        for word in words {
             if !line.isEmpty, line.count + 1 + word.count > width - (lines.isEmpty ? 0 : indent) {
                 lines.append(line)
                 line = ""
@@ -126,31 +142,34 @@ extension CommandTable {
     /// The command reference README.md shows, made from the table: the usage of each command, its options and
     /// arguments, and its summary. A test fails when README's copy differs, and prints this to paste.
     public var reference: String {
-        var lines = ["\(program) [options] \(commands.isEmpty ? "" : commandWord.uppercased() + " [arguments]")"]
+        let word = commandWord.uppercased()
+        var text = defaultCommand == nil ? "\(program) [options] \(word) [arguments]\n" : "\(program) [\(word)] [options]\n"
         let rows = visibleCommands.map { command in
             let also = command.aliases.isEmpty ? "" : " (also: \(command.aliases.joined(separator: ", ")))"
             return (usageLine(command), command.summary + also)
         }
-        let column = min(40, (rows.map(\.0.count).max() ?? 0) + 3)
-        lines.append(
-            Self.columns(rows, column: column).split(separator: "\n", omittingEmptySubsequences: false)
-                .map(String.init).joined(separator: "\n").trimmingSuffixNewline())
-        var options: [String] = []
-        for option in activeOptions where option.scope == .everywhere && option.name != "--help" {
-            options.append("[\(option.synopsis)]")
+        let column = 36
+        for (usage, summary) in rows {
+            let usageLines = Self.wrapUsage(usage, width: Self.width - 2, indent: 4)
+            let summaryLines = Self.wrap(summary, width: Self.width - 2 - column, indent: 0)
+            let fits = usageLines.count == 1 && usage.count + 2 <= column
+            for (number, line) in usageLines.enumerated() where !(fits && number == 0) {
+                text += (number == 0 ? "  " : "      ") + line + "\n"
+            }
+            for (number, line) in summaryLines.enumerated() {
+                let head = fits && number == 0 ? usage + String(repeating: " ", count: column - usage.count)
+                    : String(repeating: " ", count: column)
+                text += "  " + head + line + "\n"
+            }
         }
-        lines.append(contentsOf: Self.wrap(
-            "options: " + options.joined(separator: " "), width: Self.width, indent: 2).enumerated().map {
-                $0.offset == 0 ? $0.element : "  " + $0.element
-            })
-        return lines.joined(separator: "\n") + "\n"
-    }
-}
-
-extension String {
-    func trimmingSuffixNewline() -> String {
-        var text = self
-        while text.hasSuffix("\n") { text.removeLast() }
+        let options = activeOptions.filter { $0.scope == .everywhere && $0.name != "--help" }.map {
+            "[\($0.synopsis)]"
+        }
+        for (number, line) in Self.wrapUsage("options: " + options.joined(separator: " "), width: Self.width, indent: 2)
+            .enumerated()
+        {
+            text += (number == 0 ? "" : "  ") + line + "\n"
+        }
         return text
     }
 }

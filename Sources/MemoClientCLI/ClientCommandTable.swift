@@ -227,6 +227,9 @@ public enum ClientCommandTable {
             "--locale", .value("ID"), scope: .only([""]),
             help: "the locale of its words and dates, e.g. ko_KR (Korean) (default: LC_ALL, "
                 + "LC_MESSAGES or LANG for words; LC_ALL, LC_TIME or LANG for dates)"),
+        OptionSpec(
+            "--reference", scope: .only(["help"]),
+            help: "the command reference README.md carries, made from the same table as this help"),
         OptionSpec("--version", help: "the version, the protocol version, and the OpenSSL and SQLite versions"),
         OptionSpec("--help", aliases: ["-h"], help: "this help (after a command: that command's help)"),
     ]

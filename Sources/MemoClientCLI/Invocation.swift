@@ -8,6 +8,8 @@ import MemoNet
 /// What the command line asks for.
 public enum Invocation: Sendable {
     case help(command: String?)
+    /// `help --reference`: the command reference README.md carries.
+    case reference
     case version
     case completion(shell: String)
     case completionIDs(server: String)
@@ -205,6 +207,10 @@ extension Invocation {
         case "help":
             let topic = positionals.popFirst()
             try finish()
+            if line.flag("--reference") {
+                if let topic { throw UsageError("help --reference takes no COMMAND, not '\(topic)'") }
+                return .reference
+            }
             return .help(command: topic)
         default:
             // The table and this switch name the same commands (ClientCommandTableTests).

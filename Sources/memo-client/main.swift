@@ -60,6 +60,8 @@ func runMain() async -> Int32 {
             fail(usage: UsageError(ClientCommandTable.noHelp(for: command ?? "")))
         }
         return printChecked(text)
+    case .reference:
+        return printChecked(ClientCommandTable.table.reference)
     case .version:
         return printChecked(MemoRelease.versionText(
             program: "memo-client",

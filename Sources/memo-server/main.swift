@@ -64,7 +64,12 @@ do {
         show(table.completionScript(shell: shell))
     case "help":
         let topic = arguments.positional()
+        let reference = arguments.flag("--reference")
         try arguments.finish()
+        if reference {
+            if let topic { throw UsageError("help --reference takes no COMMAND, not '\(topic)'") }
+            show(table.reference)
+        }
         guard let text = table.helpText(for: topic) else {
             throw UsageError("no help for '\(topic ?? "")': it is not a command")
         }

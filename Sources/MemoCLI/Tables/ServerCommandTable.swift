@@ -178,6 +178,9 @@ public enum ServerCommandTable {
                 "--force", scope: .only(["certs init", "certs client"]),
                 help: "replace existing files (init: also removes the old CA's revocation list)"),
             OptionSpec(
+                "--reference", scope: .only(["help"]),
+                help: "the command reference README.md carries, made from the same table as this help"),
+            OptionSpec(
                 "--version", help: "the version, the protocol version, and the OpenSSL and SQLite versions"),
             OptionSpec("--help", aliases: ["-h"], help: "this help (after a command: that command's help)"),
         ],
