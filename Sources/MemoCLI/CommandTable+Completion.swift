@@ -250,6 +250,7 @@ extension CommandTable {
                 \(passing.map { "            case \($0)\n                set -a passing \($0) $tokens[(math $i + 1)]\n            case '\($0)=*'\n                set -a passing $tokens[$i]" }.joined(separator: "\n"))
                         end
                     end
+                    command -q $tokens[1]; or return
                     $tokens[1] $passing \(arguments.joined(separator: " ")) 2>/dev/null
                 end
 

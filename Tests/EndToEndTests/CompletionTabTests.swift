@@ -6,7 +6,7 @@ import Testing
 
 /// The completion scripts under real shells: bash in tmux, completing with a real Tab.
 @Suite(
-    "memo-client completion: a real Tab in bash", .serialized,
+    "memo-client completion under real shells: a Tab in bash, fish", .serialized,
     .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
 struct CompletionTabTests {
     /// bash splits the line at ':' (COMP_WORDBREAKS), so `--server 127.0.0.1:7421` reaches the completion function
@@ -48,5 +48,41 @@ struct CompletionTabTests {
         try session.type("\(binary) edit ab")
         try session.press("Tab")
         try session.waitForScreen(containing: "edit ab990000-0000-4000-8000-000000000009")
+    }
+
+    /// fish (when installed): the script loads, and completes commands, a command's own options, a value's choices and
+    /// the ids of the --server given, in both spellings.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/fish"), "fish is not installed"))
+    func fishLoadsTheScriptAndCompletesTheIDsOfTheServerGiven() throws {
+        let cache = try TemporaryDirectory()
+        try MirrorCache.save(
+            revision: 1,
+            memos: [Memo(id: UUID(uuidString: "ab110000-0000-4000-8000-000000000002")!, content: "x", insertMicros: 1,
+                         updateMicros: 1, revision: 1)],
+            to: MirrorCache.defaultPath(server: "127.0.0.1:7421", environment: ["XDG_CACHE_HOME": cache.path]))
+        let binary = builtExecutable("memo-client")
+        let script = try TemporaryDirectory()
+        let path = script.path + "/memo-client.fish"
+        let generated = try runTool("memo-client", ["completion", "fish"], environment: cleanEnvironment())
+        #expect(generated.status == 0)
+        try generated.out.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try runTool("/usr/bin/fish", ["--no-config", "-n", path], environment: cleanEnvironment()).status == 0)
+        let result = try runTool("/usr/bin/fish", ["--no-config", "-c", """
+            source \(path); or exit 9
+            complete -C '\(binary) wa'; echo .
+            complete -C '\(binary) list --fil'; echo .
+            complete -C '\(binary) add --fil'; echo .
+            complete -C '\(binary) --server 127.0.0.1:7421 show ab'; echo .
+            complete -C '\(binary) --server=127.0.0.1:7421 rm ab'; echo .
+            complete -C '\(binary) show ab'; echo .
+            """], environment: cleanEnvironment(["XDG_CACHE_HOME": cache.path, "HOME": cache.path]))
+        #expect(result.status == 0, "\(result.err)")
+        let answers = result.out.components(separatedBy: ".\n").map { block in
+            block.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }
+        }
+        #expect(answers.prefix(6) == [
+            ["watch"], ["--filter"], [], ["ab110000-0000-4000-8000-000000000002"],
+            ["ab110000-0000-4000-8000-000000000002"], [],
+        ], "\(result.out)")
     }
 }
