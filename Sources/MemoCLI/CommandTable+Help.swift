@@ -5,6 +5,24 @@ extension CommandTable {
     /// Help lines are wrapped to this width.
     static let width = 112
 
+    /// What a line that asked for help or the version is answered with (the help of the command named, or
+    /// `version()`); nil for any other line. Help on a word that is not a command is a usage error that says so
+    /// (with the command it may be a typo of).
+    public func answer(_ line: ParsedLine, version: () -> String) throws(UsageError) -> String? {
+        if line.wantsHelp {
+            if let text = helpText(for: line.helpTopic) { return text }
+            throw noHelp(for: line.helpTopic ?? "")
+        }
+        return line.flag("--version") ? version() : nil
+    }
+
+    /// The usage error for help on `word`, which is not a command (with the command it may be a typo of).
+    public func noHelp(for word: String) -> UsageError {
+        UsageError(Self.withSuggestion(
+            "no help for '\(word)': it is not a \(commandWord)", for: word,
+            among: visibleCommands.flatMap { [$0.name] + $0.aliases }))
+    }
+
     /// The whole help (nil topic), or one command's; nil for a word that is not a command.
     public func helpText(for topic: String?) -> String? {
         guard let topic else { return wholeHelp }
@@ -86,10 +104,10 @@ extension CommandTable {
         activeOptions.filter { $0.scope != .everywhere && $0.applies(to: command) }
     }
 
-    /// `[--filter TEXT] [--limit N]`, then the arguments.
+    /// `certs client NAME [--dir DIR] [--days N] ...`: the command, its arguments, then its own options.
     func usageLine(_ command: CommandSpec) -> String {
         let options = ownOptions(of: command.name).map { "[\($0.synopsis)\($0.repeatable ? "]..." : "]")" }
-        return ([command.name] + options + (command.arguments.isEmpty ? [] : [command.arguments]))
+        return ([command.name] + (command.arguments.isEmpty ? [] : [command.arguments]) + options)
             .joined(separator: " ")
     }
 

@@ -3,21 +3,13 @@ import MemoClient
 
 // memo-client's command line, declared once: `Invocation.parse` reads it, `memo-client --help` and
 // `COMMAND --help` print it, and `completion bash|zsh|fish` writes it out. README's command reference is checked
-// against it (ClientCommandTableTests).
-
-extension ClientCommandTable {
-    static let writes = ["add", "edit", "rm", "import"]
-
-    /// The usage error for `help WORD` when WORD is not a command (with the command it may be a typo of).
-    public static func noHelp(for word: String) -> String {
-        let names = table.visibleCommands.flatMap { [$0.name] + $0.aliases }
-        let near = CommandTable.suggestion(for: word, among: names).map { "; did you mean '\($0)'?" } ?? ""
-        return "no help for '\(word)': it is not a command" + near
-    }
-}
+// against it (CommandTableTests).
 
 /// memo-client's commands and options.
 public enum ClientCommandTable {
+    /// The commands that write (and take --quiet).
+    static let writes = ["add", "edit", "rm", "import"]
+
     public static let table = CommandTable(
         program: "memo-client",
         noCommandName: "the terminal front end (no command)",

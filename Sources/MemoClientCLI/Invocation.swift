@@ -213,7 +213,7 @@ extension Invocation {
             }
             return .help(command: topic)
         default:
-            // The table and this switch name the same commands (ClientCommandTableTests).
+            // The table and this switch name the same commands (CommandTableTests).
             throw UsageError("unknown command '\(name)'")
         }
         try finish()

@@ -17,14 +17,12 @@ func show(_ text: String) -> Never {
 do {
     let line = try table.parse(Array(CommandLine.arguments.dropFirst()))
     if line.flag("--help-requests") { show(BenchCommandTable.requestsHelp) }
-    if line.wantsHelp {
-        guard let topic = line.helpTopic else { show(table.helpText(for: nil)! + "\n" + BenchCommandTable.requestsHelp) }
-        guard let text = table.helpText(for: topic) else { throw UsageError("no help for '\(topic)': it is not a mode") }
-        show(text)
-    }
-    if line.flag("--version") {
-        show(MemoRelease.versionText(
-            program: "memo-bench", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]))
+    if let text = try table.answer(line, version: {
+        MemoRelease.versionText(
+            program: "memo-bench", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
+    }) {
+        // The whole help ends with the requests' (what memo-bench does with no mode).
+        show(line.wantsHelp && line.helpTopic == nil ? text + "\n" + BenchCommandTable.requestsHelp : text)
     }
     var arguments = line.arguments
     switch line.commandName {

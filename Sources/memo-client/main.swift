@@ -57,7 +57,7 @@ func runMain() async -> Int32 {
     switch invocation {
     case .help(let command):
         guard let text = ClientCommandTable.table.helpText(for: command) else {
-            fail(usage: UsageError(ClientCommandTable.noHelp(for: command ?? "")))
+            fail(usage: ClientCommandTable.table.noHelp(for: command ?? ""))
         }
         return printChecked(text)
     case .reference:

@@ -16,15 +16,11 @@ func show(_ text: String) -> Never {
 
 do {
     let line = try table.parse(Array(CommandLine.arguments.dropFirst()))
-    if line.wantsHelp {
-        guard let text = table.helpText(for: line.helpTopic) else {
-            throw UsageError("no help for '\(line.helpTopic ?? "")': it is not a mode")
-        }
+    if let text = try table.answer(line, version: {
+        MemoRelease.versionText(
+            program: "memo-torture", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
+    }) {
         show(text)
-    }
-    if line.flag("--version") {
-        show(MemoRelease.versionText(
-            program: "memo-torture", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]))
     }
     var arguments = line.arguments
     switch line.commandName {
