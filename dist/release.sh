@@ -45,6 +45,8 @@ install -m 0644 README.md PROTOCOL.md "$root/usr/share/doc/memo/"
 {
     "$bin/memo-server" --help
     echo
+    "$bin/memo-server" serve --help
+    echo
     "$bin/memo-server" certs --help
 } | dist/help2man.sh memo-server 1 "the memo server: memos over mutual TLS" "$version" \
     | gzip -9n > "$root/usr/share/man/man1/memo-server.1.gz"

@@ -6,7 +6,7 @@ import Testing
 
 /// The completion scripts under real shells: bash in tmux, completing with a real Tab.
 @Suite(
-    "memo-client completion under real shells: a Tab in bash, fish", .serialized,
+    "Completion scripts under real shells: a Tab in bash, fish, memo-server's in bash", .serialized,
     .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
 struct CompletionTabTests {
     /// bash splits the line at ':' (COMP_WORDBREAKS), so `--server 127.0.0.1:7421` reaches the completion function
@@ -83,6 +83,32 @@ struct CompletionTabTests {
         #expect(answers.prefix(6) == [
             ["watch"], ["--filter"], [], ["ab110000-0000-4000-8000-000000000002"],
             ["ab110000-0000-4000-8000-000000000002"], [],
+        ], "\(result.out)")
+    }
+
+    /// memo-server's script from the same table: commands of two words (certs init), each command's own options,
+    /// and an option's choices, as bash asks for them (COMP_LINE and COMP_WORDS split as bash splits them).
+    @Test func memoServersBashScriptCompletesItsTwoWordCommandsOptionsAndChoices() throws {
+        let binary = builtExecutable("memo-server")
+        let script = """
+            source <("\(binary)" completion bash) || exit 9
+            complete -p memo-server > /dev/null || exit 8
+            ask() {
+                COMP_LINE="$1"; COMP_POINT=${#COMP_LINE}; shift
+                COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _memo_server; echo "${COMPREPLY[*]}"
+            }
+            ask "memo-server ce" memo-server ce
+            ask "memo-server certs " memo-server certs ""
+            ask "memo-server certs client --re" memo-server certs client --re
+            ask "memo-server certs list --re" memo-server certs list --re
+            ask "memo-server serve --log-format " memo-server serve --log-format ""
+            ask "memo-server --listen 127.0.0.1:0 --tls" memo-server --listen 127.0.0.1 : 0 --tls
+            ask "memo-server completion f" memo-server completion f
+            """
+        let result = try runTool("/usr/bin/bash", ["--norc", "-c", script], environment: cleanEnvironment())
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.split(separator: "\n", omittingEmptySubsequences: false) == [
+            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records", "fish", "",
         ], "\(result.out)")
     }
 }
