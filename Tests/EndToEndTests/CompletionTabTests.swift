@@ -6,7 +6,7 @@ import Testing
 
 /// The completion scripts under real shells: bash in tmux, completing with a real Tab.
 @Suite(
-    "Completion scripts under real shells: a Tab in bash, fish, memo-server's in bash", .serialized,
+    "Completion scripts under real shells: a Tab in bash and zsh, fish, memo-server's in bash", .serialized,
     .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
 struct CompletionTabTests {
     /// bash splits the line at ':' (COMP_WORDBREAKS), so `--server 127.0.0.1:7421` reaches the completion function
@@ -48,6 +48,28 @@ struct CompletionTabTests {
         try session.type("\(binary) edit ab")
         try session.press("Tab")
         try session.waitForScreen(containing: "edit ab990000-0000-4000-8000-000000000009")
+    }
+
+    /// zsh runs the same function through bashcompinit: a Tab there completes the ids of the --server given too.
+    @Test func tabInZshCompletesTheIDsOfTheServerGiven() throws {
+        let cache = try TemporaryDirectory()
+        try MirrorCache.save(
+            revision: 1,
+            memos: [Memo(id: UUID(uuidString: "ab110000-0000-4000-8000-000000000002")!, content: "x", insertMicros: 1,
+                         updateMicros: 1, revision: 1)],
+            to: MirrorCache.defaultPath(server: "127.0.0.1:7421", environment: ["XDG_CACHE_HOME": cache.path]))
+        let binary = builtExecutable("memo-client")
+        let session = try TmuxSession(
+            command: "env -i PATH=/usr/bin:/bin HOME=\(cache.path) TERM=xterm XDG_CACHE_HOME=\(cache.path) "
+                + "MEMO_EXPIRY_WARNING=0 zsh -f",
+            width: 220, height: 20)
+        defer { session.kill() }
+        try session.type("source <(\(binary) completion zsh) && echo loaded:$((6 * 7))")
+        try session.press("Enter")
+        try session.waitForScreen(containing: "loaded:42")
+        try session.type("\(binary) --server 127.0.0.1:7421 show ab")
+        try session.press("Tab")
+        try session.waitForScreen(containing: "--server 127.0.0.1:7421 show ab110000-0000-4000-8000-000000000002")
     }
 
     /// fish (when installed): the script loads, and completes commands, a command's own options, a value's choices and
