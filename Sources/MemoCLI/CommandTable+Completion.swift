@@ -125,7 +125,16 @@ extension CommandTable {
 
                 """
         }
-        script += "        esac\n    done\n    case \"$prev\" in\n"
+        script += "        esac\n    done\n"
+        // `--option=VALUE` being typed: its value is completed as after `--option VALUE`.
+        let longValueOptions = valueOptions.flatMap(\.spellings).filter { $0.hasPrefix("--") }
+        if !longValueOptions.isEmpty {
+            script += "    case \"$cur\" in\n"
+            script += "        \(longValueOptions.map { "\($0)=*" }.joined(separator: "|"))) prev=\"${cur%%=*}\"; "
+                + "cur=\"${cur#*=}\" ;;\n"
+            script += "    esac\n"
+        }
+        script += "    case \"$prev\" in\n"
         for option in valueOptions {
             let action = bashCompletion(option.completion) ?? "COMPREPLY=()"
             script += "        \(option.spellings.joined(separator: "|"))) \(action); return ;;\n"

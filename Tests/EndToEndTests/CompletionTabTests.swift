@@ -109,7 +109,7 @@ struct CompletionTabTests {
     }
 
     /// memo-server's script from the same table: commands of two words (certs init), each command's own options,
-    /// and an option's choices, as bash asks for them (COMP_LINE and COMP_WORDS split as bash splits them).
+    /// and an option's choices (also after `--option=`), as bash asks for them (COMP_LINE and COMP_WORDS split as bash splits them).
     @Test func memoServersBashScriptCompletesItsTwoWordCommandsOptionsAndChoices() throws {
         let binary = builtExecutable("memo-server")
         let script = """
@@ -126,11 +126,12 @@ struct CompletionTabTests {
             ask "memo-server serve --log-format " memo-server serve --log-format ""
             ask "memo-server --listen 127.0.0.1:0 --tls" memo-server --listen 127.0.0.1 : 0 --tls
             ask "memo-server completion f" memo-server completion f
+            ask "memo-server serve --log-format=j" memo-server serve --log-format = j
             """
         let result = try runTool("/usr/bin/bash", ["--norc", "-c", script], environment: cleanEnvironment())
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.split(separator: "\n", omittingEmptySubsequences: false) == [
-            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records", "fish", "",
+            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records", "fish", "json", "",
         ], "\(result.out)")
     }
 }
