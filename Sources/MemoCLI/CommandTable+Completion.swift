@@ -35,6 +35,9 @@ extension CommandTable {
         return words
     }
 
+    /// The visible commands of one word (what `help COMMAND` takes).
+    var oneWordCommands: [String] { visibleCommands.map(\.name).filter { !$0.contains(" ") } }
+
     /// The commands of two words, by their first word.
     var groups: [(String, [String])] {
         var result: [(String, [String])] = []
@@ -61,7 +64,7 @@ extension CommandTable {
         case .directories: "COMPREPLY=($(compgen -d -- \"$cur\"))"
         case .words(let words): "COMPREPLY=($(compgen -W \(Self.quoted(words.joined(separator: " "))) -- \"$cur\"))"
         case .commands:
-            "COMPREPLY=($(compgen -W \(Self.quoted(visibleCommands.map(\.name).filter { !$0.contains(" ") }.joined(separator: " "))) -- \"$cur\"))"
+            "COMPREPLY=($(compgen -W \(Self.quoted(oneWordCommands.joined(separator: " "))) -- \"$cur\"))"
         case .program(let arguments, _):
             "COMPREPLY=($(compgen -W \"$(\"$program\" \"${passing[@]}\" \(arguments.joined(separator: " ")) "
                 + "2>/dev/null)\" -- \"$cur\"))"
@@ -144,7 +147,8 @@ extension CommandTable {
         script += "    local options\n    case \"$command\" in\n"
         for command in visibleCommands {
             let names = ([command.name] + command.aliases).map { $0.contains(" ") ? Self.quoted($0) : $0 }
-            script += "        \(names.joined(separator: "|"))) options=\(Self.quoted(spellings(for: command.name).joined(separator: " "))) ;;\n"
+            let options = Self.quoted(spellings(for: command.name).joined(separator: " "))
+            script += "        \(names.joined(separator: "|"))) options=\(options) ;;\n"
         }
         script += "        *) options=\(Self.quoted(spellings(for: defaultCommand ?? "").joined(separator: " "))) ;;\n"
         script += "    esac\n"
@@ -158,7 +162,8 @@ extension CommandTable {
 
             """
         for (group, subs) in groups {
-            script += "            \(group)) COMPREPLY=($(compgen -W \(Self.quoted(subs.joined(separator: " "))) -- \"$cur\")) ;;\n"
+            let words = Self.quoted(subs.joined(separator: " "))
+            script += "            \(group)) COMPREPLY=($(compgen -W \(words) -- \"$cur\")) ;;\n"
         }
         for command in visibleCommands {
             guard let action = bashCompletion(command.completion) else { continue }
@@ -187,7 +192,8 @@ extension CommandTable {
     static func shortDescription(_ text: String) -> String {
         var first = text.split(separator: ";", maxSplits: 1).first.map(String.init) ?? text
         let characters = Array(first)
-        if let stop = characters.indices.dropLast().first(where: { characters[$0] == "." && characters[$0 + 1] == " " }) {
+        let sentenceEnd = characters.indices.dropLast().first { characters[$0] == "." && characters[$0 + 1] == " " }
+        if let stop = sentenceEnd {
             first = String(characters[..<stop])
         }
         if first.count > 70 { first = String(first.prefix(67)) + "..." }
@@ -201,7 +207,7 @@ extension CommandTable {
         case .directories: " -x -a '(__fish_complete_directories)'"
         case .words(let words): " -x -a " + Self.quoted(words.joined(separator: " "))
         case .commands:
-            " -x -a " + Self.quoted(visibleCommands.map(\.name).filter { !$0.contains(" ") }.joined(separator: " "))
+            " -x -a " + Self.quoted(oneWordCommands.joined(separator: " "))
         case .program: " -x -a '(\(functionName)_words)'"
         }
     }
@@ -216,14 +222,18 @@ extension CommandTable {
             let word = command.words[0]
             guard command.words.count == 1 else { continue }
             for name in [word] + command.aliases {
-                script += "\(c) -n 'not __fish_seen_subcommand_from \(typed)' -a \(name) -d \(Self.quoted(Self.shortDescription(command.summary)))\n"
+                let description = Self.quoted(Self.shortDescription(command.summary))
+                script += "\(c) -n 'not __fish_seen_subcommand_from \(typed)' -a \(name) -d \(description)\n"
             }
         }
         for (group, subs) in groups {
             script += "\(c) -n 'not __fish_seen_subcommand_from \(typed)' -a \(group)\n"
             for sub in subs {
                 let summary = command(named: "\(group) \(sub)")?.summary ?? ""
-                script += "\(c) -n '__fish_seen_subcommand_from \(group); and not __fish_seen_subcommand_from \(subs.joined(separator: " "))' -a \(sub) -d \(Self.quoted(Self.shortDescription(summary)))\n"
+                let condition = "__fish_seen_subcommand_from \(group); and not __fish_seen_subcommand_from "
+                    + subs.joined(separator: " ")
+                let description = Self.quoted(Self.shortDescription(summary))
+                script += "\(c) -n '\(condition)' -a \(sub) -d \(description)\n"
             }
         }
         for option in activeOptions {
@@ -250,13 +260,17 @@ extension CommandTable {
             if case .program(let arguments, let passing) = command.completion { return (arguments, passing) }
             return nil
         }).first {
+            let fishCases = passing.map { option in
+                "            case \(option)\n                set -a passing \(option) $tokens[(math $i + 1)]\n"
+                    + "            case '\(option)=*'\n                set -a passing $tokens[$i]"
+            }.joined(separator: "\n")
             script += """
                 function \(functionName)_words
                     set -l tokens (commandline -opc)
                     set -l passing
                     for i in (seq 2 (count $tokens))
                         switch $tokens[$i]
-                \(passing.map { "            case \($0)\n                set -a passing \($0) $tokens[(math $i + 1)]\n            case '\($0)=*'\n                set -a passing $tokens[$i]" }.joined(separator: "\n"))
+                \(fishCases)
                         end
                     end
                     command -q $tokens[1]; or return

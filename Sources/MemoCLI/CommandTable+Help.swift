@@ -44,7 +44,11 @@ extension CommandTable {
         var words: [String] = []
         var depth = 0
         for word in text.split(separator: " ", omittingEmptySubsequences: true) {
-            if depth > 0, let last = words.popLast() { words.append(last + " " + word) } else { words.append(String(word)) }
+            if depth > 0, let last = words.popLast() {
+                words.append(last + " " + word)
+            } else {
+                words.append(String(word))
+            }
             depth += word.filter { $0 == "[" }.count - word.filter { $0 == "]" }.count
         }
         return wrap(words: words, width: width, indent: indent)
@@ -112,14 +116,20 @@ extension CommandTable {
     }
 
     func commandHelp(_ command: CommandSpec) -> String {
-        var text = "usage: \(program) \(usageLine(command))"
-        if !command.aliases.isEmpty { text += "   (also: \(command.aliases.joined(separator: ", ")))" }
+        var usage = "usage: \(program) \(usageLine(command))"
+        if !command.aliases.isEmpty { usage += "   (also: \(command.aliases.joined(separator: ", ")))" }
+        let indent = "usage: \(program) \(command.name) ".count
+        var text = Self.wrapUsage(usage, width: Self.width, indent: indent).enumerated().map { number, line in
+            (number == 0 ? "" : String(repeating: " ", count: indent)) + line
+        }.joined(separator: "\n")
         text += "\n\n" + (command.help.isEmpty ? command.summary : command.help) + "\n"
         let own = ownOptions(of: command.name)
         if !own.isEmpty {
             text += "\nOptions:\n" + Self.columns(own.map { (Self.names($0), Self.describe($0)) }, column: 22)
         }
-        let everywhere = activeOptions.filter { $0.scope == .everywhere && $0.name != "--help" && $0.name != "--version" }
+        let everywhere = activeOptions.filter {
+            $0.scope == .everywhere && $0.name != "--help" && $0.name != "--version"
+        }
         if !everywhere.isEmpty {
             text += "\nOptions for every \(commandWord):\n"
                 + Self.columns(everywhere.map { (Self.names($0), Self.describe($0)) }, column: 26)
@@ -161,7 +171,8 @@ extension CommandTable {
     /// arguments, and its summary. A test fails when README's copy differs, and prints this to paste.
     public var reference: String {
         let word = commandWord.uppercased()
-        var text = defaultCommand == nil ? "\(program) [options] \(word) [arguments]\n" : "\(program) [\(word)] [options]\n"
+        var text = defaultCommand == nil
+            ? "\(program) [options] \(word) [arguments]\n" : "\(program) [\(word)] [options]\n"
         let rows = visibleCommands.map { command in
             let also = command.aliases.isEmpty ? "" : " (also: \(command.aliases.joined(separator: ", ")))"
             return (usageLine(command), command.summary + also)

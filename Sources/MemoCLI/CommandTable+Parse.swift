@@ -30,7 +30,9 @@ public struct ParsedLine: Sendable {
     public var arguments: Arguments {
         var items: [String] = []
         for (name, values) in given.sorted(by: { $0.key < $1.key }) {
-            for value in values { items.append(value.isEmpty && !valueOptions.contains(name) ? name : "\(name)=\(value)") }
+            for value in values {
+                items.append(value.isEmpty && !valueOptions.contains(name) ? name : "\(name)=\(value)")
+            }
         }
         return Arguments(items + ["--"] + positionals)
     }
@@ -185,7 +187,8 @@ extension CommandTable {
                         among: groups.filter { !$0.hidden }.map { $0.words[1] }))
                 } else {
                     unknownCommand = first
-                    fail("\(first) needs a \(commandWord): " + Self.either(groups.filter { !$0.hidden }.map { $0.words[1] }))
+                    let words = groups.filter { !$0.hidden }.map { $0.words[1] }
+                    fail("\(first) needs a \(commandWord): " + Self.either(words))
                 }
             } else if let found = self.command(named: first) {
                 command = found

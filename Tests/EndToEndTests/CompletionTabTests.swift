@@ -109,7 +109,8 @@ struct CompletionTabTests {
     }
 
     /// memo-server's script from the same table: commands of two words (certs init), each command's own options,
-    /// and an option's choices (also after `--option=`), as bash asks for them (COMP_LINE and COMP_WORDS split as bash splits them).
+    /// and an option's choices (also after `--option=`), as bash asks for them (COMP_LINE, and COMP_WORDS split as
+    /// bash splits them).
     @Test func memoServersBashScriptCompletesItsTwoWordCommandsOptionsAndChoices() throws {
         let binary = builtExecutable("memo-server")
         let script = """
@@ -131,7 +132,8 @@ struct CompletionTabTests {
         let result = try runTool("/usr/bin/bash", ["--norc", "-c", script], environment: cleanEnvironment())
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.split(separator: "\n", omittingEmptySubsequences: false) == [
-            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records", "fish", "json", "",
+            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records", "fish", "json",
+            "",
         ], "\(result.out)")
     }
 }
