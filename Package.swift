@@ -95,7 +95,7 @@ let package = Package(
             swiftSettings: hotPathSettings),
         .executableTarget(
             name: "memo-torture",
-            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
+            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite"]),
         // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
         // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
         .target(

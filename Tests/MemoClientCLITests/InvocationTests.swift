@@ -89,7 +89,7 @@ struct InvocationTests {
         #expect(usageError("list --if-revision 3") == "--if-revision is only for edit and rm")
         #expect(usageError("edit abc --if-revision seven x") == "--if-revision takes a revision number, not 'seven'")
         #expect(usageError("add") == "add needs the memo's text (or - to read it from stdin)")
-        #expect(usageError("completion fish") == "completion takes bash or zsh, not 'fish'")
+        #expect(usageError("completion tcsh") == "completion takes bash, zsh or fish, not 'tcsh'")
         #expect(usageError("-o json list") != nil)
         #expect(usageError("list --locale ko_KR") == "--locale is only for the terminal front end (no command)")
     }
