@@ -273,7 +273,7 @@ public struct CommandRunner: Sendable {
         let err = self.err
         let human = style.human
         // Subscribe before the mirror starts, so nothing happens between the list and the first change.
-        store.events.subscribe { event in
+        let printing = store.events.subscribe { event in
             switch event {
             case .reset(let revision, let memos, let resync):
                 // After a history-gone the changes missed are unknown: say so, then the whole list, never a
@@ -294,7 +294,11 @@ public struct CommandRunner: Sendable {
             }
             out.flush()
         }
-        reportConnection(client)
+        let reporting = reportConnection(client)
+        defer {
+            printing.cancel()
+            reporting.cancel()
+        }
         store.startMirror()
         try await untilStopped(client)
     }

@@ -37,6 +37,8 @@ public struct ConnectionProblem: Sendable, Hashable {
         case certificateRefused
         /// Another TLS failure, with its short summary.
         case tls(String)
+        /// The offline write queue cannot be written to disk (a full disk): the writes stay in memory, pending.
+        case writesNotOnDisk
     }
 
     public var kind: Kind
@@ -54,6 +56,7 @@ public struct ConnectionProblem: Sendable, Hashable {
         case .serverNotTrusted: return strings.serverNotTrusted
         case .certificateRefused: return strings.certificateRefused
         case .tls(let summary): return strings.tlsFailed(summary)
+        case .writesNotOnDisk: return strings.writesNotOnDisk
         }
     }
 }

@@ -62,5 +62,6 @@ extension Strings {
         moreKey: "? why",
         serverNotTrusted: "TLS: the server's certificate is not signed by your CA",
         certificateRefused: "certificate refused by the server",
-        tlsFailed: { "TLS: \($0)" })
+        tlsFailed: { "TLS: \($0)" },
+        writesNotOnDisk: "pending writes not saved to disk")
 }

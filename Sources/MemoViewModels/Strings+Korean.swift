@@ -60,5 +60,6 @@ extension Strings {
         moreKey: "? 이유",
         serverNotTrusted: "TLS: 서버 인증서가 내 CA로 서명되지 않았습니다",
         certificateRefused: "서버가 인증서를 거부했습니다",
-        tlsFailed: { "TLS: \($0)" })
+        tlsFailed: { "TLS: \($0)" },
+        writesNotOnDisk: "대기 중인 쓰기를 디스크에 저장하지 못했습니다")
 }

@@ -74,6 +74,8 @@ public struct Strings: Sendable, Hashable {
     public var serverNotTrusted: String
     public var certificateRefused: String
     public var tlsFailed: @Sendable (String) -> String
+    /// The offline queue could not be written to disk: the writes are kept in memory only.
+    public var writesNotOnDisk: String
 
     /// Korean for a locale whose language is Korean, English otherwise.
     public static func forLocale(_ locale: Locale) -> Strings {

@@ -30,7 +30,8 @@ final class RemoteStatus: StatusSource {
             store.connectionState.subscribe { update($0) },
             store.client.connectionAttempts.subscribe { update($0) },
             store.client.connectionFailure.subscribe { update($0 as Any) },
-            store.client.role.subscribe { update($0 as Any) },
+            store.role.subscribe { update($0 as Any) },
+            store.queueProblem.subscribe { update($0 as Any) },
             store.stale.subscribe { update($0) },
             store.pendingWrites.subscribe { update($0) },
             store.refusals.subscribe { refusals.send(Self.refusal($0)) },
@@ -56,8 +57,13 @@ final class RemoteStatus: StatusSource {
             server: server, state: store.connectionState.value ?? .connecting,
             attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
             pending: store.pendingWrites.value ?? [], failure: failure)
-        status.readOnly = (store.client.role.value ?? nil) == .readOnly
-        status.problem = failure.flatMap(problem(of:))
+        // The role from the server's welcome, or remembered with the cache: read-only offline too.
+        status.readOnly = (store.role.value ?? nil) == .readOnly
+        if let queueProblem = store.queueProblem.value ?? nil {
+            status.problem = ConnectionProblem(kind: .writesNotOnDisk, detail: queueProblem)
+        } else {
+            status.problem = failure.flatMap(problem(of:))
+        }
         status.hasList = store.hasList
         return status
     }

@@ -46,7 +46,7 @@ struct ClientOfflineQueueTests {
         #expect(store.pendingWrites.value == [made.id, other.id])
 
         // On disk, in order, the edit and the delete waiting for the revisions their creates will get.
-        let saved = try WriteQueueFile.load(from: queuePath)
+        let saved = try WriteQueueFile.load(from: queuePath).writes
         #expect(saved.map(\.kind) == [.create, .update, .create, .delete])
         #expect(saved.map(\.afterQueued) == [false, true, false, true])
 
