@@ -1,0 +1,72 @@
+import Foundation
+import Glibc
+import MemoClient
+import MemoTestSupport
+import Testing
+
+/// The front end under tmux where a person's text could be lost offline: the role a read-only certificate has
+/// offline, and a queue that cannot be written.
+@Suite(
+    "memo-client front end under tmux: nothing typed is lost offline", .serialized,
+    .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
+struct TUINothingLostEndToEndTests {
+    @Test func aReadOnlyCertificateIsReadOnlyOfflineTooAndItsWriteKeysSaySoUpFront() throws {
+        let fixture = try FrontEndFixture()
+        _ = try fixture.add("읽기만 하는 메모")
+        let certs = fixture.certificates.path
+        let command = fixture.frontEndCommand(["--cert", certs + "/reader.crt", "--key", certs + "/reader.key"])
+        // Online once: the welcome says read-only, and the cache remembers it.
+        let online = try TmuxSession(command: command)
+        defer { online.kill() }
+        try online.waitForScreen(containing: "읽기만 하는 메모", "read-only")
+        try online.press("q")
+        try online.waitForScreen(containing: "memo-client exited with 0")
+
+        fixture.stopServer()
+        let offline = try TmuxSession(command: command)
+        defer { offline.kill() }
+        var screen = try offline.waitForScreen(containing: "읽기만 하는 메모", "offline", "read-only")
+        try offline.press("n")
+        screen = try offline.waitForScreen(containing: "read-only: this certificate may not write")
+        #expect(!screen.contains { $0.contains("New memo") })
+        #expect(!screen.contains { $0.contains("pending") })
+        // Nothing was queued to be rolled back at reconnect.
+        #expect(!FileManager.default.fileExists(atPath: try fixture.queuePath(certificate: "reader")))
+    }
+
+    @Test func aQueueThatCannotBeWrittenIsShownOnTheStatusLineAndTheWriteStaysPending() throws {
+        let fixture = try FrontEndFixture()
+        _ = try fixture.add("디스크가 찬 날")
+        let command = fixture.frontEndCommand(["--timeout", "60"])
+        let online = try TmuxSession(command: command)
+        defer { online.kill() }
+        try online.waitForScreen(containing: "디스크가 찬 날", "● ")
+        try online.press("q")
+        try online.waitForScreen(containing: "memo-client exited with 0")
+
+        fixture.stopServer()
+        // The cache folder's files stay (the cache was read into memory); new files no longer fit.
+        let folder = (fixture.cachePath as NSString).deletingLastPathComponent
+        let cache = try Data(contentsOf: URL(fileURLWithPath: fixture.cachePath))
+        let disk = try SmallDisk(in: folder)
+        defer { disk.remove() }
+        try cache.write(to: URL(fileURLWithPath: fixture.cachePath))
+        try disk.fill()
+
+        let offline = try TmuxSession(command: command)
+        defer { offline.kill() }
+        try offline.waitForScreen(containing: "디스크가 찬 날", "offline")
+        try offline.press("n")
+        try offline.waitForScreen(containing: "New memo")
+        try offline.type("디스크에 못 쓴 글")
+        try offline.press("C-s")
+        let screen = try offline.waitForScreen("the write pending and the bar saying it is not on disk") { lines in
+            lines.contains { $0.contains("디스크에 못 쓴 글") && $0.contains("pending") }
+                && lines.last?.contains("pending writes not saved to disk") == true
+        }
+        #expect(!screen.contains { $0.contains("New memo") })
+        // Quitting while the disk is still full prints the text rather than lose it.
+        try offline.press("q")
+        try offline.waitForScreen(containing: "writes kept in memory only", "--- create", "디스크에 못 쓴 글")
+    }
+}
