@@ -130,6 +130,13 @@ public protocol StatusSource: Sendable {
     var status: Subject<ConnectionStatus> { get }
     /// Writes refused after they were shown (no replay).
     var refusals: Subject<WriteRefusal> { get }
+    /// The refused writes kept for the user (`!` on the list); nil when the store keeps none.
+    var notSaved: (any NotSavedSource)? { get }
+}
+
+extension StatusSource {
+    /// A store without an offline queue keeps no not-saved list.
+    public var notSaved: (any NotSavedSource)? { nil }
 }
 
 /// A status that never changes, for in-memory stores and tests.

@@ -13,6 +13,8 @@ import Synchronization
 final class RemoteStatus: StatusSource {
     let status: Subject<ConnectionStatus>
     let refusals = Subject<WriteRefusal>()
+    /// The store's not-saved list (nil without an offline queue).
+    let notSaved: (any NotSavedSource)?
     private let store: RemoteStore
     private let server: String
     private let subscriptions = Mutex<[Subscription]>([])
@@ -22,6 +24,7 @@ final class RemoteStatus: StatusSource {
 
     init(store: RemoteStore) {
         self.store = store
+        notSaved = store.queuePath == nil ? nil : RemoteNotSaved(store: store)
         server = store.client.configuration.server
         status = Subject(Self.current(of: store, server: server))
         let update: @Sendable (Any) -> Void = { [weak self] _ in self?.update() }

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import MemoClient
+import MemoClientCLI
+import MemoCore
 import MemoTestSupport
 import Testing
 
@@ -68,5 +70,39 @@ struct TUINothingLostEndToEndTests {
         // Quitting while the disk is still full prints the text rather than lose it.
         try offline.press("q")
         try offline.waitForScreen(containing: "writes kept in memory only", "--- create", "디스크에 못 쓴 글")
+    }
+
+    @Test func aWriteRefusedAtReplayWaitsInTheNotSavedScreenAndCanBeSavedAsANewMemo() throws {
+        let fixture = try FrontEndFixture()
+        let added = try fixture.add("서버에 있는 메모")
+        let line = try #require(try fixture.client("--json", "show", added.id).out.split(separator: "\n").first)
+        let record = try MemoJSON.record(fromLine: String(line))
+        // A queue left by an earlier run: a create whose id the server already holds for other content.
+        let clash = Memo(
+            id: record.id, content: "같은 id로 쓴 다른 글", insertMicros: record.insertMicros,
+            updateMicros: record.insertMicros, revision: 0)
+        let queuePath = try fixture.queuePath()
+        try WriteQueueFile.save(
+            [QueuedWrite(kind: .create, memo: clash, expectedRevision: nil, afterQueued: false)],
+            identity: try fixture.identity(), to: queuePath)
+
+        let tmux = try TmuxSession(command: fixture.frontEndCommand())
+        defer { tmux.kill() }
+        try tmux.waitForScreen(containing: "the server refused “같은 id로 쓴 다른 글”")
+        #expect(FileManager.default.fileExists(atPath: NotSavedFile.path(besideQueue: queuePath)))
+        try tmux.press("!")
+        let screen = try tmux.waitForScreen(containing: "Not saved", "> 같은 id로 쓴 다른 글", "new memo refused")
+        #expect(screen.last?.contains("n save as new") == true, "\(screen.last ?? "")")
+        try tmux.press("n")
+        try tmux.waitForScreen(containing: "nothing waits here")
+        try tmux.waitForScreen("the new memo confirmed") { !$0.contains { $0.contains("pending") } }
+        let listed = try fixture.client("list").out
+        #expect(listed.contains("같은 id로 쓴 다른 글"), "\(listed)")
+        #expect(listed.contains("서버에 있는 메모"), "\(listed)")
+        try tmux.press("Escape")
+        try tmux.waitForScreen(containing: "같은 id로 쓴 다른 글", "서버에 있는 메모")
+        try tmux.press("q")
+        try tmux.waitForScreen(containing: "memo-client exited with 0")
+        #expect(!FileManager.default.fileExists(atPath: NotSavedFile.path(besideQueue: queuePath)))
     }
 }
