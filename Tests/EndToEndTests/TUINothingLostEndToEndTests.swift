@@ -89,7 +89,8 @@ struct TUINothingLostEndToEndTests {
         let tmux = try TmuxSession(command: fixture.frontEndCommand())
         defer { tmux.kill() }
         try tmux.waitForScreen(containing: "the server refused “같은 id로 쓴 다른 글”")
-        #expect(FileManager.default.fileExists(atPath: NotSavedFile.path(besideQueue: queuePath)))
+        // Kept on disk (written off the client's loop, so polled).
+        #expect(pollUntil { FileManager.default.fileExists(atPath: NotSavedFile.path(besideQueue: queuePath)) })
         try tmux.press("!")
         let screen = try tmux.waitForScreen(containing: "Not saved", "> 같은 id로 쓴 다른 글", "new memo refused")
         #expect(screen.last?.contains("n save as new") == true, "\(screen.last ?? "")")
@@ -104,5 +105,58 @@ struct TUINothingLostEndToEndTests {
         try tmux.press("q")
         try tmux.waitForScreen(containing: "memo-client exited with 0")
         #expect(!FileManager.default.fileExists(atPath: NotSavedFile.path(besideQueue: queuePath)))
+    }
+
+    @Test func writesQueuedOfflineWithOneCertificateAreNeitherSentNorTouchedUnderAnother() throws {
+        let fixture = try FrontEndFixture()
+        _ = try fixture.add("처음부터 있던 메모")
+        let certs = fixture.certificates.path
+        let writer = fixture.frontEndCommand(["--timeout", "60"])
+        let reader = fixture.frontEndCommand([
+            "--timeout", "60", "--cert", certs + "/reader.crt", "--key", certs + "/reader.key",
+        ])
+        let online = try TmuxSession(command: writer)
+        defer { online.kill() }
+        try online.waitForScreen(containing: "처음부터 있던 메모", "● ")
+        try online.press("q")
+        try online.waitForScreen(containing: "memo-client exited with 0")
+
+        // Offline with the read-write certificate: a new memo waits in its queue.
+        fixture.stopServer()
+        let offline = try TmuxSession(command: writer)
+        defer { offline.kill() }
+        try offline.waitForScreen(containing: "처음부터 있던 메모", "offline")
+        try offline.press("n")
+        try offline.waitForScreen(containing: "New memo")
+        try offline.type("쓰는 인증서로 쓴 글")
+        try offline.press("C-s")
+        try offline.waitForScreen(containing: "쓰는 인증서로 쓴 글", "1 pending")
+        try offline.press("q")
+        try offline.waitForScreen(containing: "memo-client exited with 0")
+        let queuePath = try fixture.queuePath()
+        let queued = try Data(contentsOf: URL(fileURLWithPath: queuePath))
+
+        // Back online with the read-only certificate: the writer's queue is not sent (it would be refused and
+        // lost) and its file is left as it was.
+        try fixture.startServer()
+        let other = try TmuxSession(command: reader)
+        defer { other.kill() }
+        let screen = try other.waitForScreen(containing: "처음부터 있던 메모", "● ", "read-only")
+        #expect(!screen.contains { $0.contains("쓰는 인증서로 쓴 글") })
+        #expect(!screen.contains { $0.contains("refused") })
+        try other.press("q")
+        try other.waitForScreen(containing: "memo-client exited with 0")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: queuePath)) == queued)
+        #expect(!(try fixture.client("list").out.contains("쓰는 인증서로 쓴 글")))
+
+        // The certificate that wrote it sends it.
+        let again = try TmuxSession(command: writer)
+        defer { again.kill() }
+        try again.waitForScreen("the queued memo confirmed", seconds: 30) { lines in
+            lines.last?.contains("● ") == true && !lines.contains { $0.contains("pending") }
+                && lines.contains { $0.contains("쓰는 인증서로 쓴 글") }
+        }
+        #expect(try fixture.client("list").out.contains("쓰는 인증서로 쓴 글"))
+        #expect(pollUntil { !FileManager.default.fileExists(atPath: queuePath) })
     }
 }
