@@ -50,11 +50,7 @@ public enum NotSavedFile {
     /// The file's bytes; nil for an empty list.
     public static func encode(_ entries: [NotSavedWrite], identity: ClientIdentity) -> [UInt8]? {
         guard !entries.isEmpty else { return nil }
-        var writer = WireWriter(capacity: 96 + entries.count * 160)
-        writer.bytes.append(contentsOf: magic)
-        writer.string(identity.server)
-        writer.string(identity.fingerprint)
-        writer.u32(UInt32(entries.count))
+        var writer = identity.fileHeader(magic, count: entries.count, capacity: entries.count * 160)
         for entry in entries {
             writer.uuid(entry.id)
             writer.string(entry.reason)
@@ -75,7 +71,7 @@ public enum NotSavedFile {
         }
         var reader = WireReader(Array(bytes[magic.count...]))
         do {
-            let identity = ClientIdentity(server: try reader.string("server"), fingerprint: try reader.string("fingerprint"))
+            let identity = try ClientIdentity(reading: &reader)
             let count = try reader.count("entry count", minimumSize: 16 + 4 + 1 + 8 + 10 + Message.memoFixedSize)
             var entries: [NotSavedWrite] = []
             for _ in 0..<count {

@@ -59,6 +59,21 @@ public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "server \(server), certificate \(fingerprint.prefix(16))" }
+
+    /// The start of a file bound to this identity: `magic`, the server and the fingerprint, the entry count.
+    func fileHeader(_ magic: [UInt8], count: Int, capacity: Int) -> WireWriter {
+        var writer = WireWriter(capacity: 96 + capacity)
+        writer.bytes.append(contentsOf: magic)
+        writer.string(server)
+        writer.string(fingerprint)
+        writer.u32(UInt32(count))
+        return writer
+    }
+
+    /// Reads what `fileHeader` wrote after the magic, but the count.
+    init(reading reader: inout WireReader) throws(WireError) {
+        self.init(server: try reader.string("server"), fingerprint: try reader.string("fingerprint"))
+    }
 }
 
 /// The offline write queue saved beside the mirror cache, so that quitting does not lose a write the server has
@@ -84,11 +99,7 @@ public enum WriteQueueFile {
     /// The file's bytes for `writes`; nil for an empty queue (the file is then removed).
     public static func encode(_ writes: [QueuedWrite], identity: ClientIdentity) -> [UInt8]? {
         guard !writes.isEmpty else { return nil }
-        var writer = WireWriter(capacity: 96 + writes.count * 112)
-        writer.bytes.append(contentsOf: magic)
-        writer.string(identity.server)
-        writer.string(identity.fingerprint)
-        writer.u32(UInt32(writes.count))
+        var writer = identity.fileHeader(magic, count: writes.count, capacity: writes.count * 112)
         for write in writes { append(write, to: &writer) }
         return writer.bytes
     }
@@ -133,7 +144,7 @@ public enum WriteQueueFile {
         do {
             var identity: ClientIdentity?
             if head == magic {
-                identity = ClientIdentity(server: try reader.string("server"), fingerprint: try reader.string("fingerprint"))
+                identity = try ClientIdentity(reading: &reader)
             }
             let count = try reader.count("write count", minimumSize: 10 + Message.memoFixedSize)
             var writes: [QueuedWrite] = []

@@ -55,6 +55,8 @@ public final class RemoteStore: MemoStorage {
     public let pendingWrites: Subject<Set<UUID>>
     /// True while the list is from the cache or not caught up with the server; replays.
     public let stale: Subject<Bool>
+    /// Whether the mirror has a base (a cache or a snapshot): `hasList`, readable without waiting for the loop.
+    private let hasBase: Subject<Bool>
     /// The client's connection state; replays.
     public var connectionState: Subject<ConnectionState> { client.connectionState }
     private let watches: [Subscription]
@@ -137,6 +139,7 @@ public final class RemoteStore: MemoStorage {
         state.cachedRole = cachedRole
         pendingWrites = Subject(initial.pendingIDs)
         stale = Subject(true)
+        hasBase = Subject(initial.hasBase)
         self.notSaved = Subject(notSaved)
         queueProblem = Subject(problem)
         role = Subject(cachedRole)
@@ -175,7 +178,8 @@ public final class RemoteStore: MemoStorage {
     }
 
     /// Runs `body` on the client's loop and waits for its result (at once when already on it): for the short reads
-    /// and changes of the state the loop owns. Never waits on the network, only on the loop's current event.
+    /// and changes of the state the loop owns. Never waits on the network, only on the loop's current event; a
+    /// caller must not hold a lock that a handler the loop runs may take (`hasList` and the subjects never wait).
     func onLoopAndWait<Result>(_ body: @escaping (RemoteStore) -> Result) -> Result {
         client.runAndWait { body(self) }
     }
@@ -187,8 +191,9 @@ public final class RemoteStore: MemoStorage {
         }
     }
 
-    /// Whether there is a list to show: a cache was loaded or the server sent a snapshot.
-    public var hasList: Bool { onLoopAndWait { $0.state.mirror.hasBase } }
+    /// Whether there is a list to show: a cache was loaded or the server sent a snapshot. Never waits (a status
+    /// bar reads it while holding its own lock, from handlers the loop runs too).
+    public var hasList: Bool { hasBase.value ?? false }
 
     /// The last revision the mirror applied.
     public var revision: UInt64 { onLoopAndWait { $0.state.mirror.revision } }
@@ -289,6 +294,7 @@ public final class RemoteStore: MemoStorage {
             }
             self.events.send(event)
         }
+        if hasBase.value != state.mirror.hasBase { hasBase.send(state.mirror.hasBase) }
         if stale.value != state.mirror.isStale { stale.send(state.mirror.isStale) }
     }
 

@@ -4,9 +4,8 @@ import MemoText
 
 /// One write the server refused after the screen had shown it, kept (never deleted) until the user decides.
 public struct NotSavedEntry: Sendable, Hashable, Identifiable {
-    public enum Kind: Sendable, Hashable {
-        case create, update, delete
-    }
+    /// Create, update or delete, as a refusal names them.
+    public typealias Kind = WriteRefusal.Kind
 
     /// The entry's own id.
     public var id: UUID

@@ -26,14 +26,8 @@ final class RemoteNotSaved: NotSavedSource {
 
     private static func entries(_ kept: [NotSavedWrite]) -> [NotSavedEntry] {
         kept.map { write in
-            let kind: NotSavedEntry.Kind
-            switch write.write.kind {
-            case .create: kind = .create
-            case .update: kind = .update
-            case .delete: kind = .delete
-            }
-            return NotSavedEntry(
-                id: write.id, kind: kind, content: write.content, reason: write.reason,
+            NotSavedEntry(
+                id: write.id, kind: RemoteStatus.kind(of: write.write), content: write.content, reason: write.reason,
                 deletedElsewhere: write.deletedElsewhere)
         }
     }

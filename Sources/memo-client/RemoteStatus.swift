@@ -118,14 +118,17 @@ final class RemoteStatus: StatusSource {
 
     /// A refused queued write in the front end's terms.
     static func refusal(_ refused: RefusedWrite) -> WriteRefusal {
-        let kind: WriteRefusal.Kind
-        switch refused.write.kind {
-        case .create: kind = .create
-        case .update: kind = .update
-        case .delete: kind = .delete
-        }
-        return WriteRefusal(
-            kind: kind, memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
+        WriteRefusal(
+            kind: kind(of: refused.write), memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
             isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason)
+    }
+
+    /// A queued write's kind in the front end's terms.
+    static func kind(of write: QueuedWrite) -> WriteRefusal.Kind {
+        switch write.kind {
+        case .create: return .create
+        case .update: return .update
+        case .delete: return .delete
+        }
     }
 }

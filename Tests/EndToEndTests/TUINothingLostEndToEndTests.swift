@@ -18,11 +18,7 @@ struct TUINothingLostEndToEndTests {
         let certs = fixture.certificates.path
         let command = fixture.frontEndCommand(["--cert", certs + "/reader.crt", "--key", certs + "/reader.key"])
         // Online once: the welcome says read-only, and the cache remembers it.
-        let online = try TmuxSession(command: command)
-        defer { online.kill() }
-        try online.waitForScreen(containing: "읽기만 하는 메모", "read-only")
-        try online.press("q")
-        try online.waitForScreen(containing: "memo-client exited with 0")
+        try runOnce(command, until: "읽기만 하는 메모", "read-only")
 
         fixture.stopServer()
         let offline = try TmuxSession(command: command)
@@ -40,11 +36,7 @@ struct TUINothingLostEndToEndTests {
         let fixture = try FrontEndFixture()
         _ = try fixture.add("디스크가 찬 날")
         let command = fixture.frontEndCommand(["--timeout", "60"])
-        let online = try TmuxSession(command: command)
-        defer { online.kill() }
-        try online.waitForScreen(containing: "디스크가 찬 날", "● ")
-        try online.press("q")
-        try online.waitForScreen(containing: "memo-client exited with 0")
+        try runOnce(command, until: "디스크가 찬 날", "● ")
 
         fixture.stopServer()
         // The cache folder's files stay (the cache was read into memory); new files no longer fit.
@@ -58,10 +50,7 @@ struct TUINothingLostEndToEndTests {
         let offline = try TmuxSession(command: command)
         defer { offline.kill() }
         try offline.waitForScreen(containing: "디스크가 찬 날", "offline")
-        try offline.press("n")
-        try offline.waitForScreen(containing: "New memo")
-        try offline.type("디스크에 못 쓴 글")
-        try offline.press("C-s")
+        try writeNewMemo("디스크에 못 쓴 글", in: offline)
         let screen = try offline.waitForScreen("the write pending and the bar saying it is not on disk") { lines in
             lines.contains { $0.contains("디스크에 못 쓴 글") && $0.contains("pending") }
                 && lines.last?.contains("pending writes not saved to disk") == true
@@ -115,21 +104,14 @@ struct TUINothingLostEndToEndTests {
         let reader = fixture.frontEndCommand([
             "--timeout", "60", "--cert", certs + "/reader.crt", "--key", certs + "/reader.key",
         ])
-        let online = try TmuxSession(command: writer)
-        defer { online.kill() }
-        try online.waitForScreen(containing: "처음부터 있던 메모", "● ")
-        try online.press("q")
-        try online.waitForScreen(containing: "memo-client exited with 0")
+        try runOnce(writer, until: "처음부터 있던 메모", "● ")
 
         // Offline with the read-write certificate: a new memo waits in its queue.
         fixture.stopServer()
         let offline = try TmuxSession(command: writer)
         defer { offline.kill() }
         try offline.waitForScreen(containing: "처음부터 있던 메모", "offline")
-        try offline.press("n")
-        try offline.waitForScreen(containing: "New memo")
-        try offline.type("쓰는 인증서로 쓴 글")
-        try offline.press("C-s")
+        try writeNewMemo("쓰는 인증서로 쓴 글", in: offline)
         try offline.waitForScreen(containing: "쓰는 인증서로 쓴 글", "1 pending")
         try offline.press("q")
         try offline.waitForScreen(containing: "memo-client exited with 0")
@@ -158,5 +140,23 @@ struct TUINothingLostEndToEndTests {
         }
         #expect(try fixture.client("list").out.contains("쓰는 인증서로 쓴 글"))
         #expect(pollUntil { !FileManager.default.fileExists(atPath: queuePath) })
+    }
+
+    /// Runs the front end with `command` until `texts` show, then quits it (and sees it exit 0): what a first run
+    /// leaves behind, the cache above all.
+    private func runOnce(_ command: String, until texts: String...) throws {
+        let tmux = try TmuxSession(command: command)
+        defer { tmux.kill() }
+        for text in texts { try tmux.waitForScreen(containing: text) }
+        try tmux.press("q")
+        try tmux.waitForScreen(containing: "memo-client exited with 0")
+    }
+
+    /// `n`, the text, Ctrl-S.
+    private func writeNewMemo(_ text: String, in tmux: TmuxSession) throws {
+        try tmux.press("n")
+        try tmux.waitForScreen(containing: "New memo")
+        try tmux.type(text)
+        try tmux.press("C-s")
     }
 }

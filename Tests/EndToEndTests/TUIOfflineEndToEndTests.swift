@@ -138,7 +138,8 @@ struct TUIOfflineEndToEndTests {
         screen = try tmux.waitForScreen(containing: "the server refused “같은 id의 다른 메모”")
         try tmux.waitForScreen("nothing pending") { !$0.contains { $0.contains("pending") } }
         #expect(try fixture.client("show", added.id).out.hasPrefix("오프라인에서 고친 내용"))
-        #expect(!FileManager.default.fileExists(atPath: queuePath))
+        // Removed by the front end's writer, off its client loop: polled.
+        #expect(pollUntil { !FileManager.default.fileExists(atPath: queuePath) })
     }
 
     @Test func ctrlEGivesTheTerminalToAnEditorThatReadsDevTtyAndTakesItsTextBack() throws {

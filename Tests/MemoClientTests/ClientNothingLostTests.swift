@@ -38,6 +38,33 @@ private struct StoppedServer {
     }
 }
 
+/// A store that replays the queue at `queuePath` under `configuration`, with its refusals recorded, once the
+/// first refused write is in its not-saved list.
+private struct Replay {
+    let client: MemoConnection
+    let store: RemoteStore
+    let refusals = Recorder<RefusedWrite>()
+    let watching: Subscription
+    let entry: NotSavedWrite
+
+    init(_ queuePath: String, _ configuration: ClientConfiguration) async throws {
+        client = try MemoConnection.start(configuration)
+        store = try RemoteStore(client: client, queuePath: queuePath)
+        let refusals = refusals
+        watching = store.refusals.subscribe { refusals.record($0) }
+        store.startMirror()
+        let kept = try await firstValue(of: store.notSaved, "the refused write in the not-saved list", seconds: 60) {
+            !$0.isEmpty
+        }
+        entry = try #require(kept.first)
+    }
+
+    func end() {
+        watching.cancel()
+        client.close()
+    }
+}
+
 private func memo(_ content: String, id: UUID = UUID(), revision: UInt64 = 0) -> Memo {
     let now = Date().unixMicros
     return Memo(id: id, content: content, insertMicros: now, updateMicros: now, revision: revision)
@@ -92,6 +119,7 @@ struct ClientNothingLostTests {
             $0.isEmpty
         }
         #expect(serverStore.snapshot().memos.map(\.content) == ["쓰는 인증서로 쓴 메모"])
+        #expect(writerStore.flushQueueFiles() == nil)
         #expect(!FileManager.default.fileExists(atPath: queuePath))
     }
 
@@ -112,17 +140,9 @@ struct ClientNothingLostTests {
         let serverStore = MemoryStore()
         let stop = try stopped.start(serverStore)
         defer { stop() }
-        let client = try MemoConnection.start(stopped.reader)
-        defer { client.close() }
-        let store = try RemoteStore(client: client, queuePath: queuePath)
-        let refusals = Recorder<RefusedWrite>()
-        let watching = store.refusals.subscribe { refusals.record($0) }
-        defer { watching.cancel() }
-        store.startMirror()
-        let kept = try await firstValue(of: store.notSaved, "the refused write in the not-saved list", seconds: 60) {
-            !$0.isEmpty
-        }
-        let entry = try #require(kept.first)
+        let replay = try await Replay(queuePath, stopped.reader)
+        defer { replay.end() }
+        let (store, refusals, entry) = (replay.store, replay.refusals, replay.entry)
         #expect(entry.write.memo.id == typed.id)
         #expect(entry.content.utf8.elementsEqual("읽기 전용으로 쓴 글".utf8))
         #expect(!entry.reason.isEmpty)
@@ -165,17 +185,9 @@ struct ClientNothingLostTests {
 
         let stop = try stopped.start(serverStore)
         defer { stop() }
-        let client = try MemoConnection.start(stopped.writer)
-        defer { client.close() }
-        let store = try RemoteStore(client: client, queuePath: queuePath)
-        let refusals = Recorder<RefusedWrite>()
-        let watching = store.refusals.subscribe { refusals.record($0) }
-        defer { watching.cancel() }
-        store.startMirror()
-        let kept = try await firstValue(of: store.notSaved, "the edit in the not-saved list", seconds: 60) {
-            !$0.isEmpty
-        }
-        let entry = try #require(kept.first)
+        let replay = try await Replay(queuePath, stopped.writer)
+        defer { replay.end() }
+        let (store, refusals, entry) = (replay.store, replay.refusals, replay.entry)
         #expect(entry.deletedElsewhere)
         // Reported as the online conflict with nothing of theirs: the front end offers `save as new`.
         let refusal = try #require(refusals.values.first)
