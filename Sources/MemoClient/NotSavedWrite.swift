@@ -75,8 +75,8 @@ public enum NotSavedFile {
             let count = try reader.count("entry count", minimumSize: 16 + 4 + 1 + 8 + 10 + Message.memoFixedSize)
             var entries: [NotSavedWrite] = []
             for _ in 0..<count {
-                let (id, reason, flags, micros) =
-                    (try reader.uuid("id"), try reader.string("reason"), try reader.u8("flags"), try reader.i64("refused"))
+                let (id, reason) = (try reader.uuid("id"), try reader.string("reason"))
+                let (flags, micros) = (try reader.u8("flags"), try reader.i64("refused"))
                 let write = try WriteQueueFile.read(from: &reader, path)
                 entries.append(NotSavedWrite(
                     id: id, write: write, reason: reason, isConflict: flags & 1 != 0, deletedElsewhere: flags & 2 != 0,

@@ -54,8 +54,8 @@ public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The configuration's server and the fingerprint of its certificate file.
     /// - Throws: `TLSError` when the certificate cannot be read.
     public init(_ configuration: ClientConfiguration) throws {
-        self.init(
-            server: configuration.server, fingerprint: try CertificateInfo(path: configuration.certificatePath).fingerprint)
+        let certificate = try CertificateInfo(path: configuration.certificatePath)
+        self.init(server: configuration.server, fingerprint: certificate.fingerprint)
     }
 
     public var description: String { "server \(server), certificate \(fingerprint.prefix(16))" }

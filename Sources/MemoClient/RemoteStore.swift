@@ -74,8 +74,6 @@ public final class RemoteStore: MemoStorage {
         var subscription: MemoConnection.SubscriptionHandle?
         /// How many times the whole list was built for `memoList()` (O(N) each), for tests.
         var listBuilds = 0
-        /// The role remembered with the cache, for this certificate.
-        var cachedRole: Role?
         /// Each file's latest failure (nil once written); the queue is on disk when both are nil.
         var fileProblems: [String: String] = [:]
 
@@ -136,7 +134,6 @@ public final class RemoteStore: MemoStorage {
         state = LoopState(mirror: initial, released: !holdQueue)
         state.queue = queue
         state.notSaved = notSaved
-        state.cachedRole = cachedRole
         pendingWrites = Subject(initial.pendingIDs)
         stale = Subject(true)
         hasBase = Subject(initial.hasBase)

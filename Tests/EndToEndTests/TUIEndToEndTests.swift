@@ -166,8 +166,8 @@ final class FrontEndFixture {
 
     /// The identity a front end with `certificate` (a name in the certificate folder) binds its queue to.
     func identity(certificate: String = "client") throws -> ClientIdentity {
-        ClientIdentity(
-            server: address, fingerprint: try CertificateInfo(path: certificates.path + "/\(certificate).crt").fingerprint)
+        let info = try CertificateInfo(path: certificates.path + "/\(certificate).crt")
+        return ClientIdentity(server: address, fingerprint: info.fingerprint)
     }
 
     /// The offline queue of a front end with `certificate`.

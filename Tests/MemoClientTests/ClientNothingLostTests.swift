@@ -24,7 +24,8 @@ private struct StoppedServer {
         let quick = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
         writer.reconnect = quick
         reader.reconnect = quick
-        (address, certificates, self.writer, self.reader) = (first.address.description, first.certificates, writer, reader)
+        (address, certificates) = (first.address.description, first.certificates)
+        (self.writer, self.reader) = (writer, reader)
     }
 
     /// Starts a server on the address again, over `store`. - Returns: a function that stops it.
@@ -147,7 +148,7 @@ struct ClientNothingLostTests {
         #expect(entry.content.utf8.elementsEqual("읽기 전용으로 쓴 글".utf8))
         #expect(!entry.reason.isEmpty)
         #expect(refusals.values.first?.notSavedID == entry.id)
-        _ = try await firstValue(of: store.pendingWrites, "the refused write rolled back") { $0.isEmpty }
+        _ = try await firstValue(of: store.pendingWrites, "the refused write rolled back", seconds: 60) { $0.isEmpty }
         #expect(store.flushQueueFiles() == nil)
         // On disk, 0600, and the queue file is gone: the write moved, it was not deleted.
         #expect(!FileManager.default.fileExists(atPath: queuePath))
@@ -212,7 +213,7 @@ struct ClientNothingLostTests {
             defer { client.close() }
             let store = try RemoteStore(client: client, cachePath: cache)
             try await store.waitUntilFresh()
-            _ = try await firstValue(of: store.role, "the welcome's role") { $0 == .readOnly }
+            _ = try await firstValue(of: store.role, "the welcome's role", seconds: 60) { $0 == .readOnly }
             try store.saveCache()
         }
         #expect(try FileManager.default.attributesOfItem(atPath: cache)[.posixPermissions] as? Int == 0o600)
@@ -243,9 +244,12 @@ struct ClientNothingLostTests {
         store.startMirror()
 
         try disk.fill()
-        let made = try await store.create(content: String(repeating: "가득 찬 디스크 ", count: 2000), id: nil, insertDate: nil)
+        let text = String(repeating: "가득 찬 디스크 ", count: 2000)
+        let made = try await store.create(content: text, id: nil, insertDate: nil)
         #expect(store.pendingWrites.value?.contains(made.id) == true)
-        let problem = try await firstValue(of: store.queueProblem, "the queue's failure") { $0 != nil } ?? ""
+        let problem = try await firstValue(of: store.queueProblem, "the queue's failure", seconds: 60) {
+            $0 != nil
+        } ?? ""
         #expect(problem.contains("kept in memory"), "\(problem)")
         #expect(store.queuedWrites == 1)
         #expect(store.queuedWriteList.map(\.memo.id) == [made.id])
@@ -253,7 +257,7 @@ struct ClientNothingLostTests {
         // Room again: the next change writes the whole queue, and the problem goes.
         disk.free()
         let second = try await store.create(content: "두 번째", id: nil, insertDate: nil)
-        _ = try await firstValue(of: store.queueProblem, "the queue written") { $0 == nil }
+        _ = try await firstValue(of: store.queueProblem, "the queue written", seconds: 60) { $0 == nil }
         #expect(try WriteQueueFile.load(from: queuePath).writes.map(\.memo.id) == [made.id, second.id])
 
         // The server is back: both reach it.

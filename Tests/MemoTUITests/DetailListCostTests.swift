@@ -20,7 +20,7 @@ struct DetailListCostTests {
         try await store.waitUntilFresh()
         let detail = DetailViewModel(memoID: kept.id, storage: store, dateFormat: TUIFixtures.utcKorean)
         defer { detail.close() }
-        _ = try await firstValue(of: detail.state, "the memo on the detail") { $0.memo?.id == kept.id }
+        _ = try await firstValue(of: detail.state, "the memo on the detail", seconds: 60) { $0.memo?.id == kept.id }
         let builds = store.wholeListBuilds
 
         detail.requestDelete()
@@ -44,7 +44,8 @@ struct DetailListCostTests {
         let seen = Recorder<[Memo]>()
         var held: Subscription? = store.memoList().subscribe { seen.record($0) }
         let first = try await server.store.create(content: "구독 중", id: nil, insertDate: nil)
-        #expect(try await offThePool { pollUntil { seen.values.last?.first?.id == first.id } }, "the held list has the change")
+        let heldHasIt = try await offThePool { pollUntil { seen.values.last?.first?.id == first.id } }
+        #expect(heldHasIt, "the held list has the change")
         let builds = store.wholeListBuilds
 
         held = nil

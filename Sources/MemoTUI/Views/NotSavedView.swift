@@ -23,7 +23,8 @@ public enum NotSavedView {
             let selected = first + offset == state.selected
             if selected { grid.fill(row: row, style: .reverse) }
             let headline = (selected ? "> " : "  ") + TextLayout.headline(of: entry.content)
-            grid.put(TextLayout.truncate(headline, to: grid.width), row: row, column: 0, style: selected ? .reverse : .plain)
+            let style: CellStyle = selected ? .reverse : .plain
+            grid.put(TextLayout.truncate(headline, to: grid.width), row: row, column: 0, style: style)
             let reason = entry.deletedElsewhere
                 ? strings.notSavedDeletedElsewhere : strings.notSavedReason(entry.kind, entry.reason)
             grid.put(TextLayout.truncate("    " + reason, to: grid.width), row: row + 1, column: 0, style: .dim)
@@ -34,7 +35,8 @@ public enum NotSavedView {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
         }
         if grid.height >= 2 {
-            StatusBarView.draw(status, hints: strings.notSavedHints, strings: strings, into: &grid, row: grid.height - 1)
+            let row = grid.height - 1
+            StatusBarView.draw(status, hints: strings.notSavedHints, strings: strings, into: &grid, row: row)
         }
     }
 
