@@ -117,13 +117,13 @@ extension RemoteStore {
 
     /// The drain itself: each step's decision and outcome are events on the loop; only the requests wait here.
     private func runDrain() async {
-        while let (token, write) = await onLoop({ $0.nextToSend() }) {
+        while let (token, write) = onLoopAndWait({ $0.nextToSend() }) {
             do {
                 let memo = try await send(write)
-                await onLoop { $0.finishFirst(token, confirmedAt: memo.revision, for: write.memo.id) }
+                onLoopAndWait { $0.finishFirst(token, confirmedAt: memo.revision, for: write.memo.id) }
             } catch where Self.isConnectionFailure(error) {
                 // Still ours to send: the next live connection starts again from here.
-                await onLoop { store in
+                onLoopAndWait { store in
                     store.state.draining = false
                     store.drainQueue()
                 }
@@ -135,7 +135,7 @@ extension RemoteStore {
                 await pause(Self.unknownOutcomePause)
             } catch {
                 let refusal = await refusal(of: write, error)
-                await onLoop { $0.refuseFirst(token, write, refusal) }
+                onLoopAndWait { $0.refuseFirst(token, write, refusal) }
             }
         }
     }

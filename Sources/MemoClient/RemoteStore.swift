@@ -175,17 +175,13 @@ public final class RemoteStore: MemoStorage {
     }
 
     /// Runs `body` on the client's loop and waits for its result (at once when already on it): for the short reads
-    /// and changes of the state the loop owns. Never waits on the network, only on the loop's current event; a
-    /// caller must not hold a lock that a handler the loop runs may take (`hasList` and the subjects never wait).
+    /// and changes of the state the loop owns, the writes' included. Never waits on the network, only on the loop's
+    /// current event; a caller must not hold a lock that a handler the loop runs may take (`hasList` and the
+    /// subjects never wait). Blocking here rather than suspending: the loop is a thread of its own, so a write made
+    /// offline returns as soon as the loop has queued it, however busy the cooperative pool is (a suspended task
+    /// must wait for a pool thread to resume it, which a loaded test run made take tens of seconds).
     func onLoopAndWait<Result>(_ body: @escaping (RemoteStore) -> Result) -> Result {
         client.runAndWait { body(self) }
-    }
-
-    /// `onLoop`, awaited.
-    func onLoop<Result: Sendable>(_ body: @escaping @Sendable (RemoteStore) -> Result) async -> Result {
-        await withCheckedContinuation { continuation in
-            client.execute { continuation.resume(returning: body(self)) }
-        }
     }
 
     /// Whether there is a list to show: a cache was loaded or the server sent a snapshot. Never waits (a status
@@ -330,7 +326,7 @@ public final class RemoteStore: MemoStorage {
     private func write(
         _ pendingForm: PendingWrite?, queued: QueuedWrite?, _ body: () async throws -> Memo
     ) async throws -> Memo {
-        let start: WriteStart = await onLoop { store in
+        let start: WriteStart = onLoopAndWait { store in
             guard store.state.subscription != nil, let pendingForm else { return .direct }
             if let queued, let shown = store.enqueueIfOffline(queued) { return .queued(shown) }
             return .shown(store.changeShown(pendingForm.id) { $0.addPending(pendingForm) })
@@ -344,7 +340,7 @@ public final class RemoteStore: MemoStorage {
         let id = pendingForm!.id
         do {
             let memo = try await body()
-            await onLoop { store in store.changeShown(id) { $0.confirm(token, revision: memo.revision) } }
+            onLoopAndWait { store in store.changeShown(id) { $0.confirm(token, revision: memo.revision) } }
             return memo
         } catch {
             // Sent, and maybe done: not rolled back as failed, but queued to be sent again (safe: a create by its id,
@@ -352,7 +348,7 @@ public final class RemoteStore: MemoStorage {
             var isUnknown = false
             if case MemoError.outcomeUnknown = error, queued != nil { isUnknown = true }
             let unknown = isUnknown
-            let requeued: Memo? = await onLoop { store in
+            let requeued: Memo? = onLoopAndWait { store in
                 let requeued = unknown ? queued.flatMap { store.enqueueIfOffline($0, always: true) } : nil
                 store.changeShown(id) { $0.reject(token) }
                 return requeued
@@ -381,7 +377,7 @@ public final class RemoteStore: MemoStorage {
     @discardableResult
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
         // The memo as on screen: a memo made offline is in the pending writes, not yet in the table.
-        var shown = await onLoop { $0.state.mirror.shown(id) }
+        var shown = onLoopAndWait { $0.state.mirror.shown(id) }
         shown?.content = content
         shown?.updateMicros = Date().unixMicros
         let queued = shown.map {
@@ -394,7 +390,7 @@ public final class RemoteStore: MemoStorage {
 
     @discardableResult
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
-        let known = await onLoop { $0.state.mirror.shown(id) }
+        let known = onLoopAndWait { $0.state.mirror.shown(id) }
         let queued = known.map {
             QueuedWrite(kind: .delete, memo: $0, expectedRevision: expectedRevision, afterQueued: false)
         }
