@@ -298,6 +298,8 @@ public struct CommandRunner: Sendable {
         defer {
             printing.cancel()
             reporting.cancel()
+            // The store mirrors for as long as it lives: it must outlive the wait, not only its last use above.
+            withExtendedLifetime(store) {}
         }
         store.startMirror()
         try await untilStopped(client)
