@@ -76,6 +76,7 @@ public struct ClientConfiguration: Sendable {
 
     /// The host part of one address of `server`, used to check the server's certificate.
     static func host(of server: String) -> String {
+        // An address that does not parse fails when connecting, with the reason; here it is only a name to check.
         (try? HostPort(parsing: server, defaultPort: defaultPort))?.host ?? server
     }
 

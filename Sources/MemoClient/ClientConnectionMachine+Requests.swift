@@ -112,6 +112,7 @@ extension ClientConnectionMachine {
                 continue
             }
             guard phase == .ready else { break }
+            // A going-away that does not decode is left in `rest`, whose decoding ends the connection as a bad frame.
             if frame.type == Message.Kind.goingAway.rawValue, frame.requestID == 0,
                case .goingAway(let code, _)? = try? Message(frame: frame) {
                 if goingAwayCode == nil {

@@ -55,6 +55,10 @@ final class ClientCore: @unchecked Sendable {
     var onFailure: ((ConnectionEnd?) -> Void)?
     /// Told of every welcome (the revision is the server's at that moment).
     var onWelcome: ((Welcome) -> Void)?
+    /// The store's revision when the server last welcomed us; nil before the first welcome.
+    var lastWelcomeRevision: UInt64?
+    /// The next subscription's token.
+    private var nextToken = 1
 
     init(
         loop: EventLoop, configuration: ClientConfiguration, tls: TLSContext, state: Subject<ConnectionState>,
@@ -104,12 +108,16 @@ final class ClientCore: @unchecked Sendable {
         }
     }
 
-    func subscribe(token: Int, start: @escaping () -> UInt64?, handler: @escaping ([SubscriptionEvent]) -> Void) {
+    /// Subscribes and returns the subscription's token.
+    func subscribe(start: @escaping () -> UInt64?, handler: @escaping ([SubscriptionEvent]) -> Void) -> Int {
+        let token = nextToken
+        nextToken += 1
         handle { [unowned self] machine, _ in
             let actions = machine.subscribe(token: token)
             if machine.subscriptions[token] != nil { subscribers[token] = (start, handler) }
             return actions
         }
+        return token
     }
 
     /// Ends the subscription's current run on the server and starts it again from where its owner now says.

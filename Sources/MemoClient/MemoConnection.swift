@@ -3,7 +3,6 @@ import MemoCore
 import MemoNet
 import MemoTLS
 import MemoWire
-import Synchronization
 
 /// A connection to a memo server over mutual TLS: the version handshake, pipelined requests with ids and
 /// deadlines, subscriptions, and reconnecting with backoff when the connection is lost or the server goes away.
@@ -22,8 +21,6 @@ public final class MemoConnection: Sendable {
     public let role: Subject<Role?>
     private let loop: EventLoop
     private let core: ClientCore
-    private let nextToken = Mutex(1)
-    private let lastWelcome = WelcomeRecord()
 
     private init(configuration: ClientConfiguration) throws {
         self.configuration = configuration
@@ -39,13 +36,12 @@ public final class MemoConnection: Sendable {
         loop = try EventLoop.start(name: "memo-client")
         core = ClientCore(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
-        let lastWelcome = self.lastWelcome
         let core = self.core
         let failure = connectionFailure
         let role = self.role
         loop.execute {
             core.onWelcome = { welcome in
-                lastWelcome.revision.withLock { $0 = welcome.revision }
+                core.lastWelcomeRevision = welcome.revision
                 if role.value != welcome.role { role.send(welcome.role) }
             }
             core.onFailure = { end in failure.send(end.map { Self.error(for: $0, configuration: configuration) }) }
@@ -53,7 +49,11 @@ public final class MemoConnection: Sendable {
     }
 
     /// The store's revision when the server last welcomed us; nil before the first welcome.
-    public var serverRevision: UInt64? { lastWelcome.revision.withLock { $0 } }
+    /// Read on the client's loop (waiting for its current event when called from elsewhere).
+    public var serverRevision: UInt64? {
+        let core = self.core
+        return loop.runAndWait { core.lastWelcomeRevision }
+    }
 
     deinit {
         let core = self.core
@@ -192,6 +192,7 @@ public final class MemoConnection: Sendable {
         try MemoLimits.validate(content: content)
         let (result, attempts) = await memoRequestCounting(
             .update(id: id, expectedRevision: expectedRevision, content: content), timeout: timeout)
+        // A read that fails leaves the conflict as the answer: nothing is lost, the caller hears the refusal.
         if attempts > 1, case .failure(MemoError.conflict) = result,
            let memo = try? await get(id: id, timeout: timeout), memo.content.hasSameBytes(as: content) {
             return memo
@@ -237,6 +238,11 @@ public final class MemoConnection: Sendable {
         loop.execute(work)
     }
 
+    /// Runs `work` on the client's loop thread and waits for its result; at once when already on it.
+    func runAndWait<Result>(_ work: @escaping () -> Result) -> Result {
+        loop.runAndWait(work)
+    }
+
     // MARK: - Subscriptions
 
     /// A subscription that lasts across connections.
@@ -271,16 +277,8 @@ public final class MemoConnection: Sendable {
         start: @escaping @Sendable () -> UInt64?, handler: @escaping @Sendable ([SubscriptionEvent]) -> Void
     ) -> SubscriptionHandle {
         let core = self.core
-        let token = nextToken.withLock { next in
-            defer { next += 1 }
-            return next
-        }
-        loop.execute { core.subscribe(token: token, start: start, handler: handler) }
+        // The token is handed out by the loop that owns the subscriptions.
+        let token = loop.runAndWait { core.subscribe(start: start, handler: handler) }
         return SubscriptionHandle(token: token, client: self)
     }
-}
-
-/// The revision from the last welcome, shared between the client and its loop.
-final class WelcomeRecord: Sendable {
-    let revision = Mutex<UInt64?>(nil)
 }

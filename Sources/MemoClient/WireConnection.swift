@@ -54,6 +54,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         do throws(NetError) {
             let (socket, state) = try TCPSocket.startConnect(to: address)
             self.socket = socket
+            // Both are tuning, and nothing is lost without them: without TCP_NODELAY small frames may wait up to a
+            // round trip; without the kernel's dead-peer detection the keepalive ping still finds a dead server.
             try? socket.setNoDelay()
             // A server host that died or a network cut is found by the kernel; a stopped server process, which
             // still acknowledges, by the keepalive ping (`ClientConnectionMachine`).
@@ -218,9 +220,16 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         setInterest(result == .blocked ? [.readable, .writable] : .readable)
     }
 
+    /// Changes what the loop watches the socket for. A change the kernel refuses would leave the connection
+    /// waiting for an event that never comes (a flush never finished, a reply never read): it ends the connection
+    /// with the reason instead, so that requests fail and the machine reconnects.
     private func setInterest(_ interest: Interest) {
         guard let registration else { return }
-        try? loop.setInterest(interest, for: registration)
+        do throws(NetError) {
+            try loop.setInterest(interest, for: registration)
+        } catch {
+            end(.io("watching the socket failed: " + error.message.lowercasedFirst))
+        }
     }
 
     private func end(_ reason: TransportEnd) {

@@ -9,13 +9,14 @@ extension CommandRunner {
     /// One line on stderr per transition, piped or not: `connection lost (reason); reconnecting` when a live
     /// connection is lost, `reconnected to HOST:PORT at revision N` when it is live again (N: the server's
     /// revision then). On a terminal, the first connection also says `watching HOST:PORT (Ctrl-C stops)`.
-    func reportConnection(_ client: MemoConnection) {
+    /// - Returns: the subscription that reports; the lines stop when it is released.
+    func reportConnection(_ client: MemoConnection) -> Subscription {
         let err = self.err
         let human = style.human
         let server = configuration.server
         // (ever live, lost since)
         let seen = Mutex((everLive: false, lost: false))
-        client.connectionState.subscribe { state in
+        return client.connectionState.subscribe { state in
             let line: String? = seen.withLock { seen in
                 switch state {
                 case .live:
@@ -110,7 +111,8 @@ extension CommandRunner {
                 out.flush()
             })
         defer { handle.cancel() }
-        reportConnection(client)
+        let reporting = reportConnection(client)
+        defer { reporting.cancel() }
         try await untilStopped(client, stops: stops)
     }
 }

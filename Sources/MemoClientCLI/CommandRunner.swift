@@ -273,7 +273,7 @@ public struct CommandRunner: Sendable {
         let err = self.err
         let human = style.human
         // Subscribe before the mirror starts, so nothing happens between the list and the first change.
-        store.events.subscribe { event in
+        let printing = store.events.subscribe { event in
             switch event {
             case .reset(let revision, let memos, let resync):
                 // After a history-gone the changes missed are unknown: say so, then the whole list, never a
@@ -294,7 +294,13 @@ public struct CommandRunner: Sendable {
             }
             out.flush()
         }
-        reportConnection(client)
+        let reporting = reportConnection(client)
+        defer {
+            printing.cancel()
+            reporting.cancel()
+            // The store mirrors for as long as it lives: it must outlive the wait, not only its last use above.
+            withExtendedLifetime(store) {}
+        }
         store.startMirror()
         try await untilStopped(client)
     }

@@ -19,6 +19,16 @@ extension CoreBackedStore {
         core.memoList()
     }
 
+    public func contains(id: UUID) -> Bool {
+        do {
+            _ = try core.memo(id)
+            return true
+        } catch {
+            // Not found, or the store is closed: either way the list does not show it.
+            return false
+        }
+    }
+
     public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
         core.watchList(handler)
     }

@@ -16,8 +16,13 @@ public protocol MemoStorage: AnyObject, Sendable {
     /// The memo with this id. - Throws: `MemoError.notFound`.
     func get(id: UUID) async throws -> Memo
 
-    /// The seeds' `memoList()`: a subject holding every memo, newest first, re-sent after every change.
+    /// The seeds' `memoList()`: a subject holding every memo, newest first, re-sent after every change. Building
+    /// the whole list costs O(N): a store may do it only while someone holds a subscription to the subject (and
+    /// once per call). For one memo, use `contains(id:)` or `get(id:)`; to follow the list, `watchList`.
     func memoList() -> Subject<[Memo]>
+
+    /// Whether the list now shows the memo with this id, without building the list.
+    func contains(id: UUID) -> Bool
 
     /// The list as position edits: `handler` first gets `.reset` with every memo (newest first), then each later
     /// change of the list as `.edits`, in order, each once, never two at a time. A change costs the watcher the
@@ -38,6 +43,11 @@ public protocol MemoStorage: AnyObject, Sendable {
 }
 
 extension MemoStorage {
+    /// The default, for a store that only has `memoList()`: looks through the whole list.
+    public func contains(id: UUID) -> Bool {
+        memoList().value?.contains { $0.id == id } ?? false
+    }
+
     public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
         memoList().subscribe { handler(.reset($0)) }
     }

@@ -27,17 +27,30 @@ public final class Subject<Value: Sendable>: Sendable {
 
     private let state: Mutex<State>
     private let replays: Bool
+    /// Told (outside the lock) each time a subscriber is added: a subject whose value is kept current only while
+    /// someone subscribes (`RemoteStore.memoList()`) refreshes it then.
+    private let onSubscribe: (@Sendable () -> Void)?
 
     /// A subject that replays `initial` and then the latest value to each new subscriber.
     public init(_ initial: Value) {
         state = Mutex(State(current: initial))
         replays = true
+        onSubscribe = nil
+    }
+
+    /// A replaying subject whose owner is told of each new subscriber (after it got the current value), so that an
+    /// owner that keeps the value current only while it is subscribed to can send a fresh one.
+    package init(_ initial: Value, onSubscribe: @escaping @Sendable () -> Void) {
+        state = Mutex(State(current: initial))
+        replays = true
+        self.onSubscribe = onSubscribe
     }
 
     /// A subject that replays nothing: subscribers see only values sent after they subscribed.
     public init() {
         state = Mutex(State(current: nil))
         replays = false
+        onSubscribe = nil
     }
 
     /// The latest value sent (or the initial one); nil for a subject that does not replay and has seen nothing.
@@ -54,14 +67,15 @@ public final class Subject<Value: Sendable>: Sendable {
     /// Subscribes `handler`: it first gets `prefix` (in order), then the current value when this subject
     /// replays, then every value sent afterwards. Delivery of what is already there happens before this returns,
     /// unless another thread is delivering to the same subscriber.
-    /// - Returns: a subscription; cancelling it stops delivery and frees the handler.
-    @discardableResult
+    /// - Returns: a subscription; cancelling or releasing it stops delivery and frees the handler. Keep it for as
+    ///   long as the values are wanted.
     public func subscribe(
         prefix: [Value] = [],
         _ handler: @escaping @Sendable (Value) -> Void
     ) -> Subscription {
         let (subscription, pending) = subscribeDeferred(prefix: prefix, handler)
         deliver(pending)
+        onSubscribe?()
         return subscription
     }
 
@@ -151,13 +165,18 @@ extension Subject {
     }
 }
 
-/// A live subscription to a subject. Cancelling it (or cancelling twice) stops delivery; dropping it does not,
-/// so that fire-and-forget subscriptions stay alive as the seeds' `disposed(by:)` bags keep them.
+/// A live subscription to a subject, as Combine's `AnyCancellable`: cancelling it (or cancelling twice) stops
+/// delivery, and so does releasing it, so that a subscription nobody holds any more cannot keep running (and
+/// keep its source doing work for it). Whoever wants the values keeps the subscription.
 public final class Subscription: Cancellable {
     private let onCancel: Mutex<(@Sendable () -> Void)?>
 
     init(_ onCancel: @escaping @Sendable () -> Void) {
         self.onCancel = Mutex(onCancel)
+    }
+
+    deinit {
+        cancel()
     }
 
     public func cancel() {

@@ -22,6 +22,9 @@ public struct CertificateInfo: Sendable, Hashable {
     public let isCertificateAuthority: Bool
     /// Whether its extendedKeyUsage allows serverAuth (a server certificate).
     public let isServerCertificate: Bool
+    /// The SHA-256 of the certificate's DER encoding, 64 lower-case hex digits (`openssl x509 -fingerprint
+    /// -sha256` without the colons): what a client's offline queue is bound to.
+    public let fingerprint: String
 
     /// Reads the first PEM certificate in `path`.
     /// - Throws: `TLSError` (`.fileSystem` for a missing file, `.openSSL` for one that is not a certificate).
@@ -44,6 +47,18 @@ public struct CertificateInfo: Sendable, Hashable {
         isServerCertificate =
             !isCertificateAuthority && (X509_get_extended_key_usage(raw) & UInt32(XKU_SSL_SERVER)) != 0
         subjectAltNames = Self.printedExtension(raw, nid: NID_subject_alt_name)
+        fingerprint = Self.sha256(raw)
+    }
+
+    private static func sha256(_ raw: OpaquePointer) -> String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        // Fails only when OpenSSL cannot allocate; an empty fingerprint then matches no queue (nothing replays).
+        guard X509_digest(raw, EVP_sha256(), &digest, &length) == 1 else { return "" }
+        return digest.prefix(Int(length)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
     }
 
     /// Seconds from `now` until notAfter (negative once expired).

@@ -156,7 +156,7 @@ public final class DetailViewModel: Sendable {
             store.update { $0.message = strings.deleted }
             events.send(.gone(deletedHere: true))
         case .failure(let error):
-            let stillThere = storage.memoList().value?.contains { $0.id == memo.id } ?? false
+            let stillThere = storage.contains(id: memo.id)
             store.update { state in
                 state.isGone = !stillThere
                 state.message = ListViewModel.describe(error, strings)

@@ -40,6 +40,8 @@ public struct ListState: Sendable, Hashable {
 public enum ListEvent: Sendable, Hashable {
     case open(UUID)
     case compose
+    /// `!`: the writes the server refused.
+    case notSaved
     case quit
 }
 
@@ -128,6 +130,9 @@ public final class ListViewModel: Sendable {
     }
 
     public func compose() { events.send(.compose) }
+
+    /// Opens the not-saved list (writes the server refused at replay).
+    public func openNotSaved() { events.send(.notSaved) }
 
     public func quit() { events.send(.quit) }
 

@@ -8,12 +8,14 @@ public enum SceneModel: Sendable {
     case list(ListViewModel)
     case detail(DetailViewModel)
     case compose(ComposeViewModel)
+    case notSaved(NotSavedViewModel)
 
     fileprivate func close() {
         switch self {
         case .list(let model): model.close()
         case .detail(let model): model.close()
         case .compose: break
+        case .notSaved(let model): model.close()
         }
     }
 }
@@ -43,6 +45,8 @@ public final class SceneCoordinator: Sendable {
     }
 
     private let storage: any MemoStorage
+    /// The not-saved list behind `!` (the remote store's); nil: the key does nothing.
+    private let notSaved: (any NotSavedSource)?
     private let dateFormat: MemoDateFormat
     /// Whether a newer keystroke waits (the list's filtering gives way to it).
     private let inputWaiting: @Sendable () -> Bool
@@ -69,9 +73,11 @@ public final class SceneCoordinator: Sendable {
     ///   - executor: where the view models apply what the store delivers (the terminal app's event loop).
     public init(
         storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil,
-        inputWaiting: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline
+        inputWaiting: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline,
+        notSaved: (any NotSavedSource)? = nil
     ) {
         self.storage = storage
+        self.notSaved = notSaved
         self.inputWaiting = inputWaiting
         self.executor = executor
         self.dateFormat = dateFormat
@@ -197,6 +203,9 @@ public final class SceneCoordinator: Sendable {
                 switch event {
                 case .open(let id): self?.inbox.send(.transition(.push(.detail(id))))
                 case .compose: self?.inbox.send(.transition(.modal(.compose(.create))))
+                case .notSaved:
+                    guard self?.notSaved != nil else { return }
+                    self?.inbox.send(.transition(.push(.notSaved)))
                 case .quit: self?.inbox.send(.quit)
                 }
             }
@@ -223,6 +232,24 @@ public final class SceneCoordinator: Sendable {
                 }
             }
             return (.compose(model), [subscription])
+        case .notSaved:
+            // Pushed only when there is a source (the list's `!`); an empty one otherwise.
+            let model = NotSavedViewModel(source: notSaved ?? NoNotSaved(), strings: strings, executor: executor)
+            let subscription = model.events.subscribe { [weak self] event in
+                switch event {
+                case .back: self?.inbox.send(.transition(.pop))
+                case .copy(let text): self?.clipboard.send(text)
+                }
+            }
+            return (.notSaved(model), [subscription])
         }
     }
+}
+
+/// A not-saved list that stays empty (a store with no offline queue).
+private struct NoNotSaved: NotSavedSource {
+    let entries = Subject<[NotSavedEntry]>([])
+    func retry(_ id: UUID) {}
+    func saveAsNew(_ id: UUID) {}
+    func discard(_ id: UUID) {}
 }

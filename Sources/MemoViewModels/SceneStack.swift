@@ -6,6 +6,8 @@ public enum Scene: Sendable, Hashable {
     case list
     case detail(UUID)
     case compose(ComposeMode)
+    /// The writes the server refused at replay (`!` on the list).
+    case notSaved
 }
 
 /// How a scene comes on screen or goes away (the seeds' `TransitionStyle` plus the ways back).

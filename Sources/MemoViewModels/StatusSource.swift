@@ -58,6 +58,8 @@ public struct ConnectionProblem: Sendable, Hashable {
         case certificateRevoked
         /// Another TLS failure, with its short summary.
         case tls(String)
+        /// The offline write queue cannot be written to disk (a full disk): the writes stay in memory, pending.
+        case writesNotOnDisk
     }
 
     public var kind: Kind
@@ -76,6 +78,7 @@ public struct ConnectionProblem: Sendable, Hashable {
         case .certificateRefused: return strings.certificateRefused
         case .certificateRevoked: return strings.certificateRevoked
         case .tls(let summary): return strings.tlsFailed(summary)
+        case .writesNotOnDisk: return strings.writesNotOnDisk
         }
     }
 }
@@ -159,6 +162,13 @@ public protocol StatusSource: Sendable {
     var status: Subject<ConnectionStatus> { get }
     /// Writes refused after they were shown (no replay).
     var refusals: Subject<WriteRefusal> { get }
+    /// The refused writes kept for the user (`!` on the list); nil when the store keeps none.
+    var notSaved: (any NotSavedSource)? { get }
+}
+
+extension StatusSource {
+    /// A store without an offline queue keeps no not-saved list.
+    public var notSaved: (any NotSavedSource)? { nil }
 }
 
 /// A status that never changes, for in-memory stores and tests.

@@ -33,12 +33,12 @@ extension Strings {
         helpLines: [
             "j/k ↑/↓   move", "g/G       first/last", "PgUp/PgDn one screen up/down", "Enter     open",
             "n         new memo", "d         delete", "/         filter (Esc clears)", "?         this help",
-            "q Ctrl-C  quit",
+            "!         not saved (writes the server refused)", "q Ctrl-C  quit",
         ],
         helpLinesReadOnly: [
             "j/k ↑/↓   move", "g/G       first/last", "PgUp/PgDn one screen up/down", "Enter     open",
             "n d       (read-only: no writes)", "/         filter (Esc clears)", "?         this help",
-            "q Ctrl-C  quit",
+            "!         not saved (writes the server refused)", "q Ctrl-C  quit",
         ],
         deleteThis: "delete this memo? y/N",
         saveTo: "save to: ",
@@ -98,5 +98,26 @@ extension Strings {
         serverNotTrusted: "TLS: the server's certificate is not signed by your CA",
         certificateRefused: "certificate refused by the server",
         certificateRevoked: "certificate revoked",
-        tlsFailed: { "TLS: \($0)" })
+        tlsFailed: { "TLS: \($0)" },
+        writesNotOnDisk: "pending writes not saved to disk",
+        notSavedTitle: "Not saved: writes the server refused",
+        notSavedHints: [
+            KeyHint("j/k move", 2), KeyHint("r retry", 0), KeyHint("n save as new", 0), KeyHint("s copy", 1),
+            KeyHint("d discard", 1), KeyHint("Esc back", 0),
+        ],
+        notSavedEmpty: "nothing waits here: every write reached the server",
+        notSavedReason: { kind, reason in
+            let what: String
+            switch kind {
+            case .create: what = "new memo"
+            case .update: what = "edit"
+            case .delete: what = "delete"
+            }
+            return "\(what) refused: \(reason)"
+        },
+        notSavedDeletedElsewhere: "the memo was deleted elsewhere: n saves the text as a new memo",
+        notSavedConfirmDiscard: "discard this text for good? y/N",
+        notSavedRetried: "sent again",
+        notSavedSavedAsNew: "saved as a new memo",
+        notSavedDiscarded: "discarded")
 }

@@ -31,11 +31,13 @@ extension Strings {
         pendingTag: "대기 중",
         helpLines: [
             "j/k ↑/↓   이동", "g/G       처음/끝", "PgUp/PgDn 한 화면 위/아래", "Enter     열기", "n         새 메모",
-            "d         삭제", "/         찾기 (Esc 지우기)", "?         도움말", "q Ctrl-C  종료",
+            "d         삭제", "/         찾기 (Esc 지우기)", "?         도움말", "!         저장되지 않은 쓰기",
+            "q Ctrl-C  종료",
         ],
         helpLinesReadOnly: [
             "j/k ↑/↓   이동", "g/G       처음/끝", "PgUp/PgDn 한 화면 위/아래", "Enter     열기",
-            "n d       (읽기 전용: 쓰기 불가)", "/         찾기 (Esc 지우기)", "?         도움말", "q Ctrl-C  종료",
+            "n d       (읽기 전용: 쓰기 불가)", "/         찾기 (Esc 지우기)", "?         도움말",
+            "!         저장되지 않은 쓰기", "q Ctrl-C  종료",
         ],
         deleteThis: "이 메모를 삭제할까요? y/N",
         saveTo: "저장할 곳: ",
@@ -95,5 +97,26 @@ extension Strings {
         serverNotTrusted: "TLS: 서버 인증서가 내 CA로 서명되지 않았습니다",
         certificateRefused: "서버가 인증서를 거부했습니다",
         certificateRevoked: "인증서가 폐기되었습니다",
-        tlsFailed: { "TLS: \($0)" })
+        tlsFailed: { "TLS: \($0)" },
+        writesNotOnDisk: "대기 중인 쓰기를 디스크에 저장하지 못했습니다",
+        notSavedTitle: "저장되지 않음: 서버가 거부한 쓰기",
+        notSavedHints: [
+            KeyHint("j/k 이동", 2), KeyHint("r 다시 보내기", 0), KeyHint("n 새 메모로 저장", 0), KeyHint("s 복사", 1),
+            KeyHint("d 버리기", 1), KeyHint("Esc 뒤로", 0),
+        ],
+        notSavedEmpty: "여기 남은 것이 없습니다: 모든 쓰기가 서버에 닿았습니다",
+        notSavedReason: { kind, reason in
+            let what: String
+            switch kind {
+            case .create: what = "새 메모"
+            case .update: what = "고침"
+            case .delete: what = "삭제"
+            }
+            return "\(what) 거부됨: \(reason)"
+        },
+        notSavedDeletedElsewhere: "다른 곳에서 삭제된 메모입니다: n으로 새 메모로 저장합니다",
+        notSavedConfirmDiscard: "이 글을 아주 버릴까요? y/N",
+        notSavedRetried: "다시 보냈습니다",
+        notSavedSavedAsNew: "새 메모로 저장했습니다",
+        notSavedDiscarded: "버렸습니다")
 }

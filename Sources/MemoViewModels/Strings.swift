@@ -100,6 +100,20 @@ public struct Strings: Sendable, Hashable {
     public var certificateRefused: String
     public var certificateRevoked: String
     public var tlsFailed: @Sendable (String) -> String
+    /// The offline queue could not be written to disk: the writes are kept in memory only.
+    public var writesNotOnDisk: String
+
+    // The not-saved scene (`!` on the list).
+    public var notSavedTitle: String
+    public var notSavedHints: [KeyHint]
+    public var notSavedEmpty: String
+    /// One entry's kind and reason, shown under its text.
+    public var notSavedReason: @Sendable (NotSavedEntry.Kind, String) -> String
+    public var notSavedDeletedElsewhere: String
+    public var notSavedConfirmDiscard: String
+    public var notSavedRetried: String
+    public var notSavedSavedAsNew: String
+    public var notSavedDiscarded: String
 
     /// Korean for a locale whose language is Korean, English otherwise.
     public static func forLocale(_ locale: Locale) -> Strings {

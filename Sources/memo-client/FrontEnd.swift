@@ -20,10 +20,19 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
     }
     defer { client.close() }
     let cachePath = MirrorCache.defaultPath(server: configuration.server)
-    let queuePath = WriteQueueFile.path(besideCache: cachePath)
+    // The queue is bound to the server and the certificate that write it: another certificate has its own file.
+    let identity: ClientIdentity
+    do {
+        identity = try ClientIdentity(configuration)
+    } catch {
+        report(error)
+        return ExitCode(error).rawValue
+    }
+    let queuePath = WriteQueueFile.path(besideCache: cachePath, fingerprint: identity.fingerprint)
     let store: RemoteStore
     do {
-        store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath, holdQueue: true)
+        store = try RemoteStore(
+            client: client, cachePath: cachePath, queuePath: queuePath, identity: identity, holdQueue: true)
     } catch {
         // The cache is only a copy of the server's list: a damaged one is dropped, not a reason to stop. A damaged
         // queue holds the user's writes, so it is moved aside (and said where) rather than deleted.
@@ -35,8 +44,16 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
             try? FileManager.default.moveItem(atPath: queuePath, toPath: aside)
             FileHandle.standardError.write(Data("memo-client: the offline write queue was moved to \(aside)\n".utf8))
         }
+        let notSavedPath = NotSavedFile.path(besideQueue: queuePath)
+        if (try? NotSavedFile.load(from: notSavedPath)) == nil {
+            let aside = notSavedPath + ".damaged"
+            try? FileManager.default.removeItem(atPath: aside)
+            try? FileManager.default.moveItem(atPath: notSavedPath, toPath: aside)
+            FileHandle.standardError.write(Data("memo-client: the not-saved list was moved to \(aside)\n".utf8))
+        }
         do {
-            store = try RemoteStore(client: client, cachePath: cachePath, queuePath: queuePath, holdQueue: true)
+            store = try RemoteStore(
+                client: client, cachePath: cachePath, queuePath: queuePath, identity: identity, holdQueue: true)
         } catch {
             report(error)
             return ExitCode(error).rawValue
@@ -54,11 +71,27 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
         try await TerminalApp.run(storage: store, status: status, options: options)
     } catch {
         saveCache(store)
+        keepUnwrittenWrites(store)
         report(error)
         return ExitCode.failure.rawValue
     }
     saveCache(store)
+    keepUnwrittenWrites(store)
     return ExitCode.ok.rawValue
+}
+
+/// Waits for the queue's files to be written; when they cannot be (a full disk), prints every write still queued
+/// on standard error, so that the text typed is not lost with the process (the exit code stays that of the front
+/// end). - Returns: false in that case.
+@discardableResult
+private func keepUnwrittenWrites(_ store: RemoteStore) -> Bool {
+    guard let problem = store.flushQueueFiles() else { return true }
+    var text = "memo-client: \(problem); the writes not sent to the server follow\n"
+    for write in store.queuedWriteList {
+        text += "--- \(write.kind) \(write.memo.id.uuidString.lowercased())\n\(write.memo.content)\n"
+    }
+    FileHandle.standardError.write(Data(text.utf8))
+    return false
 }
 
 private func saveCache(_ store: RemoteStore) {

@@ -13,6 +13,8 @@ import Synchronization
 final class RemoteStatus: StatusSource {
     let status: Subject<ConnectionStatus>
     let refusals = Subject<WriteRefusal>()
+    /// The store's not-saved list (nil without an offline queue).
+    let notSaved: (any NotSavedSource)?
     private let store: RemoteStore
     private let server: String
     private let subscriptions = Mutex<[Subscription]>([])
@@ -22,6 +24,7 @@ final class RemoteStatus: StatusSource {
 
     init(store: RemoteStore) {
         self.store = store
+        notSaved = store.queuePath == nil ? nil : RemoteNotSaved(store: store)
         server = store.client.configuration.server
         status = Subject(Self.current(of: store, server: server))
         let update: @Sendable (Any) -> Void = { [weak self] _ in self?.update() }
@@ -30,7 +33,8 @@ final class RemoteStatus: StatusSource {
             store.connectionState.subscribe { update($0) },
             store.client.connectionAttempts.subscribe { update($0) },
             store.client.connectionFailure.subscribe { update($0 as Any) },
-            store.client.role.subscribe { update($0 as Any) },
+            store.role.subscribe { update($0 as Any) },
+            store.queueProblem.subscribe { update($0 as Any) },
             store.stale.subscribe { update($0) },
             store.pendingWrites.subscribe { update($0) },
             store.refusals.subscribe { refusals.send(Self.refusal($0)) },
@@ -56,8 +60,13 @@ final class RemoteStatus: StatusSource {
             server: server, state: store.connectionState.value ?? .connecting,
             attempts: store.client.connectionAttempts.value ?? 0, stale: store.stale.value ?? true,
             pending: store.pendingWrites.value ?? [], failure: failure)
-        status.readOnly = (store.client.role.value ?? nil) == .readOnly
-        status.problem = failure.flatMap(problem(of:))
+        // The role from the server's welcome, or remembered with the cache: read-only offline too.
+        status.readOnly = (store.role.value ?? nil) == .readOnly
+        if let queueProblem = store.queueProblem.value ?? nil {
+            status.problem = ConnectionProblem(kind: .writesNotOnDisk, detail: queueProblem)
+        } else {
+            status.problem = failure.flatMap(problem(of:))
+        }
         status.hasList = store.hasList
         return status
     }
@@ -127,14 +136,17 @@ final class RemoteStatus: StatusSource {
 
     /// A refused queued write in the front end's terms.
     static func refusal(_ refused: RefusedWrite) -> WriteRefusal {
-        let kind: WriteRefusal.Kind
-        switch refused.write.kind {
-        case .create: kind = .create
-        case .update: kind = .update
-        case .delete: kind = .delete
-        }
-        return WriteRefusal(
-            kind: kind, memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
+        WriteRefusal(
+            kind: kind(of: refused.write), memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
             isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason)
+    }
+
+    /// A queued write's kind in the front end's terms.
+    static func kind(of write: QueuedWrite) -> WriteRefusal.Kind {
+        switch write.kind {
+        case .create: return .create
+        case .update: return .update
+        case .delete: return .delete
+        }
     }
 }

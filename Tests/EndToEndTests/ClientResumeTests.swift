@@ -94,7 +94,8 @@ struct ClientResumeTests {
         let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
         let states = Recorder<ConnectionState>()
-        client.connectionState.subscribe { states.record($0) }
+        let watching = client.connectionState.subscribe { states.record($0) }
+        defer { watching.cancel() }
 
         proxy.arm()
         let id = UUID()

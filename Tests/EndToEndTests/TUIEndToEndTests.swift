@@ -4,6 +4,7 @@ import MemoClient
 import MemoClientCLI
 import MemoTestSupport
 import MemoTUI
+import MemoTLS
 import MemoText
 import MemoViewModels
 import Testing
@@ -157,6 +158,22 @@ final class FrontEndFixture {
     }
 
     deinit { stopServer() }
+
+    /// The mirror cache the front end uses (its cache folder is the fixture's).
+    var cachePath: String {
+        MirrorCache.defaultPath(server: address, environment: ["XDG_CACHE_HOME": data.path + "/cache"])
+    }
+
+    /// The identity a front end with `certificate` (a name in the certificate folder) binds its queue to.
+    func identity(certificate: String = "client") throws -> ClientIdentity {
+        let info = try CertificateInfo(path: certificates.path + "/\(certificate).crt")
+        return ClientIdentity(server: address, fingerprint: info.fingerprint)
+    }
+
+    /// The offline queue of a front end with `certificate`.
+    func queuePath(certificate: String = "client") throws -> String {
+        WriteQueueFile.path(besideCache: cachePath, fingerprint: try identity(certificate: certificate).fingerprint)
+    }
 
     /// `memo-client` with the arguments, as a second client. - Returns: exit status, stdout, stderr.
     func client(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {

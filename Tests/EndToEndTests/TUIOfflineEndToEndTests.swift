@@ -121,12 +121,11 @@ struct TUIOfflineEndToEndTests {
         ours.content = "오프라인에서 고친 내용"
         var clash = memo
         clash.content = "같은 id의 다른 메모"
-        let cache = MirrorCache.defaultPath(
-            server: fixture.address, environment: ["XDG_CACHE_HOME": fixture.data.path + "/cache"])
+        let queuePath = try fixture.queuePath()
         try WriteQueueFile.save([
             QueuedWrite(kind: .update, memo: ours, expectedRevision: 1, afterQueued: false),
             QueuedWrite(kind: .create, memo: clash, expectedRevision: nil, afterQueued: false),
-        ], to: WriteQueueFile.path(besideCache: cache))
+        ], identity: try fixture.identity(), to: queuePath)
 
         let tmux = try TmuxSession(command: fixture.frontEndCommand())
         defer { tmux.kill() }
@@ -140,7 +139,8 @@ struct TUIOfflineEndToEndTests {
         screen = try tmux.waitForScreen(containing: "the server refused “같은 id의 다른 메모”")
         try tmux.waitForScreen("nothing pending") { !$0.contains { $0.contains("pending") } }
         #expect(try fixture.client("show", added.id).out.hasPrefix("오프라인에서 고친 내용"))
-        #expect(!FileManager.default.fileExists(atPath: WriteQueueFile.path(besideCache: cache)))
+        // Removed by the front end's writer, off its client loop: polled.
+        #expect(pollUntil { !FileManager.default.fileExists(atPath: queuePath) })
     }
 
     @Test func ctrlEGivesTheTerminalToAnEditorThatReadsDevTtyAndTakesItsTextBack() throws {

@@ -172,18 +172,24 @@ struct TUIWordsFieldsAndRefusalsTests {
 
     @Test func theWriteQueueFileKeepsEveryWriteInOrder() throws {
         let folder = try TemporaryDirectory()
-        let path = WriteQueueFile.path(besideCache: folder.path + "/mirror-h_1.cache")
-        #expect(path == folder.path + "/mirror-h_1.queue")
+        let fingerprint = String(repeating: "ab", count: 32)
+        let path = WriteQueueFile.path(besideCache: folder.path + "/mirror-h_1.cache", fingerprint: fingerprint)
+        #expect(path == folder.path + "/mirror-h_1.abababababababab.queue")
+        let identity = ClientIdentity(server: "h:1", fingerprint: fingerprint)
         let writes = [
             QueuedWrite(kind: .create, memo: TUIFixtures.memo(1, "새 메모 😀"), expectedRevision: nil, afterQueued: false),
             QueuedWrite(kind: .update, memo: TUIFixtures.memo(1, "고침"), expectedRevision: nil, afterQueued: true),
             QueuedWrite(kind: .delete, memo: TUIFixtures.memo(2, "지움"), expectedRevision: 7, afterQueued: false),
         ]
-        try WriteQueueFile.save(writes, to: path)
-        #expect(try WriteQueueFile.load(from: path) == writes)
-        try WriteQueueFile.save([], to: path)
+        try WriteQueueFile.save(writes, identity: identity, to: path)
+        let loaded = try WriteQueueFile.load(from: path)
+        #expect(loaded.writes == writes)
+        #expect(loaded.identity == identity)
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        try WriteQueueFile.save([], identity: identity, to: path)
         #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(try WriteQueueFile.load(from: path) == [])
+        #expect(try WriteQueueFile.load(from: path).writes == [])
         try Data("MEMOWRQ1\u{0}\u{0}\u{0}\u{1}".utf8).write(to: URL(fileURLWithPath: path))
         #expect(throws: MemoError.self) { try WriteQueueFile.load(from: path) }
     }

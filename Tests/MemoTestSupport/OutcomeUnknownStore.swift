@@ -73,6 +73,7 @@ package final class OutcomeUnknownStore: ServingStore {
     }
     package func get(id: UUID) async throws -> Memo { try await inner.get(id: id) }
     package func memoList() -> Subject<[Memo]> { inner.memoList() }
+    package func contains(id: UUID) -> Bool { inner.contains(id: id) }
     package func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
         inner.watchList(handler)
     }

@@ -45,7 +45,7 @@ public enum TerminalApp {
         let coordinator = SceneCoordinator(
             storage: storage, dateFormat: options.dateFormat, strings: options.strings,
             inputWaiting: { keysWaiting.load(ordering: .relaxed) > 0 },
-            executor: FrontEndExecutor { work in continuation.yield(.run(work)) })
+            executor: FrontEndExecutor { work in continuation.yield(.run(work)) }, notSaved: status.notSaved)
         defer { coordinator.stop() }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         let sceneWatch = Mutex<Subscription?>(nil)
@@ -56,6 +56,7 @@ public enum TerminalApp {
                 case .list(let list): return list.state.subscribe { _ in continuation.yield(.redraw) }
                 case .detail(let detail): return detail.state.subscribe { _ in continuation.yield(.redraw) }
                 case .compose(let compose): return compose.state.subscribe { _ in continuation.yield(.redraw) }
+                case .notSaved(let notSaved): return notSaved.state.subscribe { _ in continuation.yield(.redraw) }
                 }
             }
             sceneWatch.withLock { watch in

@@ -121,6 +121,7 @@ public enum ListView {
             } else {
                 model.requestDelete()
             }
+        case .character("!"): model.openNotSaved()
         case .character("/"): model.beginFilter()
         case .escape: model.clearFilter()
         case .character("?"), .control("g"): model.toggleHelp()

@@ -14,6 +14,8 @@ public enum SceneView {
         case .compose(let compose):
             ComposeView.draw(
                 compose.current, mode: compose.mode, status: status, strings: compose.strings, into: &grid)
+        case .notSaved(let notSaved):
+            NotSavedView.draw(notSaved.current, status: status, strings: notSaved.strings, into: &grid)
         case nil: break
         }
         return grid
@@ -28,6 +30,7 @@ public enum SceneView {
         case .detail(let detail):
             return await DetailView.handle(key, model: detail, status: status, width: width, height: height)
         case .compose(let compose): return await ComposeView.handle(key, model: compose, width: width)
+        case .notSaved(let notSaved): return NotSavedView.handle(key, model: notSaved)
         case nil: return .quit
         }
     }
