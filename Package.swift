@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoCLI"),
         // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.
-        .target(name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet"], swiftSettings: hotPathSettings),
+        .target(name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet", "MemoWire"], swiftSettings: hotPathSettings),
         .target(
             name: "MemoServer",
             dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
