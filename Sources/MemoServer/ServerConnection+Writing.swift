@@ -12,14 +12,14 @@ extension ServerConnection {
         // Once lingering, our sending side is shut: answers to what is still being processed have nowhere to go.
         guard machine.acceptsOutput else { return }
         outbound.append(item)
-        run(machine.outboundHeld(outboundBytes))
+        if machine.isSlowConsumer(holding: outboundBytes) { run(machine.slowConsumer()) }
     }
 
     /// Queues `message`'s frame, encoded into the queue (see `OutboundQueue.append(_:requestID:)`).
     func enqueue(_ message: Message, requestID: UInt32) {
         guard machine.acceptsOutput else { return }
         outbound.append(message, requestID: requestID)
-        run(machine.outboundHeld(outboundBytes))
+        if machine.isSlowConsumer(holding: outboundBytes) { run(machine.slowConsumer()) }
     }
 
     func markActive(_ ctx: LoopContext) {

@@ -149,7 +149,7 @@ final class ServerConnection: EventHandler {
             answer()
             if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
             if closeNotify { run(machine.closeNotifyReceived()) }
-            run(machine.outboundHeld(outboundBytes))
+            if machine.isSlowConsumer(holding: outboundBytes) { run(machine.slowConsumer()) }
         case .failed(_, let inHandshake):
             if inHandshake { ctx.counters.handshakes[1] &+= 1 }
             flush()  // the alert, if any, tells the peer why

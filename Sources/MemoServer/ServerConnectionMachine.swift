@@ -194,13 +194,19 @@ struct ServerConnectionMachine {
     /// Bytes held for the peer changed (a frame queued, records sealed): a peer that holds more than
     /// `--max-outbound` is a slow consumer, dropped with going-away 301 after the records already encrypted (if
     /// it does not read even those, the closing deadline ends it).
-    @inline(__always)
     mutating func outboundHeld(_ bytes: Int) -> Action {
-        guard bytes > limits.maxOutboundBytes, isServing else { return .none }
-        return slowConsumer()
+        isSlowConsumer(holding: bytes) ? slowConsumer() : .none
     }
 
-    private func slowConsumer() -> Action {
+    /// `outboundHeld`'s test alone, for the hot path (every frame queued): no action to make and run when it is
+    /// false; `slowConsumer()` when it is true.
+    @inline(__always)
+    func isSlowConsumer(holding bytes: Int) -> Bool {
+        bytes > limits.maxOutboundBytes && isServing
+    }
+
+    /// The drop of a slow consumer (see `outboundHeld`).
+    func slowConsumer() -> Action {
         .sendAndClose(Notice(
             code: .slowConsumer,
             message: "more than \(limits.maxOutboundBytes) bytes waiting for this client; "
