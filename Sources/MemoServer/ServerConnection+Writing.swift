@@ -12,14 +12,22 @@ extension ServerConnection {
         // Once lingering, our sending side is shut: answers to what is still being processed have nowhere to go.
         guard machine.acceptsOutput else { return }
         outbound.append(item)
-        if machine.isSlowConsumer(holding: outboundBytes) { run(machine.slowConsumer()) }
+        checkOutboundLimit()
     }
 
     /// Queues `message`'s frame, encoded into the queue (see `OutboundQueue.append(_:requestID:)`).
     func enqueue(_ message: Message, requestID: UInt32) {
         guard machine.acceptsOutput else { return }
         outbound.append(message, requestID: requestID)
-        if machine.isSlowConsumer(holding: outboundBytes) { run(machine.slowConsumer()) }
+        checkOutboundLimit()
+    }
+
+    /// Drops a peer that holds more than `--max-outbound` bytes (see `ServerConnectionMachine.outboundHeld`).
+    func checkOutboundLimit() {
+        // Counted before the machine is read: an argument computed by a call could change the machine, so the
+        // compiler would copy the machine to make the call with it.
+        let held = outboundBytes
+        if machine.isSlowConsumer(holding: held) { run(machine.slowConsumer()) }
     }
 
     func markActive(_ ctx: LoopContext) {

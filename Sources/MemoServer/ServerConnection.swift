@@ -20,7 +20,9 @@ final class ServerConnection: EventHandler {
     let peer: SocketAddress
     let socket: TCPSocket
     var transport: FramedTLSTransport
-    var tls: TLSEngine { transport.tls }
+    /// The transport's engine, held here too: a `let`, so a call on it needs no retain, where one through the
+    /// `var transport` would (the transport could be replaced during the call). The hot paths call it per request.
+    let tls: TLSEngine
     let server: ServerCore
     let context: LoopBound<LoopContext>
     var loop: EventLoop { context.eventLoop }
@@ -52,6 +54,7 @@ final class ServerConnection: EventHandler {
         self.number = number
         self.socket = socket
         self.peer = peer
+        self.tls = tls
         transport = FramedTLSTransport(tls: tls, maxFrameSize: server.limits.maxFrameSize)
         self.server = server
         self.context = context
@@ -149,7 +152,7 @@ final class ServerConnection: EventHandler {
             answer()
             if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
             if closeNotify { run(machine.closeNotifyReceived()) }
-            if machine.isSlowConsumer(holding: outboundBytes) { run(machine.slowConsumer()) }
+            checkOutboundLimit()
         case .failed(_, let inHandshake):
             if inHandshake { ctx.counters.handshakes[1] &+= 1 }
             flush()  // the alert, if any, tells the peer why
@@ -192,7 +195,7 @@ final class ServerConnection: EventHandler {
 
     /// Every byte held for the peer: queued frames with their overhead, records TLS has sealed, and ciphertext the
     /// socket has not taken, each counted by the memory it holds.
-    var outboundBytes: Int { outbound.heldBytes + transport.retainedBytes }
+    var outboundBytes: Int { outbound.heldBytes + tls.outboundRetainedBytes + transport.ciphertextRetainedBytes }
 
     /// A log line about this connection, named as the open and close lines name it.
     func logLine(_ line: LogLine) {

@@ -14,7 +14,9 @@ public struct FramedTLSTransport {
     public let tls: TLSEngine
     /// Plaintext read so far, cut into frames by whoever takes them.
     public var frames: FrameDecoder
-    private var pump = TLSPump()
+    /// Internal for the inlinable reads below, which a driver holding the transport in a class property would
+    /// otherwise make on a copy of the whole transport (a retain and release of each of its parts per read).
+    @usableFromInline internal var pump = TLSPump()
     /// The peer ended its TLS stream (close_notify); reported once, by the `advance` that read it.
     public private(set) var closeNotifyReceived = false
 
@@ -147,10 +149,13 @@ public struct FramedTLSTransport {
     // MARK: Memory
 
     /// The memory held for the peer: records TLS sealed and ciphertext the socket has not taken.
-    public var retainedBytes: Int { tls.outboundRetainedBytes + pump.retainedBytes }
+    @inlinable public var retainedBytes: Int { tls.outboundRetainedBytes + ciphertextRetainedBytes }
+
+    /// The memory held for ciphertext the socket has not taken (`retainedBytes` without TLS's own records).
+    @inlinable public var ciphertextRetainedBytes: Int { pump.retainedBytes }
 
     /// No ciphertext waits for the socket.
-    public var isFlushed: Bool { pump.isEmpty }
+    @inlinable public var isFlushed: Bool { pump.isEmpty }
 
     /// Gives back the buffers of an idle connection (nothing waiting for the socket, no partial frame).
     public mutating func releaseBuffers() {
