@@ -144,8 +144,9 @@ public final class EmbeddedPeer: Sendable {
             let available = state.toSocket.count - state.toSocketOffset
             guard available > 0 else { return state.ended ? .eof : .wouldBlock }
             let count = min(available, buffer.count)
+            let start = state.toSocketOffset
             state.toSocket.withUnsafeBytes { raw in
-                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[state.toSocketOffset..<state.toSocketOffset + count]))
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[start..<start + count]))
             }
             state.toSocketOffset += count
             if state.toSocketOffset == state.toSocket.count {

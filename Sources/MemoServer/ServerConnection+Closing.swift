@@ -6,6 +6,29 @@ import MemoWire
 import Synchronization
 
 extension ServerConnection {
+    // MARK: Deadlines and log lines
+
+    /// Schedules `event` on this loop after `seconds`, in `timer` (replacing what ran there), and runs the
+    /// machine's answer to it.
+    func schedule(
+        _ timer: inout TimerHandle?, after seconds: Double,
+        _ event: @escaping @Sendable (ServerConnection) -> ServerConnectionMachine.Action
+    ) {
+        timer?.cancel()
+        let bound = LoopBound(self, eventLoop: loop)
+        timer = loop.schedule(after: .milliseconds(Int(seconds * 1000))) {
+            let connection = bound.value
+            connection.run(event(connection))
+        }
+    }
+
+    /// A log line about this connection, named as the open and close lines name it.
+    func logLine(_ line: LogLine) {
+        server.log(
+            line.level, line.name, [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName)] + line.fields,
+            "\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
+    }
+
     // MARK: Closing
 
     /// Stops reading; closes once the writes in flight are answered and everything queued is written.

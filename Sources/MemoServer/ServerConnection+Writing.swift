@@ -60,14 +60,17 @@ extension ServerConnection {
                     guard try transport.flush(to: socket, scratch: scratch) == .drained else { return .blocked }
                     guard !outbound.isEmpty, tls.isHandshakeComplete else { return nil }
                     if let (frame, requestID) = outbound.soleChange,
-                       let written = try transport.seal(frame.bytes, to: socket, scratch: scratch, requestID: requestID) {
+                       let written = try transport.seal(
+                           frame.bytes, to: socket, scratch: scratch, requestID: requestID) {
                         outbound.removeSoleChange(frame)
                         return written
                     }
                     ctx.writer.bytes.removeAll(keepingCapacity: true)
                     let listsSent = outbound.fill(&ctx.writer, upTo: 64 * 1024)
                     if listsSent > 0 { session?.listsSent(listsSent) }
-                    if let written = try transport.seal(ctx.writer.bytes, to: socket, scratch: scratch) { return written }
+                    if let written = try transport.seal(ctx.writer.bytes, to: socket, scratch: scratch) {
+                        return written
+                    }
                     try transport.write(ctx.writer.bytes)
                     return .drained
                 }

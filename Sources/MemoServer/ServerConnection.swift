@@ -94,20 +94,8 @@ final class ServerConnection: EventHandler {
         let ctx = context.value
         ctx.connections[ObjectIdentifier(self)] = self
         markActive(ctx)
-        schedule(&deadline, after: server.limits.handshakeTimeout) { $0.machine.handshakeDeadlinePassed(tlsComplete: $0.tls.isHandshakeComplete) }
-    }
-
-    /// Schedules `event` on this loop after `seconds`, in `timer` (replacing what ran there), and runs the
-    /// machine's answer to it.
-    func schedule(
-        _ timer: inout TimerHandle?, after seconds: Double,
-        _ event: @escaping @Sendable (ServerConnection) -> ServerConnectionMachine.Action
-    ) {
-        timer?.cancel()
-        let bound = LoopBound(self, eventLoop: loop)
-        timer = loop.schedule(after: .milliseconds(Int(seconds * 1000))) {
-            let connection = bound.value
-            connection.run(event(connection))
+        schedule(&deadline, after: server.limits.handshakeTimeout) { connection in
+            connection.machine.handshakeDeadlinePassed(tlsComplete: connection.tls.isHandshakeComplete)
         }
     }
 
@@ -196,13 +184,6 @@ final class ServerConnection: EventHandler {
     /// Every byte held for the peer: queued frames with their overhead, records TLS has sealed, and ciphertext the
     /// socket has not taken, each counted by the memory it holds.
     var outboundBytes: Int { outbound.heldBytes + tls.outboundRetainedBytes + transport.ciphertextRetainedBytes }
-
-    /// A log line about this connection, named as the open and close lines name it.
-    func logLine(_ line: LogLine) {
-        server.log(
-            line.level, line.name, [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName)] + line.fields,
-            "\(line.event) conn=\(number) peer=\(peer) cn=\(commonName) \(line.detail)")
-    }
 
     private func handshakeCompleted() {
         commonName = tls.peerCommonName ?? "-"
@@ -367,7 +348,8 @@ final class ServerConnection: EventHandler {
         case .armFrameDeadline:
             schedule(&frameDeadline, after: server.limits.frameTimeout) { connection in
                 connection.frameDeadline = nil
-                return connection.machine.frameDeadlinePassed(bufferedBytes: connection.transport.frames.bufferedByteCount)
+                let buffered = connection.transport.frames.bufferedByteCount
+                return connection.machine.frameDeadlinePassed(bufferedBytes: buffered)
             }
         case .cancelFrameDeadline:
             frameDeadline?.cancel()

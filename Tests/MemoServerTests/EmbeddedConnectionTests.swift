@@ -69,7 +69,8 @@ final class EmbeddedConnection {
     }
 
     func hello() throws {
-        try send(Message.hello(minVersion: 1, maxVersion: WireProtocol.version, client: "embedded").frame(requestID: 1))
+        try send(
+            Message.hello(minVersion: 1, maxVersion: WireProtocol.version, client: "embedded").frame(requestID: 1))
         guard case .welcome = try #require(try received().first) else {
             Issue.record("hello was not welcomed")
             return
@@ -177,7 +178,8 @@ final class EmbeddedConnection {
             let messages = try embedded.received()
             #expect(messages.last == .goingAway(
                 code: .slowConsumer,
-                message: "more than 16384 bytes waiting for this client; reconnect and resume from your last revision"))
+                message: "more than 16384 bytes waiting for this client; "
+                    + "reconnect and resume from your last revision"))
             #expect(!messages.contains(.pong(nonce: 1)))
             #expect(embedded.connection.phase == .lingering)
         }

@@ -121,7 +121,8 @@ import Testing
     @Test func goingAwayWhileRequestsArePendingAnswersThemFirst() {
         var machine = openMachine()
         #expect(machine.goAway(sessionReady: true, code: .shuttingDown, message: "bye", reason: "server shutting down")
-            == .sendAndClose(.init(code: .shuttingDown, message: "bye", reason: "server shutting down", goingAway: true)))
+            == .sendAndClose(.init(
+                code: .shuttingDown, message: "bye", reason: "server shutting down", goingAway: true)))
         #expect(machine.beginClosing("server shutting down") == .startClosing)
         // A second going-away (revocation during shutdown) adds nothing.
         #expect(machine.goAway(sessionReady: true, code: .certificateRevoked, message: "revoked",
@@ -152,8 +153,8 @@ import Testing
         #expect(!machine.readingPaused)
         #expect(machine.mayAnswerBufferedFrames)
         #expect(machine.readable() == .read)
-        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 100, progressed: false)
-            == .armFrameDeadline)
+        #expect(machine.framesAnswered(
+            hasWholeFrame: false, overHighWater: false, bufferedBytes: 100, progressed: false) == .armFrameDeadline)
 
         // Paused only by the queue over its high-water mark: draining resumes reading directly.
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: true, bufferedBytes: 0, progressed: false)
