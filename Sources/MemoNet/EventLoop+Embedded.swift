@@ -54,6 +54,15 @@ extension EventLoop {
         return rounds
     }
 
+    /// Ends an embedded loop as `shutdownGracefully` ends a real one: runs the work still queued, tells every
+    /// handler still registered to hang up, and drops the timers (which, with the registrations, hold the
+    /// handlers and, through them, the loop).
+    public func stopEmbedded() {
+        precondition(isEmbedded, "stopEmbedded ends embedded loops only")
+        preconditionInEventLoop()
+        finish(local.value)
+    }
+
     /// Moves the embedded clock on by `duration`, then `run()`s (timers due by then fire).
     public func advanceTime(by duration: Duration) {
         precondition(isEmbedded, "advanceTime drives embedded loops only")

@@ -185,7 +185,7 @@ public final class EventLoop: Sendable {
     }
 
     /// Runs the last queued work, tells remaining handlers to hang up and drops timers, on the loop's thread.
-    private func finish(_ state: LoopState) {
+    func finish(_ state: LoopState) {
         while true {
             let tasks = queue.withLock { queue in
                 defer { queue.tasks.removeAll() }

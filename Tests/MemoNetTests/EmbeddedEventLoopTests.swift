@@ -73,8 +73,27 @@ private final class CountingHandler: EventHandler {
         #expect(handler.ended)
         loop.deregister(registration)
         socket.close()
+        loop.stopEmbedded()
         #expect(peer.isClosed)
         #expect(socket.isClosed)
+    }
+
+    @Test func stoppingHangsUpTheHandlersStillRegisteredAndDropsTheTimers() throws {
+        let loop = try EventLoop.embedded()
+        let (socket, _) = TCPSocket.embedded()
+        final class HangupHandler: EventHandler {
+            var hungUp = false
+            func hangup() { hungUp = true }
+        }
+        let handler = HangupHandler()
+        _ = try loop.register(socket: socket, interest: .readable, handler: handler)
+        let fired = Mutex(false)
+        loop.schedule(after: .seconds(1)) { fired.withLock { $0 = true } }
+        loop.stopEmbedded()
+        #expect(handler.hungUp)
+        #expect(loop.registrationCount == 0)
+        #expect(loop.pendingTimerCount == 0)
+        #expect(!fired.withLock { $0 })
     }
 
     @Test func workQueuedFromAnotherThreadRunsAtTheNextRun() throws {

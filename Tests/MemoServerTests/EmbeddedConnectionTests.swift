@@ -35,6 +35,11 @@ final class EmbeddedConnection {
         connection.start()
     }
 
+    deinit {
+        // A connection still registered (lingering, say) hangs up and lets go of the loop.
+        loop.stopEmbedded()
+    }
+
     /// Moves bytes both ways until neither side has more: the client's records to the server's socket, the loop
     /// run, what the server wrote to the client.
     func exchange() {
