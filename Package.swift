@@ -56,7 +56,8 @@ let package = Package(
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoCLI"),
         // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.
-        .target(name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet"], swiftSettings: hotPathSettings),
+        .target(
+            name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet", "MemoWire"], swiftSettings: hotPathSettings),
         .target(
             name: "MemoServer",
             dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
@@ -113,6 +114,9 @@ let package = Package(
         .testTarget(name: "MemoWireTests", dependencies: ["MemoCore", "MemoWire", "MemoTestSupport"]),
         .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "COpenSSL", "MemoTestSupport"]),
         .testTarget(name: "MemoNetTests", dependencies: ["MemoNet", "CMemoLinux", "MemoTestSupport"]),
+        .testTarget(
+            name: "MemoTransportTests",
+            dependencies: ["MemoTransport", "MemoTLS", "MemoNet", "MemoWire", "MemoTestSupport"]),
         .testTarget(
             name: "MemoServerTests",
             dependencies: [

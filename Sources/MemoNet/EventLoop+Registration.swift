@@ -15,10 +15,23 @@ extension EventLoop {
         preconditionInEventLoop()
         let state = local.value
         let id = state.nextRegistrationID
-        try control(EPOLL_CTL_ADD, fd: fileDescriptor, mask: interest.epollMask, id: id)
+        if !isEmbedded { try control(EPOLL_CTL_ADD, fd: fileDescriptor, mask: interest.epollMask, id: id) }
         state.nextRegistrationID += 1
         state.registrations[id] = LoopState.Entry(fd: fileDescriptor, handler: handler, interest: interest)
         return Registration(id: id, fileDescriptor: fileDescriptor)
+    }
+
+    /// `register(fileDescriptor:interest:handler:)` for a socket; an embedded socket (`TCPSocket.embedded`) can
+    /// only be registered with an embedded loop, which reads its readiness off its peer.
+    public func register(socket: TCPSocket, interest: Interest, handler: any EventHandler) throws(NetError)
+        -> Registration
+    {
+        let registration = try register(fileDescriptor: socket.fileDescriptor, interest: interest, handler: handler)
+        if let peer = socket.embedded {
+            precondition(isEmbedded, "an embedded socket registered with a real event loop")
+            local.value.registrations[registration.id]?.peer = peer
+        }
+        return registration
     }
 
     /// Changes what `registration` is watched for; does nothing when unchanged or no longer registered. Call on
@@ -28,7 +41,7 @@ extension EventLoop {
         preconditionInEventLoop()
         let state = local.value
         guard let entry = state.registrations[registration.id], entry.interest != interest else { return }
-        try control(EPOLL_CTL_MOD, fd: entry.fd, mask: interest.epollMask, id: registration.id)
+        if !isEmbedded { try control(EPOLL_CTL_MOD, fd: entry.fd, mask: interest.epollMask, id: registration.id) }
         state.registrations[registration.id]?.interest = interest
     }
 
@@ -44,7 +57,7 @@ extension EventLoop {
         preconditionInEventLoop()
         guard local.value.registrations.removeValue(forKey: registration.id) != nil else { return }
         // Fails only when the descriptor was closed first, which already removed it from the epoll set.
-        _ = try? control(EPOLL_CTL_DEL, fd: registration.fileDescriptor, mask: 0, id: 0)
+        if !isEmbedded { _ = try? control(EPOLL_CTL_DEL, fd: registration.fileDescriptor, mask: 0, id: 0) }
     }
     /// How many descriptors are registered. Call on the loop's thread.
     public var registrationCount: Int {

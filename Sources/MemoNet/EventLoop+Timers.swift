@@ -8,8 +8,20 @@ extension EventLoop {
     /// - Returns: A handle whose `cancel()` stops the timer.
     @discardableResult
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> TimerHandle {
-        let deadline = Monotonic.deadline(after: delay)
         let handle = TimerHandle(cancellations)
+        if isEmbedded {
+            // The embedded clock is read on the loop's thread: from another thread, when the work gets there.
+            if inEventLoop {
+                local.value.timers.insert(deadline: embeddedDeadline(after: delay), handle: handle, work: work)
+            } else {
+                execute {
+                    self.local.value.timers.insert(
+                        deadline: self.embeddedDeadline(after: delay), handle: handle, work: work)
+                }
+            }
+            return handle
+        }
+        let deadline = Monotonic.deadline(after: delay)
         if inEventLoop {
             local.value.timers.insert(deadline: deadline, handle: handle, work: work)
         } else {

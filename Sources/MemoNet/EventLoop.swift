@@ -15,10 +15,12 @@ public final class EventLoop: Sendable {
     let epollFD: Int32
     private let wakeFD: Int32
     private let queue = Mutex(Queue())
-    private let threadID = Atomic<UInt>(0)
+    let threadID = Atomic<UInt>(0)
     private let thread = Mutex<LoopThread?>(nil)
     let cancellations = Cancellations()
     let local: ThreadConfined<LoopState>
+    /// Driven by hand (`EventLoop.embedded`): no thread, no epoll, a clock that moves only when told.
+    let isEmbedded: Bool
 
     /// Work queued by `execute`, guarded by `queue`.
     private struct Queue: ~Copyable {
@@ -36,8 +38,9 @@ public final class EventLoop: Sendable {
     private static let wakeID: UInt64 = 0
     private static let maxEvents = 512
 
-    private init(name: String) throws(NetError) {
+    init(name: String, embedded: Bool = false) throws(NetError) {
         self.name = name
+        isEmbedded = embedded
         epollFD = try Syscall.call("epoll_create1") { epoll_create1(LinuxAPI.epollFlags) }
         do {
             wakeFD = try Syscall.call("eventfd") { eventfd(0, LinuxAPI.eventFDFlags) }
@@ -109,7 +112,10 @@ public final class EventLoop: Sendable {
         thread?.join()
     }
 
-    private func wake() {
+    /// How many `execute` jobs wait (an embedded loop runs them in `run()`).
+    var queuedWorkCount: Int { queue.withLock { $0.tasks.count } }
+
+    func wake() {
         var one: UInt64 = 1
         // EAGAIN means the counter is already non-zero: the loop will wake anyway.
         _ = try? Syscall.nonBlocking("write(eventfd)") { Glibc.write(wakeFD, &one, 8) }
@@ -152,7 +158,7 @@ public final class EventLoop: Sendable {
     }
 
     /// Runs one batch of queued work. Returns true when the loop should stop.
-    private func runQueuedWork() -> Bool {
+    func runQueuedWork() -> Bool {
         var counter: UInt64 = 0
         _ = try? Syscall.nonBlocking("read(eventfd)") { Glibc.read(wakeFD, &counter, 8) }
         let (tasks, stopping) = queue.withLock { queue in
@@ -179,7 +185,7 @@ public final class EventLoop: Sendable {
     }
 
     /// Runs the last queued work, tells remaining handlers to hang up and drops timers, on the loop's thread.
-    private func finish(_ state: LoopState) {
+    func finish(_ state: LoopState) {
         while true {
             let tasks = queue.withLock { queue in
                 defer { queue.tasks.removeAll() }

@@ -4,11 +4,15 @@ final class LoopState {
         let fd: Int32
         let handler: any EventHandler
         var interest: Interest
+        /// The in-memory far end of an embedded socket (embedded loops only).
+        var peer: EmbeddedPeer? = nil
     }
 
     var registrations: [UInt64: Entry] = [:]
     var nextRegistrationID: UInt64 = 1
     var timers = TimerHeap()
+    /// An embedded loop's clock (nanoseconds), moved by `EventLoop.advanceTime(by:)`.
+    var embeddedNow: UInt64 = 1_000_000_000
 
     /// Calls the handler of registration `id` for the epoll events in `mask`.
     ///

@@ -25,6 +25,8 @@ public final class TCPSocket: Sendable {
     }
 
     let descriptor: OwnedDescriptor
+    /// The in-memory far end when this socket is embedded (`TCPSocket.embedded()`): reads and writes go there.
+    public let embedded: EmbeddedPeer?
 
     /// Takes ownership of a connected socket descriptor and makes it non-blocking.
     /// - Throws: `NetError` when the descriptor cannot be made non-blocking; it is closed then.
@@ -37,6 +39,19 @@ public final class TCPSocket: Sendable {
     init(owned fd: Int32) {
         Syscall.ignoreSIGPIPE()
         descriptor = OwnedDescriptor(fd)
+        embedded = nil
+    }
+
+    private init(peer: EmbeddedPeer) {
+        descriptor = OwnedDescriptor(-1)
+        embedded = peer
+    }
+
+    /// A socket with no descriptor whose far end is in memory: what a test writes into the peer this socket
+    /// reads, and what this socket writes the test takes from the peer. For `EventLoop.embedded` loops.
+    public static func embedded() -> (socket: TCPSocket, peer: EmbeddedPeer) {
+        let peer = EmbeddedPeer()
+        return (TCPSocket(peer: peer), peer)
     }
 
     /// The descriptor, for registering with an event loop; -1 once closed.
@@ -46,13 +61,15 @@ public final class TCPSocket: Sendable {
 
     /// True once `close()` has run.
     public var isClosed: Bool {
-        descriptor.fd < 0
+        if let embedded { return embedded.isClosed }
+        return descriptor.fd < 0
     }
 
     /// Reads up to `buffer.count` bytes without blocking.
     /// - Throws: `NetError` for a reset connection and every other failure.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(NetError) -> ReadResult {
         precondition(buffer.count > 0, "a zero-length read cannot tell end of stream from no data")
+        if let embedded { return try embedded.socketRead(into: buffer) }
         let fd = try descriptor.require("read")
         switch try Syscall.nonBlocking("read", { Glibc.read(fd, buffer.baseAddress, buffer.count) }) {
         case .wouldBlock: return .wouldBlock
@@ -64,6 +81,7 @@ public final class TCPSocket: Sendable {
     /// Writes as much of `buffer` as the send buffer takes, without blocking and without SIGPIPE.
     /// - Throws: `NetError` (EPIPE, ECONNRESET, ...) when the connection is gone.
     public func write(_ buffer: UnsafeRawBufferPointer) throws(NetError) -> WriteResult {
+        if let embedded { return try embedded.socketWrite(buffer) }
         let fd = try descriptor.require("send")
         guard buffer.count > 0 else { return .wrote(0) }
         let flags = Int32(MSG_NOSIGNAL)
@@ -129,6 +147,7 @@ public final class TCPSocket: Sendable {
 
     /// Sends FIN: the peer reads end of stream, and this side can still read.
     public func shutdownWrite() throws(NetError) {
+        if let embedded { return try embedded.socketShutdownWrite() }
         let fd = try descriptor.require("shutdown")
         try Syscall.call("shutdown") { shutdown(fd, Int32(SHUT_WR)) }
     }
@@ -147,6 +166,7 @@ public final class TCPSocket: Sendable {
 
     /// Closes the socket; later calls do nothing. Deregister it from its event loop first.
     public func close() {
+        embedded?.socketClose()
         descriptor.close()
     }
 }

@@ -1,12 +1,15 @@
 import MemoNet
+import MemoWire
 
 /// The lifecycle of one server connection as a value: each method takes an event and returns what the I/O shell
 /// (`ServerConnection`) must do. It holds no socket, no TLS engine and no timer, so every transition is tested
-/// without them; the shell reads facts off its parts (is TLS done, are writes in flight) and passes them in.
+/// without them; the shell reads facts off its parts (are writes in flight, how many bytes are held) and passes
+/// them in. The policies are here too: the rejection over the connection limit, the slow-consumer drop, the frame
+/// deadline's arming, the handshake deadline, and what a close_notify or a peer's end of stream leads to.
 ///
-/// handshaking -> open -> closing -> lingering -> closed; any phase may go straight to closed (abort).
-/// Each event returns one `Action` (no allocation on the hot path); an action that stands for several steps
-/// says which in its comment.
+/// handshaking (TLS, then hello) -> open -> closing -> lingering -> closed; any phase may go straight to closed
+/// (abort). Each event returns one `Action` (no allocation on the hot path); an action that stands for several
+/// steps says which in its comment.
 struct ServerConnectionMachine {
     enum Phase: Equatable {
         /// TLS and hello not done yet.
@@ -22,6 +25,17 @@ struct ServerConnectionMachine {
         case closed
     }
 
+    /// The frame that tells the peer why it is closed, and the reason the close is logged with.
+    struct Notice: Equatable {
+        var code: ErrorCode
+        var message: String
+        var reason: String
+        /// Sent as going-away (the server ends the connection) rather than as an error (the peer did wrong).
+        var goingAway: Bool
+        /// Drop everything queued first (a slow consumer: the client resumes from its revision), and log why.
+        var dropQueued = false
+    }
+
     enum Action: Equatable {
         case none
         /// Read from the socket and hand the plaintext to the session.
@@ -29,12 +43,18 @@ struct ServerConnectionMachine {
         /// Read and discard, to notice the peer's close (closing or lingering).
         case discardInput
         case setInterest(Interest)
+        /// TLS is up and the connection is within the limit: start the protocol session (hello next).
+        case startSession
         /// Hello was answered: cancel the handshake deadline.
         case cancelHandshakeDeadline
+        /// A frame is begun: (re)start the frame deadline.
+        case armFrameDeadline
+        /// No frame is begun (or reading paused): stop the frame deadline.
+        case cancelFrameDeadline
         /// Closing began: cancel the deadlines, stop the subscriptions, start the closing deadline, flush.
         case startClosing
-        /// Queue the frame that says why (error or going-away), then begin closing.
-        case notifyAndClose
+        /// Queue the notice's frame (after dropping the queue when it says so), then begin closing with its reason.
+        case sendAndClose(Notice)
         /// Everything is written: queue close_notify and flush it.
         case sendCloseNotify
         /// Everything is written, close_notify too: shut down writing, read until the peer closes or the linger
@@ -47,15 +67,29 @@ struct ServerConnectionMachine {
         case close
     }
 
+    let limits: ServerLimits
+    /// Accepted over the connection limit: told so once TLS is up, then closed.
+    let rejected: Bool
     private(set) var phase = Phase.handshaking
     /// Not reading from the peer, nor answering the frames it already sent, until what is queued for it drains
     /// (backpressure, as TCP gives a blocking server).
     private(set) var readingPaused = false
     private(set) var closeNotifySent = false
+    private(set) var frameDeadlineArmed = false
+    /// Hello was answered (the phase moves on from open when closing; this stays).
+    private(set) var helloDone = false
     private(set) var closeReason = ""
+
+    init(limits: ServerLimits = ServerLimits(), rejected: Bool = false) {
+        self.limits = limits
+        self.rejected = rejected
+    }
 
     /// Handshaking or open: reading, answering and deadlines of the running connection apply.
     var isServing: Bool { phase == .handshaking || phase == .open }
+
+    /// Hello is still due (TLS may be up).
+    var awaitingHello: Bool { phase == .handshaking }
 
     /// Frames may still be queued for the peer (not once our sending side is shut or the socket closed).
     var acceptsOutput: Bool { phase != .closed && phase != .lingering }
@@ -77,46 +111,109 @@ struct ServerConnectionMachine {
         return close("peer closed the connection")
     }
 
+    /// The peer ended its TLS stream (close_notify): what it sent before is answered, then the connection closes.
+    mutating func closeNotifyReceived() -> Action {
+        beginClosing("peer sent close_notify")
+    }
+
     /// The session took what it could of a read; it pauses reading while whole frames wait or the queue is over
-    /// the high-water mark.
-    mutating func framesAnswered(hasWholeFrame: Bool, overHighWater: Bool) {
+    /// the high-water mark. Then the frame deadline: a peer that begins a frame must finish it within the frame
+    /// timeout, or it holds its connection (and the partial frame) forever. The clock restarts with each whole
+    /// frame (`progressed`), so a steady stream of pipelined frames that often ends mid-frame is never cut; while
+    /// reading is paused the buffered bytes are whole frames not taken yet, not a slow peer.
+    mutating func framesAnswered(
+        hasWholeFrame: Bool, overHighWater: Bool, bufferedBytes: Int, progressed: Bool
+    ) -> Action {
         if isServing, hasWholeFrame || overHighWater { readingPaused = true }
+        guard isServing, !readingPaused, bufferedBytes > 0 else {
+            guard frameDeadlineArmed else { return .none }
+            frameDeadlineArmed = false
+            return .cancelFrameDeadline
+        }
+        if frameDeadlineArmed, !progressed { return .none }
+        frameDeadlineArmed = true
+        return .armFrameDeadline
     }
 
     /// Whether buffered frames may be answered now (after `answerBufferedFrames`).
     var mayAnswerBufferedFrames: Bool { isServing && !readingPaused }
 
-    /// Whether a partial frame's deadline should run: only while serving and reading, with bytes buffered.
-    func frameDeadlineApplies(bufferedBytes: Int) -> Bool {
-        isServing && !readingPaused && bufferedBytes > 0
-    }
-
     /// The frame deadline passed: with a frame still unfinished the peer is told (error 304) and the connection
     /// closes.
     mutating func frameDeadlinePassed(bufferedBytes: Int) -> Action {
+        frameDeadlineArmed = false
         guard isServing, bufferedBytes > 0 else { return .none }
-        return .notifyAndClose
+        return .sendAndClose(Notice(
+            code: .frameTimeout,
+            message: "a frame was begun and not finished within \(limits.frameTimeout) seconds",
+            reason: "frame not finished within \(limits.frameTimeout) s", goingAway: false))
     }
 
     // MARK: Handshake
+
+    /// TLS finished: over the connection limit the peer is told so and closed; otherwise the session starts.
+    mutating func tlsEstablished() -> Action {
+        guard isServing else { return .none }
+        guard !rejected else {
+            return .sendAndClose(Notice(
+                code: .tooManyConnections,
+                message: "the server is at its limit of \(limits.maxConnections) connections; try again later",
+                reason: "too many connections", goingAway: true))
+        }
+        return .startSession
+    }
+
+    /// TLS failed (handshake or records): closed at once, after the alert that says why is flushed.
+    mutating func tlsFailed(_ reason: String) -> Action {
+        close(reason)
+    }
 
     /// Hello was answered while handshaking.
     mutating func helloAnswered() -> Action {
         guard phase == .handshaking else { return .none }
         phase = .open
+        helloDone = true
         return .cancelHandshakeDeadline
     }
 
     /// The handshake deadline passed: with TLS up the peer is told (hello missing); without it, closed at once.
-    mutating func handshakeDeadlinePassed(tlsComplete: Bool, reason: String) -> Action {
+    mutating func handshakeDeadlinePassed(tlsComplete: Bool) -> Action {
         guard phase == .handshaking else { return .none }
-        return tlsComplete ? .notifyAndClose : close(reason)
+        let reason = "handshake not finished within \(limits.handshakeTimeout) s"
+        guard tlsComplete else { return close(reason) }
+        return .sendAndClose(Notice(
+            code: .handshakeTimeout, message: "hello was not sent within \(limits.handshakeTimeout) seconds",
+            reason: reason, goingAway: false))
     }
 
     // MARK: Writing
 
     /// A store answered a write: whether its answer can still be sent.
     func storeAnswered() -> Bool { phase != .closed }
+
+    /// Bytes held for the peer changed (a frame queued, records sealed): a peer that holds more than
+    /// `--max-outbound` is a slow consumer, dropped with going-away 301 after the records already encrypted (if
+    /// it does not read even those, the closing deadline ends it).
+    mutating func outboundHeld(_ bytes: Int) -> Action {
+        isSlowConsumer(holding: bytes) ? slowConsumer() : .none
+    }
+
+    /// `outboundHeld`'s test alone, for the hot path (every frame queued): no action to make and run when it is
+    /// false; `slowConsumer()` when it is true.
+    @inline(__always)
+    func isSlowConsumer(holding bytes: Int) -> Bool {
+        bytes > limits.maxOutboundBytes && isServing
+    }
+
+    /// The drop of a slow consumer (see `outboundHeld`).
+    func slowConsumer() -> Action {
+        .sendAndClose(Notice(
+            code: .slowConsumer,
+            message: "more than \(limits.maxOutboundBytes) bytes waiting for this client; "
+                + "reconnect and resume from your last revision",
+            reason: "slow consumer: outbound buffer over \(limits.maxOutboundBytes) bytes", goingAway: true,
+            dropQueued: true))
+    }
 
     /// The socket refused more bytes.
     func writeBlocked() -> Action {
@@ -152,13 +249,16 @@ struct ServerConnectionMachine {
         guard isServing else { return .none }
         phase = .closing
         closeReason = reason
+        frameDeadlineArmed = false
         return .startClosing
     }
 
-    /// Going-away (shutdown, revocation): told to the peer when the session is up, otherwise closed at once.
-    mutating func goAway(sessionReady: Bool, reason: String) -> Action {
+    /// Going-away (shutdown, revocation, a lagging store): told to the peer when the session is up, otherwise
+    /// closed at once.
+    mutating func goAway(sessionReady: Bool, code: ErrorCode, message: String, reason: String) -> Action {
         guard isServing else { return .none }
-        return sessionReady ? .notifyAndClose : close(reason)
+        guard sessionReady else { return close(reason) }
+        return .sendAndClose(Notice(code: code, message: message, reason: reason, goingAway: true))
     }
 
     /// The socket hung up.
@@ -191,6 +291,7 @@ struct ServerConnectionMachine {
         guard phase != .closed else { return .none }
         if let reason, closeReason.isEmpty || (phase != .closing && phase != .lingering) { closeReason = reason }
         phase = .closed
+        frameDeadlineArmed = false
         return .close
     }
 }

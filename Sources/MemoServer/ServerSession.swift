@@ -14,6 +14,8 @@ enum SessionAction {
     case subscribe(requestID: UInt32, start: WatchStart)
     /// End the subscription with this id.
     case unsubscribe(requestID: UInt32)
+    /// Hello came and is answered (the `.send` after this): the connection is open.
+    case helloAccepted
     /// Send an error or going-away frame (already queued by a `.send` before it) and close.
     case close(reason: String)
     /// Write a line to the server's log: the event, the connection's name, then the detail.
@@ -36,17 +38,9 @@ struct LogLine {
 /// One connection's protocol state, with no socket: frames in, actions out (the connection carries them out).
 /// Confined to its connection's event loop.
 struct ServerSession {
-    enum Phase {
-        case awaitingHello
-        case ready
-        case closed
-    }
-
     let limits: ServerLimits
     let role: Role
     let serverName: String
-    private(set) var phase = Phase.awaitingHello
-    private var decoder: FrameDecoder
     /// Writes waiting for the store, by request id (kept to name a refused write in the log).
     /// What each write in flight is (kind and memo id), for the log line if it is refused: not the whole operation,
     /// whose content would be copied in and released again for every write.
@@ -68,47 +62,35 @@ struct ServerSession {
         self.limits = limits
         self.role = role
         self.serverName = serverName
-        decoder = FrameDecoder(maxFrameSize: limits.maxFrameSize)
     }
 
-    /// Gives back the decoder's buffer when it holds no partial frame (an idle connection).
-    mutating func releaseBuffers() {
-        if decoder.bufferedByteCount == 0 { decoder = FrameDecoder(maxFrameSize: limits.maxFrameSize) }
-    }
-
-    /// Bytes buffered but not yet a whole frame.
-    var bufferedBytes: Int { decoder.bufferedByteCount }
-
-    /// Takes plaintext from the peer and returns what to do, in order. Stops at the first action that closes.
+    /// Takes the whole frames buffered in `frames` (the connection's transport decodes them) and returns what to
+    /// do, in order, counting each request that is answered now (not the writes: `completed` counts those) in
+    /// `counters`, the loop's. Stops at the first action that closes; the connection's machine then stops
+    /// reading, so no frame is taken after it.
     ///
-    /// - Parameter outputBudget: stop taking frames once the answers made add up to this many bytes; the frames
-    ///   after stay buffered (`hasWholeFrame`) until the next call. This is how a connection whose peer does not
-    ///   read stops answering: one small request can ask for a large answer, so counting requests is not enough.
+    /// - Parameters:
+    ///   - awaitingHello: the connection's machine is still waiting for hello (the first frame must be it);
+    ///     `.helloAccepted` says when it came.
+    ///   - outputBudget: stop taking frames once the answers made add up to this many bytes; the frames after
+    ///     stay buffered (`FrameDecoder.hasWholeFrame`) until the next call. This is how a connection whose peer
+    ///     does not read stops answering: one small request can ask for a large answer, so counting requests is
+    ///     not enough.
     mutating func receive(
-        _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max
-    ) -> [SessionAction] {
-        var counters = LoopCounters()
-        return receive(bytes, store: store, outputBudget: outputBudget, counters: &counters)
-    }
-
-    /// `receive`, counting each request that is answered now (not the writes: `completed` counts those) in
-    /// `counters`, the loop's.
-    mutating func receive(
-        _ bytes: UnsafeRawBufferPointer, store: some ServingStore, outputBudget: Int = .max,
+        from frames: inout FrameDecoder, awaitingHello: Bool, store: some ServingStore, outputBudget: Int = .max,
         counters: inout LoopCounters
     ) -> [SessionAction] {
-        guard phase != .closed else { return [] }
-        decoder.append(bytes)
+        var awaitingHello = awaitingHello
         var actions: [SessionAction] = []
         var produced = 0
-        while phase != .closed, produced < outputBudget {
+        while produced < outputBudget {
             let before = actions.count
             let type: UInt8
             let requestID: UInt32
             var payload: WireReader
             do throws(WireError) {
                 // The payload is decoded where it lies in the decoder's buffer, not copied out first.
-                guard let next = try decoder.nextPayload() else { break }
+                guard let next = try frames.nextPayload() else { break }
                 (type, requestID, payload) = next
                 framesReceived += 1
             } catch {
@@ -117,7 +99,9 @@ struct ServerSession {
                 break
             }
             handledResult = .ok
-            handle(type: type, requestID: requestID, payload: &payload, store: store, into: &actions)
+            handle(
+                type: type, requestID: requestID, payload: &payload, awaitingHello: &awaitingHello, store: store,
+                into: &actions)
             if let result = handledResult { counters.count(RequestKind(type: type), result) }
             for action in actions[before...] {
                 switch action {
@@ -129,16 +113,14 @@ struct ServerSession {
                 default: break
                 }
             }
+            if case .close = actions.last { break }
         }
         return actions
     }
 
-    /// Whether a whole frame is buffered, not yet taken because the output budget ran out.
-    var hasWholeFrame: Bool { phase != .closed && decoder.hasWholeFrame }
-
     private mutating func handle(
-        type: UInt8, requestID id: UInt32, payload: inout WireReader, store: some ServingStore,
-        into actions: inout [SessionAction]
+        type: UInt8, requestID id: UInt32, payload: inout WireReader, awaitingHello: inout Bool,
+        store: some ServingStore, into actions: inout [SessionAction]
     ) {
         let message: Message
         do throws(WireError) {
@@ -147,7 +129,7 @@ struct ServerSession {
             fail(&actions, requestID: id, code: error.code, error.description)
             return
         }
-        if phase == .awaitingHello {
+        if awaitingHello {
             guard case .hello(let minVersion, let maxVersion, let client) = message else {
                 fail(&actions, requestID: id, code: .helloRequired, "the first request must be hello")
                 return
@@ -159,7 +141,8 @@ struct ServerSession {
                 return
             }
             clientName = String(client.prefix(128))
-            phase = .ready
+            awaitingHello = false
+            actions.append(.helloAccepted)
             actions.append(.send(Message.welcome(
                 version: WireProtocol.version, revision: store.revision, maxFrameSize: UInt32(limits.maxFrameSize),
                 role: role, server: serverName).frame(requestID: id)))
@@ -235,7 +218,6 @@ struct ServerSession {
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:
-            phase = .closed
             actions.append(.close(reason: "client is going away"))
         }
     }
@@ -345,7 +327,6 @@ struct ServerSession {
         handledResult = RequestResult(code: code)
         actions.append(.send(Message.error(code: code, message: text).frame(requestID: requestID)))
         actions.append(.close(reason: "\(code.name): \(text)"))
-        phase = .closed
     }
 }
 

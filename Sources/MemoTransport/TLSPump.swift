@@ -8,8 +8,8 @@ import MemoTLS
 /// for itself what to do when the socket would block (wait for epoll, or wait in `poll` with a deadline).
 public struct TLSPump {
     /// Ciphertext taken from TLS that the socket has not accepted yet; the first `pendingOffset` bytes are sent.
-    private var pending: [UInt8] = []
-    private var pendingOffset = 0
+    @usableFromInline internal var pending: [UInt8] = []
+    @usableFromInline internal var pendingOffset = 0
 
     public enum FlushResult: Sendable, Equatable {
         /// The engine holds no records and every byte taken from it is in the kernel.
@@ -82,10 +82,10 @@ public struct TLSPump {
     }
 
     /// True when no ciphertext waits for the socket (the engine may still hold records).
-    public var isEmpty: Bool { pendingOffset == pending.count }
+    @inlinable public var isEmpty: Bool { pendingOffset == pending.count }
 
     /// The memory held for ciphertext the socket refused.
-    public var retainedBytes: Int { pending.isEmpty ? 0 : pending.capacity }
+    @inlinable public var retainedBytes: Int { pending.isEmpty ? 0 : pending.capacity }
 
     /// Gives back the buffer of refused ciphertext; call only when `isEmpty`.
     public mutating func releaseBuffers() {

@@ -1,4 +1,5 @@
 import MemoNet
+import MemoWire
 import Testing
 
 @testable import MemoServer
@@ -34,20 +35,22 @@ import Testing
 
     @Test func theHandshakeDeadlineClosesAtOnceWithoutTLSAndTellsThePeerWithIt() {
         var bare = ServerConnectionMachine()
-        #expect(bare.handshakeDeadlinePassed(tlsComplete: false, reason: "slow") == .close)
+        #expect(bare.handshakeDeadlinePassed(tlsComplete: false) == .close)
         #expect(bare.phase == .closed)
-        #expect(bare.closeReason == "slow")
+        #expect(bare.closeReason == "handshake not finished within 10.0 s")
 
         var machine = ServerConnectionMachine()
-        #expect(machine.handshakeDeadlinePassed(tlsComplete: true, reason: "slow") == .notifyAndClose)
-        #expect(machine.beginClosing("slow") == .startClosing)
+        #expect(machine.handshakeDeadlinePassed(tlsComplete: true) == .sendAndClose(.init(
+            code: .handshakeTimeout, message: "hello was not sent within 10.0 seconds",
+            reason: "handshake not finished within 10.0 s", goingAway: false)))
+        #expect(machine.beginClosing("handshake not finished within 10.0 s") == .startClosing)
         #expect(machine.phase == .closing)
         #expect(machine.readable() == .discardInput)
         drainToLinger(&machine)
 
         // Past hello, the handshake deadline (cancelled, but a timer may fire late) changes nothing.
         var open = openMachine()
-        #expect(open.handshakeDeadlinePassed(tlsComplete: true, reason: "slow") == .none)
+        #expect(open.handshakeDeadlinePassed(tlsComplete: true) == .none)
         #expect(open.phase == .open)
     }
 
@@ -92,10 +95,10 @@ import Testing
         #expect(machine.closingDeadlinePassed() == .none)
         #expect(machine.lingerEnded() == .none)
         #expect(machine.frameDeadlinePassed(bufferedBytes: 10) == .none)
-        #expect(machine.handshakeDeadlinePassed(tlsComplete: true, reason: "late") == .none)
+        #expect(machine.handshakeDeadlinePassed(tlsComplete: true) == .none)
         #expect(machine.hangup() == .none)
         #expect(machine.peerClosed(pendingWrites: true) == .none)
-        #expect(machine.goAway(sessionReady: true, reason: "shutdown") == .none)
+        #expect(machine.goAway(sessionReady: true, code: .shuttingDown, message: "bye", reason: "shutdown") == .none)
         #expect(machine.beginClosing("again") == .none)
         #expect(machine.discardedInputEnded() == .none)
         #expect(machine.close("again") == .none)
@@ -117,10 +120,13 @@ import Testing
 
     @Test func goingAwayWhileRequestsArePendingAnswersThemFirst() {
         var machine = openMachine()
-        #expect(machine.goAway(sessionReady: true, reason: "server shutting down") == .notifyAndClose)
+        #expect(machine.goAway(sessionReady: true, code: .shuttingDown, message: "bye", reason: "server shutting down")
+            == .sendAndClose(.init(
+                code: .shuttingDown, message: "bye", reason: "server shutting down", goingAway: true)))
         #expect(machine.beginClosing("server shutting down") == .startClosing)
         // A second going-away (revocation during shutdown) adds nothing.
-        #expect(machine.goAway(sessionReady: true, reason: "certificate revoked") == .none)
+        #expect(machine.goAway(sessionReady: true, code: .certificateRevoked, message: "revoked",
+            reason: "certificate revoked") == .none)
         #expect(machine.drained(pendingWrites: true, tlsComplete: true, hasWholeFrame: false) == .setInterest(.none))
         #expect(machine.storeAnswered())
         #expect(machine.acceptsOutput)
@@ -128,28 +134,31 @@ import Testing
         #expect(machine.closeReason == "server shutting down")
 
         var early = ServerConnectionMachine()
-        #expect(early.goAway(sessionReady: false, reason: "server shutting down") == .close)
+        #expect(early.goAway(sessionReady: false, code: .shuttingDown, message: "bye", reason: "server shutting down")
+            == .close)
         #expect(early.closeReason == "server shutting down")
     }
 
     @Test func backpressurePausesReadingUntilThePeerTakesEverything() {
         var machine = openMachine()
         // A KeyUpdate or a pile of answers: the session leaves whole frames buffered.
-        machine.framesAnswered(hasWholeFrame: true, overHighWater: false)
+        #expect(machine.framesAnswered(hasWholeFrame: true, overHighWater: false, bufferedBytes: 100, progressed: true)
+            == .none)
         #expect(machine.readingPaused)
         #expect(machine.readable() == .setInterest(.writable))
         #expect(machine.writeBlocked() == .setInterest(.writable))
         #expect(!machine.mayAnswerBufferedFrames)
-        // Buffered whole frames are not a slow peer: no frame deadline while paused.
-        #expect(!machine.frameDeadlineApplies(bufferedBytes: 100))
+        // Buffered whole frames are not a slow peer: no frame deadline while paused (above: none armed).
         #expect(machine.drained(pendingWrites: false, tlsComplete: true, hasWholeFrame: true) == .answerBufferedFrames)
         #expect(!machine.readingPaused)
         #expect(machine.mayAnswerBufferedFrames)
         #expect(machine.readable() == .read)
-        #expect(machine.frameDeadlineApplies(bufferedBytes: 100))
+        #expect(machine.framesAnswered(
+            hasWholeFrame: false, overHighWater: false, bufferedBytes: 100, progressed: false) == .armFrameDeadline)
 
         // Paused only by the queue over its high-water mark: draining resumes reading directly.
-        machine.framesAnswered(hasWholeFrame: false, overHighWater: true)
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: true, bufferedBytes: 0, progressed: false)
+            == .cancelFrameDeadline)
         #expect(machine.readingPaused)
         #expect(machine.drained(pendingWrites: false, tlsComplete: true, hasWholeFrame: false)
             == .setInterest(.readable))
@@ -158,12 +167,13 @@ import Testing
 
     @Test func pausedReadingStaysOffWhileClosing() {
         var machine = openMachine()
-        machine.framesAnswered(hasWholeFrame: true, overHighWater: true)
+        _ = machine.framesAnswered(hasWholeFrame: true, overHighWater: true, bufferedBytes: 0, progressed: false)
         #expect(machine.beginClosing("slow consumer") == .startClosing)
         // Closing does not answer the buffered frames, it writes what is queued and goes.
         #expect(machine.drained(pendingWrites: true, tlsComplete: true, hasWholeFrame: true) == .setInterest(.none))
         #expect(machine.writeBlocked() == .setInterest(.writable))
-        machine.framesAnswered(hasWholeFrame: true, overHighWater: true)
+        #expect(machine.framesAnswered(hasWholeFrame: true, overHighWater: true, bufferedBytes: 9, progressed: true)
+            == .none)
         #expect(!machine.mayAnswerBufferedFrames)
     }
 
@@ -201,11 +211,92 @@ import Testing
 
     @Test func theFrameDeadlineClosesOnlyAServingConnectionWithAPartialFrame() {
         var machine = openMachine()
-        #expect(!machine.frameDeadlineApplies(bufferedBytes: 0))
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 0, progressed: false)
+            == .none)
         #expect(machine.frameDeadlinePassed(bufferedBytes: 0) == .none)
-        #expect(machine.frameDeadlinePassed(bufferedBytes: 3) == .notifyAndClose)
-        #expect(machine.beginClosing("frame not finished") == .startClosing)
+        guard case .sendAndClose(let notice) = machine.frameDeadlinePassed(bufferedBytes: 3) else {
+            Issue.record("a partial frame past its deadline was not closed")
+            return
+        }
+        #expect(notice.code == .frameTimeout)
+        #expect(machine.beginClosing(notice.reason) == .startClosing)
         #expect(machine.frameDeadlinePassed(bufferedBytes: 3) == .none)
-        #expect(!machine.frameDeadlineApplies(bufferedBytes: 3))
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 3, progressed: true)
+            == .none)
+    }
+
+    // MARK: The policies the machine holds
+
+    @Test func aConnectionOverTheLimitIsToldSoOnceTLSIsUpAndNeverStartsASession() {
+        var limits = ServerLimits()
+        limits.maxConnections = 3
+        var rejected = ServerConnectionMachine(limits: limits, rejected: true)
+        #expect(rejected.tlsEstablished() == .sendAndClose(.init(
+            code: .tooManyConnections,
+            message: "the server is at its limit of 3 connections; try again later",
+            reason: "too many connections", goingAway: true)))
+        var within = ServerConnectionMachine(limits: limits)
+        #expect(within.tlsEstablished() == .startSession)
+        #expect(within.awaitingHello)
+        #expect(within.helloAnswered() == .cancelHandshakeDeadline)
+        #expect(!within.awaitingHello)
+    }
+
+    @Test func aPeerHoldingMoreThanTheOutboundLimitIsDroppedOnceAsASlowConsumer() {
+        var limits = ServerLimits()
+        limits.maxOutboundBytes = 1000
+        var machine = ServerConnectionMachine(limits: limits)
+        _ = machine.helloAnswered()
+        #expect(machine.outboundHeld(1000) == .none)
+        let drop = ServerConnectionMachine.Action.sendAndClose(.init(
+            code: .slowConsumer,
+            message: "more than 1000 bytes waiting for this client; reconnect and resume from your last revision",
+            reason: "slow consumer: outbound buffer over 1000 bytes", goingAway: true, dropQueued: true))
+        #expect(machine.outboundHeld(1001) == drop)
+        #expect(machine.beginClosing("slow consumer: outbound buffer over 1000 bytes") == .startClosing)
+        // Closing: what is queued (the going-away among it) may grow past the limit without a second drop.
+        #expect(machine.outboundHeld(5000) == .none)
+    }
+
+    @Test func theFrameDeadlineArmsOnAPartialFrameRearmsOnProgressAndStopsWhenWhole() {
+        var limits = ServerLimits()
+        limits.frameTimeout = 2
+        var machine = ServerConnectionMachine(limits: limits)
+        _ = machine.helloAnswered()
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 0, progressed: true)
+            == .none)
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 3, progressed: false)
+            == .armFrameDeadline)
+        #expect(machine.frameDeadlineArmed)
+        // More bytes of the same frame: the clock runs on.
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 5, progressed: false)
+            == .none)
+        // A whole frame taken and the next one begun: the clock restarts.
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 2, progressed: true)
+            == .armFrameDeadline)
+        // Nothing buffered: the deadline stops.
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 0, progressed: true)
+            == .cancelFrameDeadline)
+        #expect(!machine.frameDeadlineArmed)
+        #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 4, progressed: false)
+            == .armFrameDeadline)
+        #expect(machine.frameDeadlinePassed(bufferedBytes: 4) == .sendAndClose(.init(
+            code: .frameTimeout, message: "a frame was begun and not finished within 2.0 seconds",
+            reason: "frame not finished within 2.0 s", goingAway: false)))
+        #expect(!machine.frameDeadlineArmed)
+        // A deadline that fires after the frame came whole does nothing.
+        var finished = ServerConnectionMachine(limits: limits)
+        #expect(finished.frameDeadlinePassed(bufferedBytes: 0) == .none)
+    }
+
+    @Test func closeNotifyBeginsClosingOnceAndTLSFailureClosesAtOnce() {
+        var machine = openMachine()
+        #expect(machine.closeNotifyReceived() == .startClosing)
+        #expect(machine.closeReason == "peer sent close_notify")
+        #expect(machine.closeNotifyReceived() == .none)
+        var failing = ServerConnectionMachine()
+        #expect(failing.tlsFailed("TLS handshake failed: bad certificate") == .close)
+        #expect(failing.closeReason == "TLS handshake failed: bad certificate")
+        #expect(failing.tlsEstablished() == .none)
     }
 }

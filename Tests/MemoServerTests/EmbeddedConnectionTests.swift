@@ -1,0 +1,192 @@
+import Foundation
+import MemoCore
+import MemoNet
+import MemoTLS
+import MemoTestSupport
+import MemoWire
+import Testing
+
+@testable import MemoServer
+
+/// One `ServerConnection` on an embedded loop (`EventLoop.embedded`, `TCPSocket.embedded()`): real TLS with
+/// certificates made for the test and the real connection, session and machine, but no socket and no thread;
+/// bytes go in and come out by hand and the clock moves only when the test moves it.
+final class EmbeddedConnection {
+    let loop: EventLoop
+    let peer: EmbeddedPeer
+    let connection: ServerConnection
+    let client: TLSEngine
+    private var decoder = FrameDecoder()
+    private var plaintext: [UInt8] = []
+
+    init(fixture: TLSFixture, limits: ServerLimits = ServerLimits(), store: MemoryStore = MemoryStore(),
+         rejected: Bool = false) throws {
+        loop = try EventLoop.embedded()
+        let trust = try TrustStore(directory: fixture.directory, settings: TLSConfiguration(role: .server))
+        let server = ServerCore(store: store, limits: limits, serverName: "embedded", log: .silent, trust: trust)
+        _ = server.connectionOpened()
+        let (socket, peer) = TCPSocket.embedded()
+        self.peer = peer
+        let context = LoopBound(LoopContext(counter: SubscriberCount()), eventLoop: loop)
+        connection = ServerConnection(
+            number: 1, socket: socket, peer: try SocketAddress(parsing: "127.0.0.1:1"),
+            tls: try TLSEngine(context: trust.context), server: server, context: context, rejected: rejected)
+        client = try TLSEngine(context: fixture.clientContext(), serverName: "localhost")
+        connection.start()
+    }
+
+    deinit {
+        // A connection still registered (lingering, say) hangs up and lets go of the loop.
+        loop.stopEmbedded()
+    }
+
+    /// Moves bytes both ways until neither side has more: the client's records to the server's socket, the loop
+    /// run, what the server wrote to the client.
+    func exchange() {
+        for _ in 0..<50 {
+            var moved = false
+            if client.hasOutbound {
+                var bytes: [UInt8] = []
+                client.takeOutbound(into: &bytes)
+                peer.write(bytes)
+                moved = true
+            }
+            loop.run()
+            let written = peer.read()
+            if !written.isEmpty {
+                client.feed(written)
+                moved = true
+            }
+            if !client.isHandshakeComplete { _ = try? client.handshake() }
+            if !moved { return }
+        }
+    }
+
+    func handshake() throws {
+        _ = try client.handshake()
+        exchange()
+        #expect(client.isHandshakeComplete)
+    }
+
+    func send(_ bytes: [UInt8]) throws {
+        try client.writePlaintext(bytes)
+        exchange()
+    }
+
+    func hello() throws {
+        try send(
+            Message.hello(minVersion: 1, maxVersion: WireProtocol.version, client: "embedded").frame(requestID: 1))
+        guard case .welcome = try #require(try received().first) else {
+            Issue.record("hello was not welcomed")
+            return
+        }
+    }
+
+    /// Every message the server sent since the last call, decoded.
+    func received() throws -> [Message] {
+        _ = try? client.readPlaintext(into: &plaintext)
+        decoder.append(plaintext)
+        plaintext.removeAll()
+        var messages: [Message] = []
+        while let frame = try decoder.next() { messages.append(try Message(frame: frame)) }
+        return messages
+    }
+}
+
+@Suite struct EmbeddedConnectionTests {
+    @Test func aPeersCloseNotifyIsAnsweredWithOursThenTheConnectionLingersUntilThePeerCloses() throws {
+        try withTemporaryDirectory { directory in
+            let embedded = try EmbeddedConnection(fixture: try TLSFixture(directory: directory))
+            try embedded.handshake()
+            try embedded.hello()
+            #expect(embedded.connection.phase == .open)
+            embedded.client.shutdown()
+            embedded.exchange()
+            #expect(embedded.connection.phase == .lingering)
+            #expect(embedded.peer.socketShutWrite)
+            _ = try embedded.received()
+            #expect(embedded.client.peerClosed, "the server's close_notify")
+            #expect(!embedded.peer.isClosed)
+            embedded.peer.end()
+            embedded.loop.run()
+            #expect(embedded.connection.phase == .closed)
+            #expect(embedded.peer.isClosed)
+        }
+    }
+
+    @Test func theFrameDeadlineRestartsWithEachWholeFrameAndClosesAPeerStuckMidFrame() throws {
+        try withTemporaryDirectory { directory in
+            var limits = ServerLimits()
+            limits.frameTimeout = 10
+            let embedded = try EmbeddedConnection(fixture: try TLSFixture(directory: directory), limits: limits)
+            try embedded.handshake()
+            try embedded.hello()
+            let ping = Message.ping(nonce: 7).frame(requestID: 2)
+            try embedded.send(Array(ping.prefix(3)))
+            embedded.loop.advanceTime(by: .seconds(8))
+            #expect(embedded.connection.phase == .open)
+            // The frame ends and the next begins: the clock restarts, so 8 s more is still within it.
+            try embedded.send(Array(ping.dropFirst(3)) + Array(ping.prefix(3)))
+            #expect(try embedded.received() == [.pong(nonce: 7)])
+            embedded.loop.advanceTime(by: .seconds(8))
+            #expect(embedded.connection.phase == .open)
+            embedded.loop.advanceTime(by: .seconds(3))
+            embedded.exchange()
+            guard case .error(let code, _) = try #require(try embedded.received().first) else {
+                Issue.record("no error frame")
+                return
+            }
+            #expect(code == .frameTimeout)
+            #expect(embedded.connection.phase == .lingering)
+        }
+    }
+
+    @Test func aConnectionOverTheLimitIsToldSoAfterTLSAndGetsNoSession() throws {
+        try withTemporaryDirectory { directory in
+            var limits = ServerLimits()
+            limits.maxConnections = 1
+            let embedded = try EmbeddedConnection(
+                fixture: try TLSFixture(directory: directory), limits: limits, rejected: true)
+            try embedded.handshake()
+            let messages = try embedded.received()
+            #expect(messages == [.goingAway(
+                code: .tooManyConnections, message: "the server is at its limit of 1 connections; try again later")])
+            #expect(embedded.connection.phase == .lingering)
+            #expect(embedded.connection.role == nil)
+            // A request sent anyway is not answered.
+            try embedded.send(Message.ping(nonce: 1).frame(requestID: 2))
+            #expect(try embedded.received().isEmpty)
+        }
+    }
+
+    @Test func aPeerThatStopsReadingIsDroppedAsASlowConsumerAfterTheRecordsAlreadySealed() throws {
+        try withTemporaryDirectory { directory in
+            var limits = ServerLimits()
+            limits.maxOutboundBytes = 16 * 1024
+            let memos = (0..<200).map { index in
+                Memo(id: UUID(), content: String(repeating: "m", count: 1000), insertMicros: 1, updateMicros: 1,
+                     revision: UInt64(index + 1))
+            }
+            let embedded = try EmbeddedConnection(
+                fixture: try TLSFixture(directory: directory), limits: limits, store: MemoryStore(memos: memos))
+            try embedded.handshake()
+            try embedded.hello()
+            // The peer's window closes: the list's first 64 KiB are sealed and wait for the socket.
+            embedded.peer.sendWindow = 0
+            try embedded.send(Message.list.frame(requestID: 2))
+            #expect(embedded.connection.phase == .open)
+            try embedded.send(Message.ping(nonce: 1).frame(requestID: 3))
+            #expect(embedded.connection.phase == .closing)
+            // The window opens: the sealed records, then going-away 301; the rest of the list and the pong are gone.
+            embedded.peer.sendWindow = Int.max
+            embedded.exchange()
+            let messages = try embedded.received()
+            #expect(messages.last == .goingAway(
+                code: .slowConsumer,
+                message: "more than 16384 bytes waiting for this client; "
+                    + "reconnect and resume from your last revision"))
+            #expect(!messages.contains(.pong(nonce: 1)))
+            #expect(embedded.connection.phase == .lingering)
+        }
+    }
+}
