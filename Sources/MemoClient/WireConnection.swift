@@ -253,6 +253,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         registration = nil
         socket?.close()
         socket = nil
+        // The session's keys go with the connection, not when the last reference to this object does.
+        engine.discard()
     }
 }
 
