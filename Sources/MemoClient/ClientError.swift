@@ -19,6 +19,8 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     case server(code: ErrorCode, message: String)
     /// The client was closed.
     case closed
+    /// The request needs protocol version `needs`; the server agreed only `speaks` (an older memo-server).
+    case serverTooOld(server: String, speaks: UInt16, needs: UInt16)
 
     public var description: String {
         switch self {
@@ -31,6 +33,9 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
         case .server(.certificateRevoked, let message): return "certificate revoked: \(message)"
         case .server(let code, let message): return "server error \(code): \(message)"
         case .closed: return "the client is closed"
+        case .serverTooOld(let server, let speaks, let needs):
+            return "the server at \(server) speaks protocol version \(speaks), and this request needs version "
+                + "\(needs) (a newer memo-server)"
         }
     }
 }

@@ -3,6 +3,7 @@ import MemoClient
 import MemoCore
 import MemoNet
 import MemoTestSupport
+import MemoWire
 import Testing
 
 /// The environment of a test's child process: the runner's, less every MEMO_ variable and the config folders.
@@ -58,7 +59,7 @@ struct ClientOptionsTests {
             let lines = version.out.split(separator: "\n")
             #expect(lines.count == 4, "\(version.out)")
             #expect(lines.first?.hasPrefix("\(tool) ") == true)
-            #expect(lines.dropFirst().first == "protocol 1")
+            #expect(lines.dropFirst().first == "protocol \(WireProtocol.version)")
             #expect(lines.contains { $0.hasPrefix("OpenSSL 3") })
             #expect(lines.contains { $0.hasPrefix("SQLite 3") })
         }

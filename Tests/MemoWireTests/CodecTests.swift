@@ -52,6 +52,11 @@ let sampleMessages: [Message] = {
         // Last, so that the fuzz corpus's older seeds keep their names.
         .create(id: id, insertMicros: 77, updateMicros: 78, content: "with both dates"),
         .create(id: nil, insertMicros: nil, updateMicros: -1, content: "with an update date only"),
+        // Version 2.
+        .listPage(limit: 100, after: nil),
+        .listPage(limit: 0, after: ListCursor(insertMicros: -1, id: id)),
+        .page(revision: 42, last: true, more: true, memos: [memo, other]),
+        .page(revision: 0, last: false, more: false, memos: []),
     ]
 }()
 
