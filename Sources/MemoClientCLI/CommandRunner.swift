@@ -20,7 +20,9 @@ public struct InputError: Error, Sendable, CustomStringConvertible {
 
 /// One `memo-client` command, parsed.
 public enum ClientCommand: Sendable, Hashable {
-    case list(filter: String?, limit: Int?)
+    /// `limit` or `after` make it paged: served by the server a page at a time (`list-page`), the next page's
+    /// cursor printed after it.
+    case list(filter: String?, limit: Int?, after: ListCursor? = nil)
     case show(id: String)
     /// `allowEmpty`: empty content is refused unless this is set (the front end refuses empty memos too).
     /// `id`: create with this id, idempotently (the same id and content again change nothing; other content is a
@@ -141,14 +143,8 @@ public struct CommandRunner: Sendable {
         // connect must not leave a write a few milliseconds, which would make its outcome unknown for nothing).
         let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
         switch command {
-        case .list(let filter, let limit):
-            var memos = try await client.list().memos
-            if let filter, !filter.isEmpty {
-                let needle = filter.lowercased()
-                memos = memos.filter { $0.content.lowercased().contains(needle) }
-            }
-            if let limit { memos = Array(memos.prefix(limit)) }
-            printList(memos)
+        case .list(let filter, let limit, let after):
+            try await list(filter: filter, limit: limit, after: after, client)
         case .show(let idText):
             let (id, found) = try await resolve(idText, client)
             let memo: Memo
@@ -206,7 +202,7 @@ public struct CommandRunner: Sendable {
         }
     }
 
-    private func printList(_ memos: [Memo]) {
+    func printList(_ memos: [Memo]) {
         if memos.isEmpty, style.human, !style.json {
             out.line("(no memos)")
             return

@@ -5,7 +5,7 @@ public enum HelpTopics {
     /// Options that take a value: their value is not the command when looking for the command in `argv`.
     static let valueOptions: Set<String> = [
         "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--keepalive", "--filter", "--limit",
-        "--locale", "--if-revision", "--id", "--since", "--max-errors",
+        "--locale", "--if-revision", "--id", "--since", "--max-errors", "--after", "-o", "--output",
     ]
 
     /// The other names a command answers to.
@@ -49,21 +49,29 @@ public enum HelpTopics {
           --keepalive SECONDS   ping a connection silent this long; no answer within as long again is a lost
                                 connection, made again (on the next --server address) (env MEMO_KEEPALIVE,
                                 default 3; 0: off)
-          --json                JSON lines instead of tab-separated text
+          --json                JSON lines instead of tab-separated text (the same as -o json)
+          -o, --output FORMAT   json, tsv (tab-separated, even on a terminal), ids (one id per line) or wide
+                                (id, revision, insertDate, updateDate, size, first line); ids and wide are for
+                                list, show, add, edit and rm
 
         """
 
     static let commands: [String: String] = [
         "list": """
-            usage: memo-client list [--filter TEXT] [--limit N] [--json]   (also: ls)
+            usage: memo-client list [--filter TEXT] [--limit N] [--after CURSOR] [--json | -o FORMAT]   (also: ls)
 
             Memos, newest first: id<TAB>revision<TAB>insertDate<TAB>first line (a table on a terminal).
-              --filter TEXT   only memos whose content contains TEXT (case-insensitive)
-              --limit N       at most N memos
+              --filter TEXT    only memos whose content contains TEXT (case-insensitive)
+              --limit N        at most N memos (1 or more), read from the server a page at a time
+              --after CURSOR   the memos listed after CURSOR, which a paged list printed
+            With --limit or --after the list is paged by the server (protocol version 2) and the next page's
+            cursor follows it: with --json a last line {"next":"CURSOR"} ({"next":null} at the end of the
+            list); otherwise next<TAB>CURSOR on stderr, nothing at the end. CURSOR names a place in the list
+            (an insert date and an id), not a memo: it stays valid when that memo is deleted.
 
             """,
         "show": """
-            usage: memo-client show ID [--json]   (also: get)
+            usage: memo-client show ID [--json | -o FORMAT]   (also: get)
 
             One memo, all of its content as stored. ID may be any unique prefix of the id. Piped (stdout not a
             terminal) it prints the content's bytes and exactly one newline, so that show ID | edit ID - (which
@@ -209,6 +217,7 @@ let helpText: String = {
 
         Commands:
           list [--filter TEXT] [--limit N]  memos, newest first (--filter: case-insensitive text in the content)
+               [--after CURSOR]             (--limit, --after: paged by the server; the next cursor follows)
           show ID                           one memo, all of its content
           add TEXT...                       a new memo (the words joined by spaces); add - reads stdin
                                             [--id UUID: idempotent, with that id]
@@ -258,6 +267,10 @@ let helpText: String = {
                                 (ISO 8601, UTC, microseconds), revision; watch --json prints
                                 {"type":"existing"|"created"|"updated"|"deleted","revision":N,"memo":{...}}
                                 or {"event":"resync","revision":N}
+          -o, --output FORMAT   json (as --json), tsv (the tab-separated lines below, even on a terminal;
+                                show: the memo's list line), ids (one id per line) or wide (id, revision,
+                                insertDate, updateDate, size in bytes, first line; tab-separated); ids and
+                                wide: list, show, add, edit and rm only
           --version             the version, the protocol version, and the OpenSSL and SQLite versions
           -h, --help            this help (after a command: that command's help)
 

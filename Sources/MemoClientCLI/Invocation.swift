@@ -1,6 +1,7 @@
 import Foundation
 import MemoCLI
 import MemoClient
+import MemoCore
 import MemoNet
 
 // memo-client's command line, read into an `Invocation` without running anything, so that tests can check it.
@@ -11,8 +12,10 @@ public enum Invocation: Sendable {
     case version
     case completion(shell: String)
     case completionIDs(server: String)
-    /// `quiet`: print nothing on success (add, edit, rm, import).
-    case run(ClientConfiguration, ClientCommand?, json: Bool, locale: String?, quiet: Bool = false)
+    /// `quiet`: print nothing on success (add, edit, rm, import). `output`: `-o`'s form (`--json` is `-o json`).
+    case run(
+        ClientConfiguration, ClientCommand?, json: Bool, locale: String?, quiet: Bool = false,
+        output: OutputFormat? = nil)
 }
 
 /// An argument that is not valid UTF-8, refused as standard input's bytes are (exit 1).
@@ -117,13 +120,16 @@ extension Invocation {
         var arguments = Arguments(argv)
         if arguments.flag("--help", "-h") { return .help(command: HelpTopics.command(in: argv)) }
         if arguments.flag("--version") { return .version }
-        let json = arguments.flag("--json")
+        var json = arguments.flag("--json")
+        let output = try outputFormat(&arguments, json: json)
+        if output == .json { json = true }
         let allowEmpty = arguments.flag("--allow-empty")
         let quiet = arguments.flag("--quiet", "-q")
         let dryRun = arguments.flag("--dry-run")
         let configuration = try connectionOptions(&arguments, environment: environment)
         let filter = try arguments.option("--filter")
-        let limit = try arguments.integer("--limit", in: 0...Int.max)
+        let limit = try arguments.integer("--limit", in: 1...Int(UInt32.max))
+        let after = try cursor(&arguments)
         let locale = try arguments.option("--locale")
         if let locale, locale.isEmpty || locale.contains(where: { $0.isWhitespace }) {
             throw UsageError("--locale takes a locale identifier such as ko_KR, not '\(locale)'")
@@ -167,7 +173,7 @@ extension Invocation {
         let command: ClientCommand
         switch name {
         case "list", "ls":
-            command = .list(filter: filter, limit: limit)
+            command = .list(filter: filter, limit: limit, after: after)
         case "show", "get":
             command = .show(id: try arguments.required("an ID"))
         case "add", "new":
@@ -210,6 +216,11 @@ extension Invocation {
         if case .list = command {} else {
             try only("--filter", filter != nil, for: "list")
             try only("--limit", limit != nil, for: "list")
+            try only("--after", after != nil, for: "list")
+        }
+        if let output, !output.applies(to: command) {
+            if output == .tsv { throw UsageError("export prints JSON lines only: -o tsv does not apply to it") }
+            throw UsageError("-o \(output.rawValue) is only for \(OutputFormat.memoCommands)")
         }
         switch command {
         case .edit, .remove: break
@@ -234,6 +245,27 @@ extension Invocation {
         }
         try only("--locale", locale != nil, for: "the terminal front end (no command)")
         try arguments.finish()
-        return .run(configuration, command, json: json, locale: locale, quiet: quiet)
+        return .run(configuration, command, json: json, locale: locale, quiet: quiet, output: output)
+    }
+}
+
+extension Invocation {
+    /// `-o`/`--output FORMAT`, given once, agreeing with `--json` when both are given.
+    static func outputFormat(_ arguments: inout Arguments, json: Bool) throws(UsageError) -> OutputFormat? {
+        let given = try arguments.options("-o") + arguments.options("--output")
+        guard given.count <= 1 else { throw UsageError("-o (--output) is given \(given.count) times") }
+        guard let text = given.first else { return nil }
+        let format = try OutputFormat.parse(text)
+        if json, format != OutputFormat.json { throw UsageError("--json and -o \(text) ask for different output") }
+        return format
+    }
+
+    /// `--after CURSOR`: a cursor `list` printed.
+    static func cursor(_ arguments: inout Arguments) throws(UsageError) -> ListCursor? {
+        guard let text = try arguments.option("--after") else { return nil }
+        guard let cursor = ListCursor(token: text) else {
+            throw UsageError("--after takes the cursor a paged list printed (48 hex digits), not '\(text)'")
+        }
+        return cursor
     }
 }

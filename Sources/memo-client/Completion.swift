@@ -7,7 +7,8 @@ import MemoCore
 enum Completion {
     static let commands = "list ls show get add new edit rm delete watch status export import whoami completion help"
     static let options = "--server --certs --ca --cacert --cert --key --timeout --keepalive --json --filter --limit "
-        + "--if-revision --allow-empty --locale --version --help --id --quiet --since --max-errors --dry-run"
+        + "--if-revision --allow-empty --locale --version --help --id --quiet --since --max-errors --dry-run "
+        + "--after -o --output"
 
     /// The ids in the mirror cache of `server`, newest first; none when there is no cache or it is damaged.
     static func cachedIDs(server: String) -> [String] {
@@ -35,7 +36,8 @@ enum Completion {
                 case "${COMP_WORDS[i]}" in
                     --) break ;;
                     --server) server=(--server "${COMP_WORDS[i+1]}"); ((i++)) ;;
-                    --certs|--ca|--cacert|--cert|--key|--timeout|--keepalive|--filter|--limit|--if-revision|--locale)
+                    --certs|--ca|--cacert|--cert|--key|--timeout|--keepalive|--filter|--limit|--if-revision|--locale\
+                    |--after|-o|--output)
                         ((i++)) ;;
                     -*) ;;
                     *) command="${COMP_WORDS[i]}"; at=$i; break ;;
@@ -44,7 +46,8 @@ enum Completion {
             case "$prev" in
                 --certs) COMPREPLY=($(compgen -d -- "$cur")); return ;;
                 --ca|--cacert|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale) COMPREPLY=(); return ;;
+                -o|--output) COMPREPLY=($(compgen -W "json tsv ids wide" -- "$cur")); return ;;
+                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale|--after) COMPREPLY=(); return ;;
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))

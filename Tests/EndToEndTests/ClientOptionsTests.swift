@@ -46,12 +46,12 @@ struct ClientOptionsTests {
     }
 
     @Test func unknownOptionsVersionsAndEachCommandsHelp() throws {
-        let unknown = try runTool("memo-client", ["-o", "json", "list"], environment: cleanEnvironment())
+        let unknown = try runTool("memo-client", ["-x", "json", "list"], environment: cleanEnvironment())
         #expect(unknown.status == 2)
-        #expect(unknown.err.hasPrefix("memo-client: unknown option -o\n"))
-        let late = try runTool("memo-client", ["list", "--output", "json"], environment: cleanEnvironment())
+        #expect(unknown.err.hasPrefix("memo-client: unknown option -x\n"))
+        let late = try runTool("memo-client", ["list", "--shape", "json"], environment: cleanEnvironment())
         #expect(late.status == 2)
-        #expect(late.err.hasPrefix("memo-client: unknown option --output\n"))
+        #expect(late.err.hasPrefix("memo-client: unknown option --shape\n"))
 
         for tool in ["memo-client", "memo-server"] {
             let version = try runTool(tool, ["--version"], environment: cleanEnvironment())
