@@ -82,6 +82,16 @@ struct ListPageProtocolTests {
         #expect(rest == Array(list.dropFirst(5)))
     }
 
+    @Test func aPageFromAClientOnAVersion2ConnectionIs203AndTheConnectionStaysOpen() throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let client = try server.connect(hello: false)
+        _ = try client.request(.hello(minVersion: 1, maxVersion: 2, client: "v2"))
+        let reply = try client.request(.page(revision: 0, last: true, more: false, memos: []))
+        #expect(isError(reply, .invalidRequest), "\(reply)")
+        #expect(try client.request(.ping(nonce: 1)) == .pong(nonce: 1))
+    }
+
     @Test func listPageOnAVersion1ConnectionIsAnUnknownTypeAndCloses() throws {
         let server = try TestServer()
         defer { server.stop() }
