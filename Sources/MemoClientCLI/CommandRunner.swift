@@ -41,6 +41,8 @@ public enum ClientCommand: Sendable, Hashable {
     case whoami
     /// How each server of `--server` is doing.
     case status
+    /// `config contexts`: the contexts of the config file, the one in effect marked (read locally, no connection).
+    case contexts(ContextsListing)
 
     /// How many bad lines an import reports before it stops, unless `--max-errors` says otherwise.
     public static let defaultMaxErrors = 100
@@ -88,7 +90,8 @@ public struct CommandRunner: Sendable {
     /// Runs `command`; errors are printed as one line on stderr.
     public func run(_ command: ClientCommand) async -> ExitCode {
         // The expiry warning, at most once a day, before the command's own output (whoami always gives it).
-        if command != .whoami, warnsOfExpiry, let certificate = try? ClientCertificate(configuration: configuration),
+        if command != .whoami, !command.isContexts, warnsOfExpiry,
+            let certificate = try? ClientCertificate(configuration: configuration),
             let warning = certificate.dailyWarning(now: UTCTime.now(), path: warningsPath)
         {
             err.line("memo-client: " + warning)
@@ -132,6 +135,9 @@ public struct CommandRunner: Sendable {
         case .whoami:
             whoami(try ClientCertificate(configuration: configuration))
             return .ok
+        case .contexts(let listing):
+            printContexts(listing)
+            return .ok
         case .importMemos(let path, let maxErrors, dryRun: true):
             // Nothing is sent: no connection either.
             return try await importMemos(path, maxErrors: maxErrors, nil)
@@ -174,7 +180,7 @@ public struct CommandRunner: Sendable {
             for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
         case .importMemos(let path, let maxErrors, _):
             return try await importMemos(path, maxErrors: maxErrors, client)
-        case .whoami:
+        case .whoami, .contexts:
             break  // answered before connecting
         case .status:
             break  // answered above

@@ -6,6 +6,7 @@ public enum HelpTopics {
     static let valueOptions: Set<String> = [
         "--server", "--certs", "--ca", "--cacert", "--cert", "--key", "--timeout", "--keepalive", "--filter", "--limit",
         "--locale", "--if-revision", "--id", "--since", "--max-errors", "--after", "-o", "--output",
+        "--context",
     ]
 
     /// The other names a command answers to.
@@ -36,6 +37,9 @@ public enum HelpTopics {
 
     static let connectionHelp = """
         Connection options (every command):
+          --context NAME        the server and certificate files of context NAME in ~/.config/memo/config
+                                (env MEMO_CONTEXT; default: the file's current line); the options and
+                                variables below win over it (see memo-client config --help)
           --server HOST[:PORT]  the server; the port defaults to 7420; IPv6 as [::1] or [::1]:7420
                                 (env MEMO_SERVER, default 127.0.0.1:7420)
           --certs DIR           folder with ca.crt, client.crt and client.key (env MEMO_CERTS; default ./certs
@@ -57,6 +61,26 @@ public enum HelpTopics {
         """
 
     static let commands: [String: String] = [
+        "config": """
+            usage: memo-client config contexts [--json | -o tsv]
+
+            The contexts of $XDG_CONFIG_HOME/memo/config (~/.config/memo/config), in the file's order:
+            CURRENT<TAB>NAME<TAB>SERVER, CURRENT being * for the context in effect (--context, MEMO_CONTEXT or
+            the file's current line) and empty for the others, SERVER - when the context names none; aligned
+            on a terminal. With --json one object per context: name, current, server, ca, cert, key.
+            The file is KEY VALUE lines (# starts a comment; indentation is free):
+              current work                      the context used when none is named
+              context work                      starts context work; the lines below belong to it
+                server a.example,b.example      its --server
+                ca ca.crt                       its --ca, --cert and --key: a relative path is relative
+                cert client.crt                 to the config file's folder, ~/ is the home folder
+                key client.key
+            A value given on the command line or in the environment wins over the context's: --server and
+            MEMO_SERVER over server; --ca, --cert, --key and MEMO_CA, MEMO_CERT, MEMO_KEY over each file, and
+            --certs or MEMO_CERTS over all three. A file that breaks these rules is an error naming its line
+            (exit 2); so is a context the file does not define (the message lists those it does).
+
+            """,
         "list": """
             usage: memo-client list [--filter TEXT] [--limit N] [--after CURSOR] [--json | -o FORMAT]   (also: ls)
 
@@ -234,6 +258,7 @@ let helpText: String = {
           status                            how each server is doing: one row per --server address; exit 8
                                             when one is not ready (status --help: the columns and --json)
           completion bash|zsh               a shell completion script (commands, options, cached memo ids)
+          config contexts                   the contexts of ~/.config/memo/config, the one in effect marked
           help [COMMAND]                    this help, or one command's (also: COMMAND --help)
 
         An ID may be abbreviated to any unique prefix of it. Text read from stdin loses one final newline, and
@@ -242,6 +267,10 @@ let helpText: String = {
         starts with a dash (memo-client add -- -5 degrees).
 
         Options:
+          --context NAME        use context NAME of $XDG_CONFIG_HOME/memo/config (~/.config/memo/config): its
+                                server and ca, cert and key files (env MEMO_CONTEXT; default: the file's
+                                current line); --server, --certs, --ca, --cert, --key and their variables
+                                win over the context's values (config --help: the file's format)
           --server HOST[:PORT]  the server; the port defaults to 7420; IPv6 as [::1] or [::1]:7420
                                 (env MEMO_SERVER, default 127.0.0.1:7420); several, separated by commas
                                 (servers over one PostgreSQL), are tried in turn when one is lost

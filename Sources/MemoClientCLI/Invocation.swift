@@ -48,11 +48,17 @@ extension Invocation {
         environment[name].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// Where and how to connect: flags first, then the environment, then the defaults.
+    /// Where and how to connect: flags first, then the environment, then the context (`context`, see
+    /// `ContextsFile`), then the defaults. `--certs` and `MEMO_CERTS` name the three files, so they too come before
+    /// the context's.
     static func connectionOptions(
-        _ arguments: inout Arguments, environment: [String: String]
+        _ arguments: inout Arguments, environment: [String: String], context: ContextsFile.Context? = nil,
+        contextsPath: String = ""
     ) throws(UsageError) -> ClientConfiguration {
-        let serverText = try arguments.option("--server") ?? setting("MEMO_SERVER", environment) ?? "127.0.0.1"
+        let serverOption = try arguments.option("--server")
+        let serverText = serverOption ?? setting("MEMO_SERVER", environment) ?? context?.server ?? "127.0.0.1"
+        let serverSource = serverOption == nil && setting("MEMO_SERVER", environment) == nil && context?.server != nil
+            ? "server of context '\(context?.name ?? "")' (\(contextsPath) line \(context?.line ?? 0))" : "--server"
         // Several addresses, separated by commas, are servers over one PostgreSQL: each is checked on its own.
         let servers: [HostPort]
         do {
@@ -60,19 +66,22 @@ extension Invocation {
                 try HostPort(parsing: String(address), defaultPort: ClientConfiguration.defaultPort)
             }
         } catch {
-            throw UsageError("--server: \(error)")
+            throw UsageError("\(serverSource): \(error)")
         }
+        let certsOption = try arguments.option("--certs")
+        // A folder named by the user names all three files: the context's give way to it.
+        let fileContext = certsOption == nil && setting("MEMO_CERTS", environment) == nil ? context : nil
         let folder = ClientConfiguration.certificatesDirectory(
-            option: try arguments.option("--certs"), environment: environment,
+            option: certsOption, environment: environment,
             isDirectory: { path in
                 var directory: ObjCBool = false
                 return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
             })
         let caOptions = try arguments.options("--ca") + arguments.options("--cacert")
         guard caOptions.count <= 1 else { throw UsageError("--ca (or --cacert) is given \(caOptions.count) times") }
-        let ca = caOptions.first ?? setting("MEMO_CA", environment)
-        let cert = try arguments.option("--cert") ?? setting("MEMO_CERT", environment)
-        let key = try arguments.option("--key") ?? setting("MEMO_KEY", environment)
+        let ca = caOptions.first ?? setting("MEMO_CA", environment) ?? fileContext?.ca
+        let cert = try arguments.option("--cert") ?? setting("MEMO_CERT", environment) ?? fileContext?.cert
+        let key = try arguments.option("--key") ?? setting("MEMO_KEY", environment) ?? fileContext?.key
         var timeout = try arguments.seconds("--timeout")
         if timeout == nil, let text = setting("MEMO_TIMEOUT", environment) {
             guard let value = Double(text), value > 0, value.isFinite else {
@@ -102,6 +111,10 @@ extension Invocation {
         if let cert { configuration.certificatePath = cert }
         if let key { configuration.keyPath = key }
         if ca != nil, cert != nil, key != nil { configuration.certificatesOrigin = nil }
+        if let fileContext, fileContext.ca != nil || fileContext.cert != nil || fileContext.key != nil {
+            configuration.certificatesOrigin = "context '\(fileContext.name)' of \(contextsPath)"
+                + (ca != nil && cert != nil && key != nil ? "" : ", the rest from " + folder.origin)
+        }
         if let records = setting("MEMO_TLS_RECORDS", environment) {
             guard configuration.useTLSRecords(named: records) else {
                 throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
@@ -126,7 +139,9 @@ extension Invocation {
         let allowEmpty = arguments.flag("--allow-empty")
         let quiet = arguments.flag("--quiet", "-q")
         let dryRun = arguments.flag("--dry-run")
-        let configuration = try connectionOptions(&arguments, environment: environment)
+        let contexts = try contexts(&arguments, environment: environment)
+        let configuration = try connectionOptions(
+            &arguments, environment: environment, context: contexts.selected, contextsPath: contexts.listing.path)
         let filter = try arguments.option("--filter")
         let limit = try arguments.integer("--limit", in: 1...Int(UInt32.max))
         let after = try cursor(&arguments)
@@ -195,6 +210,10 @@ extension Invocation {
                 maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
         case "whoami":
             command = .whoami
+        case "config":
+            let topic = try arguments.required("what to show: contexts")
+            guard topic == "contexts" else { throw UsageError("config takes contexts, not '\(topic)'") }
+            command = .contexts(contexts.listing)
         case "completion":
             let shell = try arguments.required("a shell: bash or zsh")
             if shell == "ids" {
@@ -267,5 +286,18 @@ extension Invocation {
             throw UsageError("--after takes the cursor a paged list printed (48 hex digits), not '\(text)'")
         }
         return cursor
+    }
+}
+
+extension Invocation {
+    /// `--context NAME` (or `MEMO_CONTEXT`, or the file's `current`) and the config file it is read from.
+    static func contexts(
+        _ arguments: inout Arguments, environment: [String: String]
+    ) throws(UsageError) -> (selected: ContextsFile.Context?, listing: ContextsListing) {
+        let option = try arguments.option("--context")
+        let path = ContextsFile.defaultPath(environment: environment)
+        let file = try ContextsFile.load(path: path, home: environment["HOME"].flatMap { $0.isEmpty ? nil : $0 })
+        let selected = try ContextsFile.selected(option: option, environment: environment, file: file, path: path)
+        return (selected, ContextsListing(file: file, path: path, selected: selected?.name))
     }
 }

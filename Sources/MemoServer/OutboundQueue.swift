@@ -16,8 +16,8 @@ final class SharedFrame: Sendable {
     }
 }
 
-/// Produces `snapshot`, `memos` or `page` chunks one at a time, so that a large list is encoded only as fast as the peer
-/// reads it and never sits whole in a connection's buffer.
+/// Produces `snapshot`, `memos` or `page` chunks one at a time, so that a large list is encoded only as fast as the
+/// peer reads it and never sits whole in a connection's buffer.
 struct ChunkStream {
     let requestID: UInt32
     let revision: UInt64

@@ -5,10 +5,11 @@ import MemoCore
 /// `memo-client completion bash|zsh`: a script that completes commands, options and memo ids. The ids come from
 /// the mirror cache the terminal front end keeps (`memo-client completion ids`), so completing never connects.
 enum Completion {
-    static let commands = "list ls show get add new edit rm delete watch status export import whoami completion help"
+    static let commands = "list ls show get add new edit rm delete watch status export import whoami config "
+        + "completion help"
     static let options = "--server --certs --ca --cacert --cert --key --timeout --keepalive --json --filter --limit "
         + "--if-revision --allow-empty --locale --version --help --id --quiet --since --max-errors --dry-run "
-        + "--after -o --output"
+        + "--after -o --output --context"
 
     /// The ids in the mirror cache of `server`, newest first; none when there is no cache or it is damaged.
     static func cachedIDs(server: String) -> [String] {
@@ -37,7 +38,7 @@ enum Completion {
                     --) break ;;
                     --server) server=(--server "${COMP_WORDS[i+1]}"); ((i++)) ;;
                     --certs|--ca|--cacert|--cert|--key|--timeout|--keepalive|--filter|--limit|--if-revision|--locale\
-                    |--after|-o|--output)
+                    |--after|-o|--output|--context)
                         ((i++)) ;;
                     -*) ;;
                     *) command="${COMP_WORDS[i]}"; at=$i; break ;;
@@ -47,7 +48,8 @@ enum Completion {
                 --certs) COMPREPLY=($(compgen -d -- "$cur")); return ;;
                 --ca|--cacert|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -o|--output) COMPREPLY=($(compgen -W "json tsv ids wide" -- "$cur")); return ;;
-                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale|--after) COMPREPLY=(); return ;;
+                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale|--after|--context)
+                    COMPREPLY=(); return ;;
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
@@ -60,6 +62,7 @@ enum Completion {
                             -- "$cur")) ;;
                     import) COMPREPLY=($(compgen -f -- "$cur")) ;;
                     completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")) ;;
+                    config) COMPREPLY=($(compgen -W "contexts" -- "$cur")) ;;
                     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
                     *) COMPREPLY=() ;;
                 esac
