@@ -21,13 +21,16 @@ private struct PagingServer {
             arguments: ["--store", store, "--certs", certificates.path, "--listen", "127.0.0.1:0"], directory: data)
     }
 
-    func client(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        try runClient(arguments, server: process.address, certs: certificates.path)
+    /// Runs memo-client off Swift's cooperative pool (which has one thread per core), so that the other suites'
+    /// async tests keep their threads while this one waits for its processes.
+    func client(_ arguments: [String]) async throws -> (status: Int32, out: String, err: String) {
+        let (address, certs) = (process.address, certificates.path)
+        return try await offThePool { try runClient(arguments, server: address, certs: certs) }
     }
 
     /// Imports `count` memos whose insert dates repeat in threes (so that ids order the equal ones), through the
     /// client's import.
-    func fill(_ count: Int) throws {
+    func fill(_ count: Int) async throws {
         var lines = ""
         for index in 0..<count {
             let micros = 1_700_000_000_000_000 + Int64(index / 3) * 1_000_000
@@ -37,7 +40,7 @@ private struct PagingServer {
         }
         let file = data.path + "/memos-\(count).jsonl"
         try lines.write(toFile: file, atomically: true, encoding: .utf8)
-        let imported = try client(["import", file])
+        let imported = try await client(["import", file])
         #expect(imported.status == 0, "\(imported.err)")
     }
 
@@ -64,11 +67,11 @@ private func page(_ out: String) throws -> (ids: [String], next: String?) {
 @Suite("memo-client list --limit and --after: pages served by the server", .serialized)
 struct ClientListPagingTests {
     @Test(arguments: [StoreKind.sqlite] + (postgresTestsEnabled ? [StoreKind.postgres] : []))
-    func pagingThrough1000MemosBy100GivesEachOnceInListOrder(kind: StoreKind) throws {
+    func pagingThrough1000MemosBy100GivesEachOnceInListOrder(kind: StoreKind) async throws {
         let server = try PagingServer(kind)
         defer { server.stop() }
-        try server.fill(1_000)
-        let whole = try server.client(["list", "--json"])
+        try await server.fill(1_000)
+        let whole = try await server.client(["list", "--json"])
         #expect(whole.status == 0)
         let expected = try whole.out.split(separator: "\n").map(memoID)
         #expect(expected.count == 1_000)
@@ -76,7 +79,8 @@ struct ClientListPagingTests {
         var cursor: String?
         var pages = 0
         repeat {
-            let result = try server.client(["list", "--limit", "100", "--json"] + (cursor.map { ["--after", $0] } ?? []))
+            let after = cursor.map { ["--after", $0] } ?? []
+            let result = try await server.client(["list", "--limit", "100", "--json"] + after)
             #expect(result.status == 0, "\(result.err)")
             #expect(result.err.isEmpty, "\(result.err)")
             let (ids, next) = try page(result.out)
@@ -91,47 +95,50 @@ struct ClientListPagingTests {
     }
 
     @Test(arguments: [StoreKind.sqlite] + (postgresTestsEnabled ? [StoreKind.postgres] : []))
-    func aCursorWhoseMemoWasDeletedMeanwhileStillPagesOnFromItsPlace(kind: StoreKind) throws {
+    func aCursorWhoseMemoWasDeletedMeanwhileStillPagesOnFromItsPlace(kind: StoreKind) async throws {
         let server = try PagingServer(kind)
         defer { server.stop() }
-        try server.fill(30)
-        let first = try server.client(["list", "--limit", "10"])
+        try await server.fill(30)
+        let first = try await server.client(["list", "--limit", "10"])
         #expect(first.status == 0)
         let rows = first.out.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }
         #expect(rows.count == 10)
         // Plain output: the memos on stdout, the cursor on stderr.
         let next = try #require(first.err.split(separator: "\n").first(where: { $0.hasPrefix("next\t") }))
         let cursor = String(next.dropFirst("next\t".count))
-        #expect(try server.client(["rm", rows[9]]).status == 0)
-        #expect(try server.client(["rm", rows[8]]).status == 0)
-        #expect(try server.client(["add", "newer than all"]).status == 0)
-        let all = try server.client(["list"]).out.split(separator: "\n").map { String($0.split(separator: "\t")[0]) }
+        #expect(try await server.client(["rm", rows[9]]).status == 0)
+        #expect(try await server.client(["rm", rows[8]]).status == 0)
+        #expect(try await server.client(["add", "newer than all"]).status == 0)
+        let all = try await server.client(["list"]).out.split(separator: "\n")
+            .map { String($0.split(separator: "\t")[0]) }
         #expect(all.count == 29)
-        let second = try server.client(["list", "--limit", "10", "--after", cursor, "-o", "ids"])
+        let second = try await server.client(["list", "--limit", "10", "--after", cursor, "-o", "ids"])
         #expect(second.status == 0, "\(second.err)")
         // The first ten were the newest ten; with the new one on top and two of them gone, the page after the cursor
         // starts at the eleventh of the original list: position 9 of the new one.
         #expect(second.out.split(separator: "\n").map(String.init) == Array(all[9..<19]))
         // The last page says nothing more on stderr, and JSON says null.
-        let rest = try server.client(["list", "--after", cursor, "--json"])
+        let rest = try await server.client(["list", "--after", cursor, "--json"])
         let (ids, end) = try page(rest.out)
         #expect(ids == Array(all[9...]))
         #expect(end == nil)
-        let tail = try server.client(["list", "--limit", "20", "--after", cursor])
+        let tail = try await server.client(["list", "--limit", "20", "--after", cursor])
         #expect(tail.status == 0)
         #expect(!tail.err.contains("next"), "\(tail.err)")
     }
 
-    @Test func aFilterReadsPagesUntilTheLimitIsMet() throws {
+    @Test func aFilterReadsPagesUntilTheLimitIsMet() async throws {
         let server = try PagingServer(.sqlite)
         defer { server.stop() }
-        try server.fill(1_200)
+        try await server.fill(1_200)
         // "memo 1…" matches 1, 10-19, 100-199 and 1000-1199: 311 memos, spread over the list.
-        let expected = try server.client(["list", "--filter", "memo 1", "-o", "ids"]).out.split(separator: "\n")
+        let expected = try await server.client(["list", "--filter", "memo 1", "-o", "ids"]).out
+            .split(separator: "\n")
         #expect(expected.count == 311)
-        let first = try server.client(["list", "--filter", "memo 1", "--limit", "250", "-o", "ids"])
+        let first = try await server.client(["list", "--filter", "memo 1", "--limit", "250", "-o", "ids"])
         let cursor = String(try #require(first.err.split(separator: "\n").first).dropFirst("next\t".count))
-        let second = try server.client(["list", "--filter", "memo 1", "--limit", "250", "--after", cursor, "-o", "ids"])
+        let second = try await server.client(
+            ["list", "--filter", "memo 1", "--limit", "250", "--after", cursor, "-o", "ids"])
         #expect(first.out.split(separator: "\n") + second.out.split(separator: "\n") == expected)
         #expect(second.err.isEmpty, "\(second.err)")
     }
