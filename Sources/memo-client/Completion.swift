@@ -37,9 +37,9 @@ enum Completion {
                 case "${COMP_WORDS[i]}" in
                     --) break ;;
                     --server) server=(--server "${COMP_WORDS[i+1]}"); ((i++)) ;;
-                    --certs|--ca|--cacert|--cert|--key|--timeout|--keepalive|--filter|--limit|--if-revision|--locale\
-                    |--after|-o|--output|--context)
+                    --certs|--ca|--cacert|--cert|--key|--timeout|--keepalive|--filter|--limit|--if-revision|--locale)
                         ((i++)) ;;
+                    --after|-o|--output|--context) ((i++)) ;;
                     -*) ;;
                     *) command="${COMP_WORDS[i]}"; at=$i; break ;;
                 esac
@@ -48,8 +48,10 @@ enum Completion {
                 --certs) COMPREPLY=($(compgen -d -- "$cur")); return ;;
                 --ca|--cacert|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -o|--output) COMPREPLY=($(compgen -W "json tsv ids wide" -- "$cur")); return ;;
-                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale|--after|--context)
-                    COMPREPLY=(); return ;;
+                --context)
+                    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" config contexts -o tsv 2>/dev/null | cut -f2)" \\
+                        -- "$cur")); return ;;
+                --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale|--after) COMPREPLY=(); return ;;
             esac
             if [[ "$cur" == -* ]]; then
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
