@@ -176,6 +176,7 @@ extension Invocation {
         }
         guard let name = arguments.positional() else {
             try only("--quiet", quiet, for: "add, edit, rm and import")
+            if let output { throw UsageError("-o \(output.rawValue) is for commands, not the terminal front end") }
             return .run(configuration, nil, json: json, locale: locale)
         }
         func rest(_ what: String) throws(UsageError) -> TextSource {

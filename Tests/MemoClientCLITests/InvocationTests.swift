@@ -114,6 +114,7 @@ struct InvocationTests {
         #expect(usageError("-o wide status") == "-o wide is only for list, show, add, edit and rm")
         #expect(usageError("-o tsv export") == "export prints JSON lines only: -o tsv does not apply to it")
         #expect(try command("-o tsv watch") == .watch)
+        #expect(usageError("-o ids") == "-o ids is for commands, not the terminal front end")
         #expect(try command("list --limit 5 --after " + String(repeating: "0", count: 48))
             == .list(filter: nil, limit: 5, after: ListCursor(token: String(repeating: "0", count: 48))))
     }
