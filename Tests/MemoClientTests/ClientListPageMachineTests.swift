@@ -48,7 +48,7 @@ struct ClientListPageMachineTests {
             Issue.record("\(completions)")
             return
         }
-        #expect(driver.closesConnection(actions) != true)
+        #expect(driver.closesConnection(actions) == nil)
         let (_, listed) = driver.submit(.list)
         #expect(driver.sent(listed).map(\.message) == [.list])
     }
