@@ -1,5 +1,4 @@
 import Foundation
-import MemoClient
 import MemoCore
 import MemoProbe
 import MemoServer
@@ -100,23 +99,5 @@ struct ListPageProtocolTests {
         let messages = try client.readUntilClosed()
         #expect(messages.contains { if case .error(.unknownMessageType, _) = $0 { true } else { false } },
                 "\(messages)")
-    }
-
-    @Test func theClientRefusesAPageBeforeSendingItToAVersion1ServerAndKeepsItsConnection() async throws {
-        var limits = ServerLimits()
-        limits.protocolVersion = 1
-        let server = try TestServer(limits: limits)
-        defer { server.stop() }
-        let client = try await MemoConnection.connect(server.clientConfiguration())
-        defer { client.close() }
-        await #expect {
-            _ = try await client.listPage(limit: 10, after: nil)
-        } throws: { error in
-            guard case ClientError.serverTooOld(_, let speaks, let needs) = error else { return false }
-            return speaks == 1 && needs == 2
-        }
-        // Nothing was sent: the connection is the same and still serves.
-        _ = try await client.create(content: "still here")
-        #expect(try await client.list().memos.count == 1)
     }
 }
