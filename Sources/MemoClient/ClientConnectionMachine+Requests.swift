@@ -42,7 +42,7 @@ extension ClientConnectionMachine {
         }
         if let version = welcome?.version, request.message.minimumVersion > version {
             // Sent, it would be a type the server does not know, which closes the connection.
-            finish(id, .failure(ClientError.serverTooOld(
+            finish(id, .failure(ServerTooOldError(
                 server: configuration.server, speaks: version, needs: request.message.minimumVersion)),
                 into: &actions)
             return

@@ -19,8 +19,6 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     case server(code: ErrorCode, message: String)
     /// The client was closed.
     case closed
-    /// The request needs protocol version `needs`; the server agreed only `speaks` (an older memo-server).
-    case serverTooOld(server: String, speaks: UInt16, needs: UInt16)
 
     public var description: String {
         switch self {
@@ -33,10 +31,23 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
         case .server(.certificateRevoked, let message): return "certificate revoked: \(message)"
         case .server(let code, let message): return "server error \(code): \(message)"
         case .closed: return "the client is closed"
-        case .serverTooOld(let server, let speaks, let needs):
-            return "the server at \(server) speaks protocol version \(speaks), and this request needs version "
-                + "\(needs) (a newer memo-server)"
         }
+    }
+}
+
+/// A request of a protocol version the server did not agree (an older memo-server): failed before it was sent, the
+/// connection kept. A type of its own rather than a `ClientError` case, which callers switch over exhaustively.
+public struct ServerTooOldError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The `--server` addresses.
+    public let server: String
+    /// The version the server agreed in its welcome.
+    public let speaks: UInt16
+    /// The version the request needs.
+    public let needs: UInt16
+
+    public var description: String {
+        "the server at \(server) speaks protocol version \(speaks), and this request needs version \(needs) (a newer "
+            + "memo-server)"
     }
 }
 

@@ -183,7 +183,7 @@ public final class MemoConnection: Sendable {
 
     /// At most `limit` memos (0: no limit) listed after `cursor` (from the newest when nil), newest first, and
     /// whether more follow: one page, served by the server from its ordered table.
-    /// - Throws: `ClientError.serverTooOld` (nothing sent) when the server speaks only protocol version 1.
+    /// - Throws: `ServerTooOldError` (nothing sent) when the server speaks only protocol version 1.
     public func listPage(limit: UInt32, after cursor: ListCursor?) async throws -> ListPage {
         let reply = try await send(.listPage(limit: limit, after: cursor))
         guard case .page(let page) = reply else {

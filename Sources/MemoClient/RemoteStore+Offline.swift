@@ -190,7 +190,7 @@ extension RemoteStore {
         guard let error = error as? ClientError else { return false }
         switch error {
         case .unreachable, .timedOut, .closed, .tlsRefused: return true
-        case .protocolError, .server, .serverTooOld: return false
+        case .protocolError, .server: return false
         }
     }
 }

@@ -24,11 +24,11 @@ extension CommandRunner {
             let page: ListPage
             do {
                 page = try await client.listPage(limit: UInt32(clamping: size), after: cursor)
-            } catch ClientError.serverTooOld(let server, let speaks, let needs) {
+            } catch let old as ServerTooOldError {
                 throw InputError(
-                    "the server at \(server) speaks protocol version \(speaks), which has no paged list: --limit and "
-                        + "--after need a memo-server of protocol version \(needs) or later (list without them reads "
-                        + "every memo)")
+                    "the server at \(old.server) speaks protocol version \(old.speaks), which has no paged list: "
+                        + "--limit and --after need a memo-server of protocol version \(old.needs) or later (list "
+                        + "without them reads every memo)")
             }
             for (index, memo) in page.memos.enumerated() where matches(memo) {
                 out.line(formatter.line(memo))

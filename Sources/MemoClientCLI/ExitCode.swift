@@ -70,7 +70,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
                 case .lagging: self = .unreachable
                 default: self = .failure
                 }
-            case .protocolError, .closed, .serverTooOld: self = .failure
+            case .protocolError, .closed: self = .failure
             }
         case is TLSError: self = .refused
         case let error as IDLookupError:

@@ -44,7 +44,9 @@ struct ClientListPageMachineTests {
         #expect(driver.sent(actions).isEmpty)
         let completions = driver.completions(actions)
         #expect(completions.map(\.id) == [id])
-        guard case .failure(ClientError.serverTooOld(_, 1, 2))? = completions.first?.result else {
+        guard case .failure(let error)? = completions.first?.result,
+            let old = error as? ServerTooOldError, (old.speaks, old.needs) == (1, 2)
+        else {
             Issue.record("\(completions)")
             return
         }

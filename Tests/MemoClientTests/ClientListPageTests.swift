@@ -17,8 +17,8 @@ struct ClientListPageTests {
         await #expect {
             _ = try await client.listPage(limit: 10, after: nil)
         } throws: { error in
-            guard case ClientError.serverTooOld(_, let speaks, let needs) = error else { return false }
-            return speaks == 1 && needs == 2
+            guard let old = error as? ServerTooOldError else { return false }
+            return old.speaks == 1 && old.needs == 2
         }
         // Nothing was sent: the connection is the same and still serves.
         _ = try await client.create(content: "still here")
