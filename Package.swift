@@ -65,13 +65,15 @@ let package = Package(
         .target(name: "MemoText"),
         .target(
             name: "MemoClient",
-            dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoTransport"]),
+            dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         // memo-client's command line and what it prints (parsing, JSON, tables, exit codes), tested without a process.
         .target(
             name: "MemoClientCLI",
-            dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient"]),
+            dependencies: [
+                "MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
+            ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoCore", "MemoText"]),
         .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels"]),
         .executableTarget(
             name: "memo-server",
@@ -81,8 +83,8 @@ let package = Package(
         .executableTarget(
             name: "memo-client",
             dependencies: [
-                "MemoCore", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels", "MemoCLI",
-                "MemoSQLite", "MemoTLS", "MemoNet",
+                "MemoSystem", "MemoCore", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels",
+                "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet",
             ]),
         .executableTarget(
             name: "memo-bench",
@@ -93,7 +95,7 @@ let package = Package(
             swiftSettings: hotPathSettings),
         .executableTarget(
             name: "memo-torture",
-            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI"]),
+            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite"]),
         // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
         // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
         .target(
@@ -115,21 +117,20 @@ let package = Package(
             name: "MemoServerTests",
             dependencies: [
                 "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet",
-                "MemoTransport",
                 "MemoTestSupport",
             ]
         ),
         .testTarget(
             name: "MemoClientTests",
             dependencies: [
-                "MemoClient", "MemoClientCLI", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoText", "MemoServer",
+                "MemoClient", "MemoClientCLI", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoServer",
                 "MemoTestSupport",
             ]
         ),
         .testTarget(
             name: "MemoClientCLITests",
             dependencies: [
-                "MemoClientCLI", "MemoClient", "MemoCLI", "MemoCore", "MemoText", "MemoTLS", "MemoTestSupport",
+                "MemoClientCLI", "MemoClient", "MemoCLI", "MemoCore", "MemoText", "MemoTLS", "MemoWire", "MemoTestSupport",
             ]
         ),
         .testTarget(

@@ -9,7 +9,7 @@
 # from the .deb run with `env -i` (no /opt/swift on PATH, no LD_LIBRARY_PATH) and, as root, with /opt/swift
 # hidden in a mount namespace: --version, certs init, a server on loopback port 0, memo-client add and list
 # against it, SIGTERM. SWIFT_BUILD_FLAGS goes to release.sh (e.g. --scratch-path to keep .build for debug). The man pages render with `man -l`, the
-# completions parse in bash and zsh, and `systemd-analyze verify` accepts the unit. Prints "check-release: PASS"
+# completions parse in bash, zsh and fish (each where installed), and `systemd-analyze verify` accepts the unit. Prints "check-release: PASS"
 # or fails with the step that did not work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,10 +92,16 @@ for page in memo-server memo-client; do
     grep -q "^NAME" <<< "$text" || fail "man $page has no NAME section"
     grep -q "usage\|$page" <<< "$text" || fail "man $page is empty"
 done
-bash -n "$root/usr/share/bash-completion/completions/memo-client" || fail "bash completion does not parse"
-if command -v zsh > /dev/null; then
-    zsh -n "$root/usr/share/zsh/vendor-completions/_memo-client" || fail "zsh completion does not parse"
-fi
+for program in memo-client memo-server; do
+    bash -n "$root/usr/share/bash-completion/completions/$program" || fail "$program bash completion does not parse"
+    if command -v zsh > /dev/null; then
+        zsh -n "$root/usr/share/zsh/vendor-completions/_$program" || fail "$program zsh completion does not parse"
+    fi
+    if command -v fish > /dev/null; then
+        fish --no-config -n "$root/usr/share/fish/vendor_completions.d/$program.fish" \
+            || fail "$program fish completion does not parse"
+    fi
+done
 if command -v systemd-analyze > /dev/null; then
     # The unit as installed, its ExecStart pointing at the unpacked binary (verify wants an executable).
     sed "s|/usr/bin/memo-server|$root/usr/bin/memo-server|" "$root/usr/lib/systemd/system/memo-server.service" \

@@ -8,7 +8,7 @@
 # SQLite, libpq). Writes OUT/memo-VERSION-linux-ARCH.tar.gz (a usr/ tree: `tar -C / -xzf` installs it) and
 # OUT/memo_VERSION_ARCH.deb (the same files, Depends computed with ldd and dpkg -S, a `memo` system user made on
 # install), each with the binaries, the systemd unit, the man pages (made from the --help text by help2man.sh)
-# and the shell completions (from `memo-client completion bash|zsh`). Fails when a binary still needs a Swift
+# and the shell completions (from `memo-client completion bash|zsh|fish`, and memo-server's). Fails when a binary still needs a Swift
 # library. SWIFT_BUILD_FLAGS adds flags to swift build (e.g. --scratch-path).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,8 @@ for program in memo-server memo-client; do
 done
 
 install -d "$root/usr/bin" "$root/usr/lib/systemd/system" "$root/usr/share/man/man1" \
-    "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" "$root/usr/share/doc/memo"
+    "$root/usr/share/bash-completion/completions" "$root/usr/share/zsh/vendor-completions" \
+    "$root/usr/share/fish/vendor_completions.d" "$root/usr/share/doc/memo"
 install -m 0755 -s "$bin/memo-server" "$bin/memo-client" "$root/usr/bin/"
 install -m 0644 dist/memo-server.service "$root/usr/lib/systemd/system/"
 install -m 0644 README.md PROTOCOL.md "$root/usr/share/doc/memo/"
@@ -44,13 +45,18 @@ install -m 0644 README.md PROTOCOL.md "$root/usr/share/doc/memo/"
 {
     "$bin/memo-server" --help
     echo
+    "$bin/memo-server" serve --help
+    echo
     "$bin/memo-server" certs --help
 } | dist/help2man.sh memo-server 1 "the memo server: memos over mutual TLS" "$version" \
     | gzip -9n > "$root/usr/share/man/man1/memo-server.1.gz"
 "$bin/memo-client" --help | dist/help2man.sh memo-client 1 "read and write memos on a memo server" "$version" \
     | gzip -9n > "$root/usr/share/man/man1/memo-client.1.gz"
-"$bin/memo-client" completion bash > "$root/usr/share/bash-completion/completions/memo-client"
-"$bin/memo-client" completion zsh > "$root/usr/share/zsh/vendor-completions/_memo-client"
+for program in memo-client memo-server; do
+    "$bin/$program" completion bash > "$root/usr/share/bash-completion/completions/$program"
+    "$bin/$program" completion zsh > "$root/usr/share/zsh/vendor-completions/_$program"
+    "$bin/$program" completion fish > "$root/usr/share/fish/vendor_completions.d/$program.fish"
+done
 
 mkdir -p "$out"
 tarball="$out/memo-$version-linux-$arch.tar.gz"

@@ -5,7 +5,9 @@ public struct UsageError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
-/// A small argument reader: the executables take what they know and `finish` rejects the rest.
+/// A small argument reader: the executables take what they know and `finish` rejects the rest. The programs
+/// hand it a line their `CommandTable` has already checked (`ParsedLine.arguments`), so what it reads is known to
+/// be there in the right shape; it converts values (numbers, seconds) with messages that name the option.
 ///
 /// Options are `--name VALUE` or `--name=VALUE`; flags are `--name`; `--` ends options; a lone `-` is a
 /// positional argument (standard input).
@@ -93,13 +95,6 @@ public struct Arguments: Sendable {
         return value
     }
 
-    /// The first argument when it is a word (a command or mode), removed; nil when the line starts with an option.
-    public mutating func command() -> String? {
-        guard let first = items.first, !first.hasPrefix("-") || first == "-", isOptionPosition(0) else { return nil }
-        removeItem(at: 0)
-        return first
-    }
-
     /// The next positional argument (not an option), removed.
     public mutating func positional() -> String? {
         for index in items.indices where !isOptionPosition(index) || !items[index].hasPrefix("--") {
@@ -115,14 +110,6 @@ public struct Arguments: Sendable {
     public mutating func required(_ what: String) throws(UsageError) -> String {
         guard let value = positional() else { throw UsageError("missing \(what)") }
         return value
-    }
-
-    /// Throws "unknown option" for the first item left that looks like an option (before `--`): called once every
-    /// known option is taken, so that an unknown one is named as such rather than read as a command or argument.
-    public func rejectUnknownOptions() throws(UsageError) {
-        for (index, item) in items.enumerated() where isOptionPosition(index) && item.hasPrefix("-") && item != "-" {
-            throw UsageError("unknown option \(item)")
-        }
     }
 
     /// Throws for anything not taken.

@@ -4,8 +4,8 @@
 ///
 /// Inlinable so that the modules that use it (the server's queues) get it specialised for their element type:
 /// across the module boundary the generic code ran unspecialised, and emptying the queue after each delivery
-/// (`Array.removeAll` through the runtime's generic entry point, with a metadata lookup) cost about 2,000
-/// instructions per subscriber per change (callgrind, BENCHMARKS.md).
+/// (`Array.removeAll` through the runtime's generic entry point, with a metadata lookup) was the largest cost per
+/// subscriber per change (BENCHMARKS.md, "Instruction counts behind the code's shape").
 public struct FIFO<Element> {
     @usableFromInline var items: [Element] = []
     @usableFromInline var head = 0
@@ -32,7 +32,7 @@ public struct FIFO<Element> {
         if head == items.count {
             if items.count == 1, items.capacity <= 8 {
                 // One item at a time (a subscriber's change): removeLast, not removeAll's generic range
-                // replacement (about 150 instructions per delivery).
+                // replacement.
                 items.removeLast()
             } else {
                 items.removeAll(keepingCapacity: items.capacity <= 8)

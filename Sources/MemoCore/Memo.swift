@@ -1,6 +1,7 @@
 import Foundation
 
-/// A memo: the seeds' `Memo` (content and insert date) plus what a shared store needs to order and guard edits.
+/// A memo: its content and insert date, plus what a shared store needs to order and guard edits (id, revision,
+/// update date).
 public struct Memo: Sendable, Hashable, Identifiable {
     /// Chosen by whoever creates it, so that a retried create can be recognised.
     public var id: UUID

@@ -1,12 +1,12 @@
 import Foundation
 
-/// The seeds' `MemoryStorage`: every memo in memory, for tests, view models and `--store memory`.
+/// Every memo in memory, for tests, view models and `--store memory`.
 public final class MemoryStore: CoreBackedStore {
     public let core: StoreCore
     private let clock: @Sendable () -> Int64
 
     /// - Parameters:
-    ///   - memos: memos to start with (the seeds start with two dummies; tests pass their own).
+    ///   - memos: memos to start with (tests pass their own).
     ///   - historyCapacity: how many changes are kept for resuming watchers.
     ///   - clock: microseconds since the Unix epoch; tests may pass a fixed clock.
     public init(

@@ -181,7 +181,7 @@ public final class StoreCore: Sendable {
         return subscription
     }
 
-    /// The seeds' list subject, made on first use.
+    /// The whole-list subject (`MemoStorage.memoList()`), made on first use.
     public func memoList() -> Subject<[Memo]> {
         inner.withLock { inner in
             if let list = inner.list { return list }

@@ -59,8 +59,8 @@ enum CloseReason: Int, CaseIterable {
 
     /// The reason of a close line (`ServerConnectionMachine.closeReason`), sorted into the set.
     init(reason: String) {
-        // A byte search: `String.contains(_:)` goes through the string-processing library, about 20,000
-        // instructions a call (callgrind), and a close asks up to nine times.
+        // A byte search: `String.contains(_:)` goes through the string-processing library, costly per call,
+        // and a close asks up to nine times (BENCHMARKS.md, "Instruction counts behind the code's shape").
         let bytes = Array(reason.utf8)
         func has(_ text: StaticString) -> Bool {
             let needle = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)

@@ -23,6 +23,9 @@ final class ServerCore: Sendable {
     #if DEBUG
     /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
     let connectionObjects = Atomic<Int>(0)
+    /// Connections whose TLS engine still holds its session's keys (debug builds): a test checks that a closed
+    /// connection lets go of them when it closes, though a timer may hold the object longer.
+    let sessionsHoldingKeys = Atomic<Int>(0)
     #endif
 
     init(store: any ServingStore, limits: ServerLimits, serverName: String, log: ServerLog, trust: TrustStore) {
@@ -208,6 +211,8 @@ public final class MemoServer: Sendable {
     #if DEBUG
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
     var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
+    /// Connections whose TLS session still holds its keys (debug builds, for tests).
+    var sessionsHoldingKeys: Int { core.sessionsHoldingKeys.load(ordering: .relaxed) }
     #endif
 
     /// Loads the certificate folder again (server.crt, server.key, ca.crt, ca.crl) and logs what it loaded:

@@ -55,12 +55,23 @@ final class ServerConnection: EventHandler {
         self.rejected = rejected
         #if DEBUG
         server.connectionObjects.add(1, ordering: .relaxed)
+        server.sessionsHoldingKeys.add(1, ordering: .relaxed)
         #endif
     }
 
     #if DEBUG
+    /// Whether this connection still counts in `sessionsHoldingKeys`.
+    private var countedAsHoldingKeys = true
+
     deinit {
         server.connectionObjects.subtract(1, ordering: .relaxed)
+        if countedAsHoldingKeys { server.sessionsHoldingKeys.subtract(1, ordering: .relaxed) }
+    }
+
+    private func countKeysIfGone() {
+        guard countedAsHoldingKeys, !tls.holdsKeyMaterial else { return }
+        countedAsHoldingKeys = false
+        server.sessionsHoldingKeys.subtract(1, ordering: .relaxed)
     }
     #endif
 
@@ -674,6 +685,11 @@ final class ServerConnection: EventHandler {
         if let registration { loop.deregister(registration) }
         registration = nil
         socket.close()
+        // The session's keys go now, not when the last timer that holds this connection lets it go.
+        tls.discard()
+        #if DEBUG
+        countKeysIfGone()
+        #endif
         context.value.removeAll(of: self)
         context.value.counters.closes[CloseReason(reason: machine.closeReason).rawValue] &+= 1
         outbound.removeAll()

@@ -259,8 +259,17 @@ public final class TLSEngine: @unchecked Sendable {
             pendingInput = ByteQueue()
             return
         }
-        let client = withUnsafeBytes(of: &secrets.pointee.client) { Array($0.prefix(suite.hashLength)) }
-        let server = withUnsafeBytes(of: &secrets.pointee.server) { Array($0.prefix(suite.hashLength)) }
+        // Each secret is copied once, into an array of its exact size: a copy made through a growing buffer
+        // would leave earlier allocations holding it in freed memory, where no wipe reaches.
+        func copySecret(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+            [UInt8](unsafeUninitializedCapacity: suite.hashLength) { buffer, count in
+                buffer.baseAddress!.initialize(from: bytes.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                               count: suite.hashLength)
+                count = suite.hashLength
+            }
+        }
+        let client = withUnsafeBytes(of: &secrets.pointee.client, copySecret)
+        let server = withUnsafeBytes(of: &secrets.pointee.server, copySecret)
         // What OpenSSL wrote last (the client's Finished) goes out ahead of the first sealed record.
         var written = ByteQueue()
         var handshakeTail: [UInt8] = []
@@ -393,7 +402,7 @@ public final class TLSEngine: @unchecked Sendable {
     /// Encrypts `plaintext` into outbound records. Call only after the handshake is done.
     ///
     /// The array form the server and client write from: the generic form below runs unspecialised from other
-    /// modules, about 300 instructions per record more (callgrind, one per fan-out delivery).
+    /// modules (one call per fan-out delivery).
     public func writePlaintext(_ plaintext: [UInt8]) throws(TLSError) {
         let result = plaintext.withUnsafeBytes { buffer -> Result<Void, TLSError> in
             do throws(TLSError) {
@@ -464,6 +473,33 @@ public final class TLSEngine: @unchecked Sendable {
         TLSError.clearQueue()
         _ = SSL_shutdown(ssl)
         TLSError.clearQueue()
+    }
+
+    /// Whether the engine still holds the session's secrets or keys (an `SSL`, the record layer, captured
+    /// secrets); false after `discard`.
+    public var holdsKeyMaterial: Bool { ssl != nil || records != nil || secrets != nil }
+
+    /// Forgets the session now: frees the `SSL` or the record layer (whose `RecordProtection`s wipe their
+    /// secrets, keys and IVs), and wipes and frees the read scratch buffer. (OpenSSL frees its session without
+    /// wiping the traffic secrets held inline in it: that memory holds them until it is reused.) Call when the connection
+    /// closes, so that its key material does not live on until the engine's last reference goes (a timer that
+    /// still holds the connection, say). Every later call fails with a "session closed" error.
+    public func discard() {
+        if failure == nil {
+            failure = TLSError(kind: .tlsFailure, operation: "TLS (\(side))", detail: "session closed")
+        }
+        forgetSecrets()
+        if let ssl { SSL_free(ssl) }  // with it, the two memory BIOs it owns
+        ssl = nil
+        inbound = nil
+        outbound = nil
+        records = nil
+        pendingInput = ByteQueue()
+        if let scratch {
+            OPENSSL_cleanse(scratch.baseAddress, scratch.count)
+            scratch.deallocate()
+        }
+        scratch = nil
     }
 
     /// Frees memory an idle connection does not need: the read scratch buffer, and the memory BIOs if they

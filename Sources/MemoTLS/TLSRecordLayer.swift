@@ -143,9 +143,9 @@ final class RecordProtection {
     }
 
     /// Whether nonces go in through one parameter round (AES-GCM only: ChaCha20-Poly1305 has no whole-IV
-    /// parameter; see `CMemoSSL_AEAD_set_nonce`) rather than
-    /// a re-initialisation: about 1,300 fewer instructions per sealed and opened record pair (callgrind, OpenSSL
-    /// 3.0). Cleared for good if the provider ever refuses it; tests clear it to seal the reference records.
+    /// parameter; see `CMemoSSL_AEAD_set_nonce`) rather than a re-initialisation, which costs more per record
+    /// (BENCHMARKS.md, "Instruction counts behind the code's shape"). Cleared for good if the provider ever
+    /// refuses it; tests clear it to seal the reference records.
     var noncesThroughParameters: Bool
 
     /// Gives the context this record's nonce and, when opening, the tag to check at the end.
@@ -235,8 +235,8 @@ struct ByteQueue {
         type: UInt8, content: UnsafeRawBufferPointer,
         seal: (UnsafeRawPointer, UnsafeMutableRawBufferPointer, UnsafeMutableRawPointer) -> Bool
     ) -> Bool {
-        // The record is built and sealed in a scratch buffer (on the stack when small) and appended in one copy:
-        // appending its pieces one at a time cost about 100 instructions each in Array's generic append.
+        // The record is built and sealed in a scratch buffer (on the stack when small) and appended in one copy,
+        // not piece by piece through Array's generic append.
         withUnsafeTemporaryAllocation(byteCount: Self.recordLength(content.count), alignment: 1) { record in
             guard Self.buildRecord(type: type, content: content, at: record.baseAddress!, seal: seal) else {
                 return false

@@ -87,6 +87,24 @@ public enum ColumnWidth {
         return widest
     }
 
+    /// True for a grapheme whose width terminals disagree on: a flag (two regional indicators), an emoji ZWJ
+    /// sequence (👩‍💻, which some draw as its two emoji side by side), one with a skin-tone modifier, a keycap or
+    /// a tag sequence, or an emoji made wide by VS16. The table says 2 for all of them, but the terminal may take 1
+    /// or 4 columns, so the renderer places the cursor again after one and redraws its row whole when it changes.
+    public static func isUncertain(_ character: Character) -> Bool {
+        let scalars = character.unicodeScalars
+        guard scalars.count > 1 else { return false }
+        for scalar in scalars {
+            switch scalar.value {
+            case 0x200D, 0xFE0F, 0x20E3, 0x1F1E6...0x1F1FF, 0x1F3FB...0x1F3FF, 0xE0020...0xE007F:
+                return true
+            default:
+                continue
+            }
+        }
+        return false
+    }
+
     /// The columns of a string: the sum of its graphemes' widths.
     public static func width<S: StringProtocol>(of text: S) -> Int {
         var total = 0

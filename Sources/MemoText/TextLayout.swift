@@ -77,9 +77,16 @@ public enum TextLayout {
         return first.map { String($0.drop { $0 == " " }) } ?? "(empty)"
     }
 
-    /// The lines of `text` split at every newline ("\n", "\r\n", "\r" and the other Unicode line breaks).
+    /// The lines of `text`, split at every "\n" and nowhere else.
+    ///
+    /// A carriage return is content, not a line break: a lone "\r" would make the terminal go back to the start of
+    /// the row and draw over it, and taking it (or the "\r" of "\r\n") for a break would lose it when the editor
+    /// joins its lines with "\n" again. It stays at the end of its line, where the grid shows it as "␍". The split
+    /// is made on scalars because Swift takes "\r\n" for one grapheme.
     public static func paragraphs(of text: String) -> [Substring] {
-        text.split(omittingEmptySubsequences: false, whereSeparator: { $0.isNewline })
+        text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map {
+            Substring(String(String.UnicodeScalarView($0)))
+        }
     }
 
     private static func wrapParagraph(_ paragraph: Substring, to columns: Int) -> [String] {

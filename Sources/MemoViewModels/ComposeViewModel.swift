@@ -43,6 +43,8 @@ public struct ComposeState: Sendable, Hashable {
     /// The "discard changes? y/N" question is on screen.
     public var confirmingCancel = false
     public var message: String?
+    /// The help box is on screen.
+    public var helpVisible = false
 
     /// Decided on bytes: an editor that gives the text back in another normalization changed it.
     public var isDirty: Bool { !buffer.text.hasSameBytes(as: originalText) }
@@ -107,6 +109,9 @@ public final class ComposeViewModel: Sendable {
 
     /// Puts a one-line message under the text (the external editor could not run).
     public func show(message: String) { store.update { $0.message = message } }
+
+    /// Ctrl-G: shows or hides the box of the editor's keys.
+    public func toggleHelp() { store.update { $0.helpVisible.toggle() } }
 
     // MARK: Saving
 

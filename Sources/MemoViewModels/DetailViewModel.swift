@@ -13,6 +13,10 @@ public struct DetailState: Sendable, Hashable {
     public var confirmingDelete = false
     /// The "save to file" prompt with its path, while on screen.
     public var savePrompt: LineInput?
+    /// The file the save would replace, while "overwrite it? y/N" is on screen.
+    public var confirmingOverwrite: String?
+    /// The help box is on screen.
+    public var helpVisible = false
     public var message: String?
     /// The first line shown of a memo longer than the screen (the view clamps it).
     public var scroll = 0
@@ -189,24 +193,56 @@ public final class DetailViewModel: Sendable {
 
     public func cancelSave() { store.update { $0.savePrompt = nil } }
 
-    /// Writes the memo to the prompt's path (or `path`) and says where.
-    /// - Returns: the absolute path written, or nil when it failed (the message says why).
+    /// Writes the memo to the prompt's path (or `path`) and says where. A file that is there already is not
+    /// replaced before the user says so: the question goes on screen and `answerOverwrite` carries on.
+    /// - Returns: the absolute path written, or nil when nothing was written (the message or the question says
+    ///   why).
     @discardableResult
     public func confirmSave(to path: String? = nil) async -> String? {
         let (memo, chosen) = store.update { state -> (Memo?, String?) in
             defer { state.savePrompt = nil }
             return (state.memo, path ?? state.savePrompt?.text)
         }
-        guard let memo, let chosen, !chosen.isEmpty else { return nil }
+        guard memo != nil, let chosen, !chosen.isEmpty else { return nil }
         let expanded = NSString(string: chosen).expandingTildeInPath
-        let url = URL(fileURLWithPath: expanded).standardizedFileURL
+        let target = URL(fileURLWithPath: expanded).standardizedFileURL.path
+        switch MemoFile.existing(target) {
+        case .file:
+            store.update { $0.confirmingOverwrite = target }
+            return nil
+        case .nothing, .directory:
+            // A folder is refused by the write itself, with the system's words.
+            return write(to: target)
+        }
+    }
+
+    /// The answer to "overwrite it? y/N": yes writes; no goes back to the prompt with the path, to pick another.
+    @discardableResult
+    public func answerOverwrite(_ yes: Bool) async -> String? {
+        let target = store.update { state -> String? in
+            defer { state.confirmingOverwrite = nil }
+            return state.confirmingOverwrite
+        }
+        guard let target else { return nil }
+        if yes { return write(to: target) }
+        store.update { $0.savePrompt = LineInput(target, selected: false) }
+        return nil
+    }
+
+    private func write(to path: String) -> String? {
+        guard let memo = current.memo else { return nil }
         do {
-            try Data(memo.content.utf8).write(to: url, options: .atomic)
-            store.update { $0.message = strings.savedTo(url.path) }
-            return url.path
+            try MemoFile.write(Array(memo.content.utf8), to: path)
+            store.update { $0.message = strings.savedTo(path) }
+            return path
         } catch {
-            store.update { $0.message = strings.couldNotSave(url.path, error.localizedDescription) }
+            store.update { $0.message = strings.couldNotSave(error.path, error.reason) }
             return nil
         }
     }
+
+    // MARK: Help
+
+    /// `?`: shows or hides the box of this scene's keys.
+    public func toggleHelp() { store.update { $0.helpVisible.toggle() } }
 }

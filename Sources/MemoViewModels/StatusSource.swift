@@ -11,19 +11,38 @@ public enum LinkState: Sendable, Hashable {
     /// Lost the server and trying again; `attempt` counts from 1.
     case reconnecting(attempt: Int)
     /// The server stopped answering (a keepalive ping or a connection attempt went unanswered: a hung or stopped
-    /// process keeps its TCP connection up), and the connection is being made again.
-    case notAnswering
+    /// process keeps its TCP connection up), and the connection is being made again; `attempt` counts from 1.
+    case notAnswering(attempt: Int)
     /// Not connected; the list shown is the last one received.
     case offline
 
-    /// A short word for the status bar.
-    public func label(_ strings: Strings) -> String {
+    /// The state in the status bar's one vocabulary, with `reason` (why the link is down) where one is known:
+    /// `live`, `connecting`, `reconnecting (connection refused, try 3)`, `reconnecting (server not answering,
+    /// try 3)`, `offline (connection refused)`.
+    public func label(_ strings: Strings, reason: LinkReason? = nil) -> String {
+        let because = reason?.text(strings)
         switch self {
         case .live: return strings.live
-        case .connecting: return strings.connecting
-        case .reconnecting(let attempt): return strings.reconnecting(attempt)
-        case .notAnswering: return strings.notAnswering
-        case .offline: return strings.offline
+        case .connecting: return strings.connecting(because)
+        case .reconnecting(let attempt): return strings.reconnecting(attempt, because)
+        case .notAnswering(let attempt): return strings.reconnecting(attempt, strings.serverNotAnswering)
+        case .offline: return strings.offline(because)
+        }
+    }
+}
+
+/// Why the link is down, when retrying may fix it: the status bar says it in brackets after the state.
+public enum LinkReason: Sendable, Hashable {
+    /// The server did not answer in time (a ping or a connection attempt).
+    case notAnswering
+    /// In the system's or the server's words, lower case: "connection refused", "the server closed the
+    /// connection".
+    case said(String)
+
+    public func text(_ strings: Strings) -> String {
+        switch self {
+        case .notAnswering: return strings.serverNotAnswering
+        case .said(let words): return words
         }
     }
 }
@@ -35,6 +54,8 @@ public struct ConnectionProblem: Sendable, Hashable {
         case serverNotTrusted
         /// The server refused our certificate.
         case certificateRefused
+        /// The server refused our certificate because its CA revoked it.
+        case certificateRevoked
         /// Another TLS failure, with its short summary.
         case tls(String)
     }
@@ -53,6 +74,7 @@ public struct ConnectionProblem: Sendable, Hashable {
         switch kind {
         case .serverNotTrusted: return strings.serverNotTrusted
         case .certificateRefused: return strings.certificateRefused
+        case .certificateRevoked: return strings.certificateRevoked
         case .tls(let summary): return strings.tlsFailed(summary)
         }
     }
@@ -73,10 +95,13 @@ public struct ConnectionStatus: Sendable, Hashable {
     public var problem: ConnectionProblem?
     /// Whether the store has a list to show: false with no cache and no answer from the server yet.
     public var hasList: Bool
+    /// Why the link is not live, in a few words ("connection refused"), when it is known and retrying may fix it;
+    /// the status bar puts it in brackets after the state.
+    public var reason: LinkReason?
 
     public init(
         server: String, state: LinkState, pendingIDs: Set<UUID> = [], readOnly: Bool = false,
-        problem: ConnectionProblem? = nil, hasList: Bool = true
+        problem: ConnectionProblem? = nil, hasList: Bool = true, reason: LinkReason? = nil
     ) {
         self.server = server
         self.state = state
@@ -84,6 +109,13 @@ public struct ConnectionStatus: Sendable, Hashable {
         self.readOnly = readOnly
         self.problem = problem
         self.hasList = hasList
+        self.reason = reason
+    }
+
+    /// The state with its reason, as the status bar and the help box say it.
+    public func stateLabel(_ strings: Strings) -> String {
+        if let problem, state != .live { return problem.summary(strings) }
+        return state.label(strings, reason: state == .live ? nil : reason)
     }
 
     /// A store in this process: always live, nothing pending.

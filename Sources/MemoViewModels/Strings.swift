@@ -1,5 +1,17 @@
 import Foundation
 
+/// One key's hint on the status bar ("n new") and how much it is needed there: 0 is always shown (the scene's main
+/// keys and the way to the help), 1 and 2 only as room allows.
+public struct KeyHint: Sendable, Hashable {
+    public var text: String
+    public var priority: Int
+
+    public init(_ text: String, _ priority: Int) {
+        self.text = text
+        self.priority = priority
+    }
+}
+
 /// Every word the front end shows, one table per language (English and Korean), picked from the locale.
 ///
 /// Tables are values filled in one place each (`english`, `korean`), so that a string missing from one language
@@ -11,12 +23,12 @@ public struct Strings: Sendable, Hashable {
     public var editTitle: String
     public var newTitle: String
 
-    // Key hints on the status bar.
-    public var listHints: String
-    public var listHintsReadOnly: String
-    public var detailHints: String
-    public var detailHintsReadOnly: String
-    public var composeHints: String
+    // Key hints on the status bar, in the order shown; the bar drops the least needed when it is short.
+    public var listHints: [KeyHint]
+    public var listHintsReadOnly: [KeyHint]
+    public var detailHints: [KeyHint]
+    public var detailHintsReadOnly: [KeyHint]
+    public var composeHints: [KeyHint]
 
     // The list.
     public var noMemosYet: String
@@ -39,7 +51,11 @@ public struct Strings: Sendable, Hashable {
     public var deletedTag: String
     public var copied: String
     public var savedTo: @Sendable (String) -> String
+    /// The path and the system's reason: "cannot write /x/y: Permission denied".
     public var couldNotSave: @Sendable (String, String) -> String
+    public var overwriteFile: @Sendable (String) -> String
+    public var detailHelpLines: [String]
+    public var detailHelpLinesReadOnly: [String]
 
     // Compose.
     public var modifiedTag: String
@@ -53,6 +69,12 @@ public struct Strings: Sendable, Hashable {
     public var notSaved: @Sendable (String) -> String
     public var changedMeanwhile: String
     public var deletedMeanwhile: String
+    public var composeHelpLines: [String]
+    /// The editor command and why it did not give text back: not found, or its exit status or signal.
+    public var editorNotFound: @Sendable (String) -> String
+    public var editorNotExecutable: @Sendable (String) -> String
+    public var editorExited: @Sendable (String, Int32) -> String
+    public var editorKilled: @Sendable (String, Int32) -> String
 
     // Messages.
     public var deleted: String
@@ -63,16 +85,20 @@ public struct Strings: Sendable, Hashable {
     public var readOnlyRefusal: String
     public var refused: @Sendable (String, String) -> String
 
-    // The status bar.
+    // The status bar: one vocabulary, a state and (when it is known) why, "offline (connection refused)".
     public var live: String
-    public var connecting: String
-    public var reconnecting: @Sendable (Int) -> String
-    public var notAnswering: String
-    public var offline: String
+    public var connecting: @Sendable (String?) -> String
+    /// The attempt and the last reason: "reconnecting (connection refused, try 3)".
+    public var reconnecting: @Sendable (Int, String?) -> String
+    public var serverNotAnswering: String
+    public var offline: @Sendable (String?) -> String
     public var pending: @Sendable (Int) -> String
     public var moreKey: String
+    /// The same in the editor, where `?` is text.
+    public var moreKeyInEditor: String
     public var serverNotTrusted: String
     public var certificateRefused: String
+    public var certificateRevoked: String
     public var tlsFailed: @Sendable (String) -> String
 
     /// Korean for a locale whose language is Korean, English otherwise.

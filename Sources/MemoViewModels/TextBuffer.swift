@@ -109,8 +109,11 @@ public struct TextBuffer: Sendable, Hashable {
         }
     }
 
-    public mutating func moveUp() { moveVertically(by: -1) }
-    public mutating func moveDown() { moveVertically(by: 1) }
+    /// Up one screen row of the text soft-wrapped at `width` columns (the compose scene's width): within a wrapped
+    /// line first, as a terminal editor moves. The default width never wraps, so the move is by line.
+    public mutating func moveUp(width: Int = .max) { moveVertically(by: -1, width: width) }
+    /// Down one screen row of the text soft-wrapped at `width` columns (see `moveUp`).
+    public mutating func moveDown(width: Int = .max) { moveVertically(by: 1, width: width) }
 
     public mutating func moveToLineStart() {
         preferredColumn = nil
@@ -122,26 +125,36 @@ public struct TextBuffer: Sendable, Hashable {
         column = lines[row].count
     }
 
-    /// Moves to another line, keeping the screen column (not the grapheme index): from under a Hangul syllable the
-    /// cursor lands under the same spot of an ASCII line.
-    private mutating func moveVertically(by delta: Int) {
-        let target = row + delta
-        guard target >= 0, target < lines.count else {
+    /// Moves to another screen row, keeping the screen column (not the grapheme index): from under a Hangul
+    /// syllable the cursor lands under the same spot of an ASCII line, and a run of moves through short rows comes
+    /// back to the column it started from. Past the first or last row it goes to the start or end of the text's
+    /// line.
+    private mutating func moveVertically(by delta: Int, width: Int) {
+        let width = max(1, width)
+        let layout = layout(width: width)
+        let target = layout.cursorLine + delta
+        guard target >= 0, target < layout.lines.count else {
             preferredColumn = nil
             column = delta < 0 ? 0 : lines[row].count
             return
         }
-        let wanted = preferredColumn ?? cursorScreenColumn
-        row = target
+        let wanted = preferredColumn ?? layout.cursorColumn
+        let line = layout.lines[target]
+        // A row that the wrap continues on the next one ends before its last grapheme's right edge: a cursor after
+        // that grapheme is drawn at the start of the next row, so the farthest it may go here is onto it.
+        let continues = target + 1 < layout.lines.count && layout.lines[target + 1].row == line.row
+        let graphemes = line.text.count
         var used = 0
         var index = 0
-        for character in lines[row] {
-            let width = character.columns
-            if used + width > wanted { break }
-            used += width
+        for character in line.text {
+            let charWidth = min(character.columns, width)
+            if used + charWidth > wanted { break }
+            if continues, index + 1 == graphemes { break }
+            used += charWidth
             index += 1
         }
-        column = index
+        row = line.row
+        column = line.startColumn + index
         preferredColumn = wanted
     }
 

@@ -42,7 +42,7 @@ public struct WireWriter {
 
     public mutating func memo(_ memo: Memo) {
         // The fixed fields and the content's length as one 44-byte header, then the content: two appends rather
-        // than six (each `append(contentsOf:)` costs about 100 instructions however few its bytes).
+        // than six (each `append(contentsOf:)` has a fixed cost however few its bytes).
         var content = memo.content
         content.withUTF8 { utf8 in
             withUnsafeBytes(of: MemoHeader(memo, contentLength: utf8.count)) { raw in
@@ -53,8 +53,8 @@ public struct WireWriter {
     }
 
     /// The whole frame of a message whose payload is one memo (`memo`: the answer to every write and get): the
-    /// frame header and the memo's fixed fields as one 53-byte append, then the content. Built field by field it
-    /// was five appends and a patched length, about 800 instructions per answer (callgrind).
+    /// frame header and the memo's fixed fields as one 53-byte append, then the content, instead of five appends
+    /// and a patched length (BENCHMARKS.md, "Instruction counts behind the code's shape").
     public mutating func memoFrame(_ memo: Memo, type: UInt8, requestID: UInt32) {
         let headerSize = WireProtocol.headerSize + MemoHeader.size
         var content = memo.content
@@ -72,8 +72,8 @@ public struct WireWriter {
     }
 
     /// The whole frame of a `create` request (what every client write of a new memo sends): the frame header and
-    /// the fields before the content as one append of at most 46 bytes, then the content. Field by field it was
-    /// about 900 instructions per create (callgrind, the benchmark's client).
+    /// the fields before the content as one append of at most 46 bytes, then the content, instead of an append
+    /// per field (BENCHMARKS.md, "Instruction counts behind the code's shape").
     public mutating func createFrame(
         id: UUID?, insertMicros: Int64?, updateMicros: Int64?, content: String, type: UInt8, requestID: UInt32
     ) {
@@ -214,8 +214,8 @@ public struct WireReader {
 
     /// The string `bytes[range]` spells, or nil when they are not valid UTF-8.
     ///
-    /// `String(validating:as:)` is generic and not inlinable: from this module it ran unspecialised, about 1,400
-    /// instructions for a 64-byte memo (callgrind, one per create). `String(decoding:as:)` over a buffer pointer
+    /// `String(validating:as:)` is generic and not inlinable: from this module it runs unspecialised (BENCHMARKS.md,
+    /// "Instruction counts behind the code's shape"). `String(decoding:as:)` over a buffer pointer
     /// takes the standard library's fast path but repairs invalid sequences instead of failing; a repaired string
     /// never has the input's bytes (each invalid sequence becomes U+FFFD), so comparing the bytes tells them apart.
     package static func validUTF8(_ bytes: [UInt8], _ range: Range<Int>) -> String? {

@@ -24,8 +24,8 @@ struct BenchIDs: RandomNumberGenerator {
         return result
     }
 
-    /// A version-4, variant-1 UUID, built in place (an array per id was about 900 instructions of the client's
-    /// work per create, callgrind).
+    /// A version-4, variant-1 UUID, built in place: an array per id was a large part of the client's work per
+    /// create (BENCHMARKS.md, "Instruction counts behind the code's shape").
     mutating func uuid() -> UUID {
         // Big-endian words, so the bytes come out most significant first; the version nibble is byte 6, the
         // variant bits byte 8.

@@ -8,20 +8,6 @@ import MemoViewModels
 /// `memo-bench client`: what the front end pays per remote change and per filter keystroke with N memos
 /// mirrored, on the real `Mirror` and the real `ListViewModel`, in-process (no server, no terminal).
 struct ClientScaleBench {
-    static let help = """
-        usage: memo-bench client [--memos N] [--size BYTES] [--changes K] [--storm S] [--filter TEXT] [--json]
-
-        Builds a Mirror from a snapshot of N memos (default 100000) of BYTES content (default 100), shows it in a
-        ListViewModel, then:
-          change     K times (default 20) applies one remote create to the Mirror and hands its position edits
-                     to the view model as RemoteStore does after a read; median and worst time per change
-          storm      S changes (default 20000: creates, updates and deletes of random memos, 16 per read) through
-                     the same path as fast as they go; the changes per second a mirror of N memos follows
-          keystroke  types TEXT (default 99999) into the filter one character at a time, then deletes it with
-                     Backspace; the first keystroke (after an empty filter), median and worst time per keystroke
-                     (the view model's state, ready to draw)
-        """
-
     var memos = 100_000
     var size = 100
     var changes = 20

@@ -60,15 +60,6 @@ struct BenchTarget {
 
 /// `memo-bench connections`: N idle TLS connections held open, then the server's memory per connection.
 struct ConnectionsBench {
-    static let help = """
-        usage: memo-bench connections [--server HOST:PORT] [--certs DIR] [--count N] [--hold SECONDS]
-                                      [--server-pid PID] [--json]
-
-        Opens N TLS connections (each completes TLS and hello), holds them idle for SECONDS (default 2), and
-        reports the rate at which they were opened (full handshakes per second, one at a time) and, with
-        --server-pid, the server's resident memory before and after and the difference per connection.
-        """
-
     var target: BenchTarget
     var count = 1000
     var hold = 2.0
@@ -127,13 +118,6 @@ extension ConnectionsBench {
 
 /// `memo-bench handshakes`: full TLS handshakes per second from several threads.
 struct HandshakesBench {
-    static let help = """
-        usage: memo-bench handshakes [--server HOST:PORT] [--certs DIR] [--clients C] [--count N] [--json]
-
-        C threads (default 4) each connect, complete a full TLS handshake and hello, and close, N times in all
-        (default 2000). Prints handshakes per second and latency p50 and p99.
-        """
-
     var target: BenchTarget
     var clients = 4
     var count = 2000

@@ -141,21 +141,6 @@ func pollConnections(
 
 /// `memo-bench fanout`: S subscribers, K changes at R per second, delivery latency.
 struct FanoutBench {
-    static let help = """
-        usage: memo-bench fanout [--server HOST:PORT[,HOST:PORT...]] [--certs DIR] [--subscribers S]
-                                 [--changes K] [--rate R] [--server-pid PID] [--receipts FILE] [--json]
-
-        Opens S subscribed connections (default 1000), then creates K memos (default 1000) at R per second
-        (default 100), each carrying its send time. Reports the delivery latency p50/p99 over all deliveries
-        and for the last subscriber of each change, and, with --server-pid, the server's CPU time per delivery.
-        With several servers (over one PostgreSQL) the subscribers are spread over them, the writer writes
-        through the first, and the latency is also reported per server: the others' is cross-server delivery.
-        A delivery is timed when poll says its connection is readable, not after this client has read the other
-        ready connections. --receipts writes one line per change and server: `revision server sent p50 last`
-        (monotonic nanoseconds: sent, the median and the last subscriber's receipt), to set beside the servers'
-        stage traces (MEMO_STAGE_TRACE, bench/postgres.sh).
-        """
-
     var target: BenchTarget
     var subscribers = 1000
     var changes = 1000

@@ -9,20 +9,6 @@ import Synchronization
 /// `memo-bench large`: what a store of a million memos costs: server start, server memory, a fresh mirror and a
 /// full `memo-client list`, each with the built binaries as a user runs them.
 struct LargeStoreBench {
-    static let help = """
-        usage: memo-bench large [--memos N] [--size BYTES] [--dir DIR] [--runs R] [--json]
-
-        Fills DIR/memos.sqlite (default: a new temporary folder, removed afterwards) with N memos (default
-        1000000) of BYTES content (default 100) straight through the SQLite store, unless it already holds
-        them. Then R times (default 3) starts memo-server (next to memo-bench) on that file and reports:
-          start    from exec to its `listening on` line (the whole file read into memory), and the CPU
-                   time the server had used by then
-          rss      the server's VmRSS once listening, per memo and against the content bytes
-          mirror   a fresh MemoConnection + RemoteStore until its mirror of every memo is ready
-          list     `memo-client list` (next to memo-bench) with stdout to a pipe, until it exits
-        Each figure is the best of the runs; the server is stopped (SIGTERM) after each run.
-        """
-
     var memos = 1_000_000
     var size = 100
     var directory: String?

@@ -186,16 +186,6 @@ final class RedisConnection {
 /// `memo-bench redis-fanout` and `memo-bench redis-connections`: the same shapes as `fanout` and `connections`,
 /// against Redis over TLS, with the same client machinery so that the two compare.
 struct RedisBench {
-    static let help = """
-        usage: memo-bench redis-fanout [--server HOST:PORT] [--certs DIR] [--subscribers S] [--changes K]
-                                       [--rate R] [--server-pid PID] [--json]
-               memo-bench redis-connections [--server HOST:PORT] [--certs DIR] [--count N] [--hold SECONDS]
-                                            [--server-pid PID] [--json]
-
-        The fanout and connections shapes against a Redis server with TLS (PUBLISH/SUBSCRIBE on one channel;
-        idle connections that each answered PING), using DIR/ca.crt, client.crt and client.key.
-        """
-
     static func fanout(_ arguments: inout Arguments) throws {
         let bench = try FanoutBench(&arguments)
         let target = bench.target

@@ -8,19 +8,6 @@ import MemoWire
 
 /// The default mode, shaped like `redis-benchmark`: C connections send N requests in all, P at a time.
 struct RequestBench {
-    static let help = """
-        usage: memo-bench [--server HOST:PORT] [--certs DIR] [--clients C] [--requests N] [--pipeline P]
-                          [--size BYTES] [--op create|get|update|list] [--threads T] [--json]
-
-        --server may list several servers over one PostgreSQL (commas): the connections are spread over them.
-        C connections (default 50), each sending P requests (default 1) before reading their answers, until N
-        requests in all (default 100000) are answered. --size is the memo content in bytes (default 64). get and
-        update work on 1,000 memos the benchmark makes first; list lists whatever the store holds. Prints
-        requests per second and latency p50/p99 (from a request's send to its answer); --json prints
-        {"op":..,"clients":..,"pipeline":..,"requests":..,"ops_per_sec":..,"p50_ms":..,"p99_ms":..}. Like
-        redis-benchmark, T threads (default 1) multiplex all the connections with epoll.
-        """
-
     enum Operation: String {
         case create, get, update, list
     }

@@ -8,16 +8,6 @@ import MemoWire
 /// `memo-bench snapshot`: how long a fresh client takes to hold a ready mirror of an N-memo store, and what one
 /// change then costs a subscriber on the wire.
 struct SnapshotBench {
-    static let help = """
-        usage: memo-bench snapshot [--server HOST:PORT] [--certs DIR] [--memos N] [--size BYTES] [--runs R]
-                                   [--json]
-
-        Fills the store up to N memos (default 100000) of BYTES content (default 64) if it holds fewer, then R
-        times (default 3) starts a fresh client (MemoConnection and its RemoteStore, no cache file) and times
-        connect + snapshot until its mirror is ready. Then updates one memo and reports the bytes its change
-        frame took on a subscriber's connection (plaintext frame; TLS adds about 22 bytes per record).
-        """
-
     var target: BenchTarget
     var memos = 100_000
     var size = 64

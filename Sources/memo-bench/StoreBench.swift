@@ -6,15 +6,6 @@ import MemoWire
 
 /// `memo-bench store`: creates per second straight into a store, no network, to measure group commit.
 struct StoreBench {
-    static let help = """
-        usage: memo-bench store [--store sqlite:PATH|memory] [--writers W] [--requests N] [--size BYTES] [--json]
-
-        W concurrent writers (default 1) make N creates in all (default 2000) of BYTES of content (default 64)
-        in a fresh store (default: a SQLite file in a new temporary folder, removed afterwards), each writer
-        waiting for its create to be committed before the next. Prints creates per second, latency p50 and p99,
-        and, for SQLite, how many transactions the writes shared.
-        """
-
     var store = "sqlite"
     var writers = 1
     var requests = 2000

@@ -1,89 +1,47 @@
 import Foundation
 import MemoCLI
+import MemoSQLite
+import MemoTLS
+import MemoWire
 
-let usage = """
-    usage: memo-bench [MODE] [options]
+// BenchCommandTable checks the line (unknown modes and options, missing values, choices, options of another
+// mode) and prints the help; each mode then reads its own options' values.
+let table = BenchCommandTable.table
 
-    With no mode: requests against a server, shaped like redis-benchmark (memo-bench --help-requests).
-    Modes:
-      store        creates per second straight into a store (no network): group commit at work
-      connections  N idle TLS connections held open; the server's memory per connection
-      handshakes   full TLS handshakes per second
-      fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
-      client       the front end with N memos mirrored: time per remote change and per filter keystroke
-      snapshot     time until a fresh mirror of an N-memo store is ready
-      large        a million-memo SQLite store: server start, server memory, a fresh mirror, a full list
-      redis-fanout, redis-connections   the same shapes against Redis over TLS (bench/compare.sh)
-
-    memo-bench MODE --help describes a mode's options.
-    """
-
-var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
-let mode = arguments.command()
-if arguments.flag("--help-requests") {
-    print(RequestBench.help)
+/// Prints `text` on standard output with one final newline, and exits 0.
+func show(_ text: String) -> Never {
+    print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
     exit(0)
 }
-let wantsHelp = arguments.flag("--help", "-h")
+
 do {
-    switch mode {
-    case "store":
-        if wantsHelp {
-            print(StoreBench.help)
-            exit(0)
-        }
-        try await StoreBench(&arguments).run()
-    case "connections":
-        if wantsHelp {
-            print(ConnectionsBench.help)
-            exit(0)
-        }
-        try ConnectionsBench(&arguments).run()
-    case "handshakes":
-        if wantsHelp {
-            print(HandshakesBench.help)
-            exit(0)
-        }
-        try HandshakesBench(&arguments).run()
-    case "fanout":
-        if wantsHelp {
-            print(FanoutBench.help)
-            exit(0)
-        }
-        try FanoutBench(&arguments).run()
-    case "redis-fanout", "redis-connections":
-        if wantsHelp {
-            print(RedisBench.help)
-            exit(0)
-        }
-        if mode == "redis-fanout" { try RedisBench.fanout(&arguments) } else { try RedisBench.connections(&arguments) }
-    case "client":
-        if wantsHelp {
-            print(ClientScaleBench.help)
-            exit(0)
-        }
-        try ClientScaleBench(&arguments).run()
-    case "snapshot":
-        if wantsHelp {
-            print(SnapshotBench.help)
-            exit(0)
-        }
-        try await SnapshotBench(&arguments).run()
-    case "large":
-        if wantsHelp {
-            print(LargeStoreBench.help)
-            exit(0)
-        }
-        try await LargeStoreBench(&arguments).run()
-    case nil where wantsHelp:
-        print(usage + "\n\n" + RequestBench.help)
-    case nil:
-        try RequestBench(&arguments).run()
+    let line = try table.parse(Array(CommandLine.arguments.dropFirst()))
+    if line.flag("--help-requests") { show(BenchCommandTable.requestsHelp) }
+    if let text = try table.answer(line, version: {
+        MemoRelease.versionText(
+            program: "memo-bench", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
+    }) {
+        // The whole help ends with the requests' (what memo-bench does with no mode).
+        show(line.wantsHelp && line.helpTopic == nil ? text + "\n" + BenchCommandTable.requestsHelp : text)
+    }
+    var arguments = line.arguments
+    switch line.commandName {
+    case "store": try await StoreBench(&arguments).run()
+    case "connections": try ConnectionsBench(&arguments).run()
+    case "handshakes": try HandshakesBench(&arguments).run()
+    case "fanout": try FanoutBench(&arguments).run()
+    case "redis-fanout": try RedisBench.fanout(&arguments)
+    case "redis-connections": try RedisBench.connections(&arguments)
+    case "client": try ClientScaleBench(&arguments).run()
+    case "snapshot": try await SnapshotBench(&arguments).run()
+    case "large": try await LargeStoreBench(&arguments).run()
+    case "": try RequestBench(&arguments).run()
     default:
-        throw UsageError(mode.map { "unknown mode '\($0)'" } ?? "missing mode")
+        // The table and this switch name the same modes.
+        throw UsageError("unknown mode '\(line.commandName)'")
     }
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("memo-bench: \(error)\n\(usage)\n".utf8))
+    FileHandle.standardError.write(Data("memo-bench: \(error)\nTry 'memo-bench --help'.\n".utf8))
     exit(2)
 } catch {
     FileHandle.standardError.write(Data("memo-bench: \(error)\n".utf8))

@@ -63,10 +63,11 @@ final class RemoteStatus: StatusSource {
     }
 
     /// What the bar says for a client state: live once the mirror has caught up (until then the list may be the
-    /// cache's, so "connecting"); a lost connection says which attempt is under way; "offline" is shown while
-    /// waiting to try again, with the cached or last list on screen. A connection lost because the server did
-    /// not answer in time (the keepalive ping, or a connection attempt that went nowhere) says so while it is
-    /// made again: "reconnecting (server not answering)" rather than a count that says nothing of why.
+    /// cache's, so "connecting"); a lost connection says which attempt is under way and why the last one failed
+    /// ("reconnecting (connection refused, try 3)"); "offline" is shown while waiting to try again, with the cached
+    /// or last list on screen and the same reason. A connection lost because the server did not answer in time
+    /// (the keepalive ping, or a connection attempt that went nowhere) says so: "reconnecting (server not
+    /// answering, try 3)".
     static func combine(
         server: String, state: ConnectionState, attempts: Int, stale: Bool, pending: Set<UUID>,
         failure: ClientError? = nil
@@ -77,18 +78,33 @@ final class RemoteStatus: StatusSource {
         case .connecting: shown = .connecting
         case .reconnecting:
             if case .timedOut? = failure {
-                shown = .notAnswering
+                shown = .notAnswering(attempt: max(1, attempts))
             } else {
                 shown = .reconnecting(attempt: max(1, attempts))
             }
         case .offline: shown = .offline
         }
-        return ConnectionStatus(server: server, state: shown, pendingIDs: pending)
+        return ConnectionStatus(server: server, state: shown, pendingIDs: pending, reason: failure.flatMap(reason(of:)))
+    }
+
+    /// The few words in brackets after the state: the last failure, when retrying may fix it (the ones it will
+    /// not fix are problems, shown in their place).
+    static func reason(of failure: ClientError) -> LinkReason? {
+        switch failure {
+        case .unreachable(_, let reason): return .said(reason)
+        case .timedOut: return .notAnswering
+        case .server(let code, let message): return .said(message.isEmpty ? "\(code)" : message)
+        case .protocolError: return .said("protocol error")
+        case .tlsRefused, .closed: return nil
+        }
     }
 
     /// A failure that retrying will not fix, in the bar's words: TLS and certificates. Nil for the rest (a server
     /// that is down is "offline", and retrying will find it when it is back).
     static func problem(of failure: ClientError) -> ConnectionProblem? {
+        if case .server(.certificateRevoked, _) = failure {
+            return ConnectionProblem(kind: .certificateRevoked, detail: failure.description)
+        }
         guard case .tlsRefused(_, let error) = failure else { return nil }
         let certificateKinds: Set<TLSError.Kind> = [
             .unknownCA, .certificateExpired, .certificateRevoked, .certificateNotYetValid, .certificateRejected,
@@ -98,6 +114,8 @@ final class RemoteStatus: StatusSource {
         if error.verifyResult != nil {
             // We checked the server's certificate and it failed.
             kind = error.kind == .unknownCA ? .serverNotTrusted : .tls("the server's " + error.kind.summary)
+        } else if error.kind == .certificateRevoked {
+            kind = .certificateRevoked
         } else if certificateKinds.contains(error.kind) {
             // The server's alert: it checked ours and refused it.
             kind = .certificateRefused

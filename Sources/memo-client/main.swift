@@ -56,16 +56,18 @@ func runMain() async -> Int32 {
     }
     switch invocation {
     case .help(let command):
-        guard let text = HelpTopics.text(for: command) else {
-            fail(usage: UsageError("no help for '\(command ?? "")': it is not a command"))
+        guard let text = ClientCommandTable.table.helpText(for: command) else {
+            fail(usage: ClientCommandTable.table.noHelp(for: command ?? ""))
         }
         return printChecked(text)
+    case .reference:
+        return printChecked(ClientCommandTable.table.reference)
     case .version:
         return printChecked(MemoRelease.versionText(
             program: "memo-client",
             libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]))
     case .completion(let shell):
-        return printChecked(Completion.script(shell: shell))
+        return printChecked(ClientCommandTable.table.completionScript(shell: shell))
     case .completionIDs(let server):
         return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
     case .run(let configuration, let command, let json, let locale, let quiet, let output):

@@ -11,25 +11,31 @@ import MemoWire
 let freedMemoryWiped =
     ProcessInfo.processInfo.environment["MEMO_TLS_WIPE_FREED"] != "0" && TLSMemory.wipeFreedMemory()
 
-var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
-let wantsHelp = arguments.flag("--help", "-h")
-if arguments.flag("--version") {
-    print(MemoRelease.versionText(
-        program: "memo-server", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]),
-        terminator: "")
-    exit(0)
-}
-let command = arguments.command()
-
 func fail(_ message: String, code: Int32) -> Never {
     FileHandle.standardError.write(Data("memo-server: \(message)\n".utf8))
     exit(code)
 }
 
+/// Prints `text` on standard output with one final newline.
+func show(_ text: String) -> Never {
+    print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+    exit(0)
+}
+
+// ServerCommandTable checks the line (unknown commands and options, missing values, choices, options of another
+// command); each command then reads its own options' values.
+let table = ServerCommandTable.table
 do {
-    switch command {
-    case nil, "serve":
-        if wantsHelp { print(command == nil ? Help.main + "\n\n" + Help.serve : Help.serve); exit(0) }
+    let line = try table.parse(Array(CommandLine.arguments.dropFirst()))
+    if let text = try table.answer(line, version: {
+        MemoRelease.versionText(
+            program: "memo-server", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
+    }) {
+        show(text)
+    }
+    var arguments = line.arguments
+    switch line.commandName {
+    case "serve":
         var serve = try Serve(&arguments)
         serve.freedMemoryWiped = freedMemoryWiped
         do {
@@ -40,34 +46,33 @@ do {
             serve.log(LogRecord(.error, "fatal", [("reason", "\(error)")], text: "memo-server: \(error)"))
             exit(1)
         }
-    case "certs":
-        let sub = arguments.command()
-        switch sub {
-        case "init":
-            if wantsHelp { print(Help.certsInit); exit(0) }
-            try Certs.initialize(&arguments)
-        case "client":
-            if wantsHelp { print(Help.certsClient); exit(0) }
-            try Certs.client(&arguments)
-        case "server":
-            if wantsHelp { print(Help.certsServer); exit(0) }
-            try Certs.server(&arguments)
-        case "revoke":
-            if wantsHelp { print(Help.certsRevoke); exit(0) }
-            try Certs.revoke(&arguments)
-        case "list":
-            if wantsHelp { print(Help.certsList); exit(0) }
-            try Certs.list(&arguments)
-        default:
-            if wantsHelp { print(Help.certs); exit(0) }
-            throw UsageError(
-                sub.map { "unknown certs command '\($0)'" }
-                    ?? "certs needs a command: init, client, server, revoke or list")
+    case "certs init": try Certs.initialize(&arguments)
+    case "certs client": try Certs.client(&arguments)
+    case "certs server": try Certs.server(&arguments)
+    case "certs revoke": try Certs.revoke(&arguments)
+    case "certs list": try Certs.list(&arguments)
+    case "completion":
+        let shell = try arguments.required("a shell: bash, zsh or fish")
+        try arguments.finish()
+        guard CommandTable.completionShells.contains(shell) else {
+            throw UsageError("completion takes bash, zsh or fish, not '\(shell)'")
         }
+        show(table.completionScript(shell: shell))
     case "help":
-        print(Help.main)
+        let topic = arguments.positional()
+        let reference = arguments.flag("--reference")
+        try arguments.finish()
+        if reference {
+            if let topic { throw UsageError("help --reference takes no COMMAND, not '\(topic)'") }
+            show(table.reference)
+        }
+        guard let text = table.helpText(for: topic) else {
+            throw UsageError("no help for '\(topic ?? "")': it is not a command")
+        }
+        show(text)
     default:
-        throw UsageError("unknown command '\(command!)'")
+        // The table and this switch name the same commands.
+        throw UsageError("unknown command '\(line.commandName)'")
     }
 } catch let error as UsageError {
     fail("\(error)\nTry 'memo-server --help'.", code: 2)

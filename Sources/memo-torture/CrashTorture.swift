@@ -10,30 +10,6 @@ import MemoWire
 /// random moments and restarted on the same port; afterwards every acknowledged write and every watcher's
 /// stream is checked against the server's final list and history.
 struct CrashTorture {
-    static let help = """
-        usage: memo-torture crash [--cycles N] [--writers N] [--watchers N] [--pipeline N]
-                                  [--min-uptime SECS] [--max-uptime SECS] [--seed N]
-                                  [--server-binary PATH] [--client-binary PATH]
-                                  [--store sqlite|memory|postgres://URI] [--keep]
-
-        Starts memo-server (sqlite store, a fixed free loopback port), N writer connections (creates with ids
-        they choose, updates, deletes; --pipeline requests in flight each) and N `memo-client watch --json`
-        processes. Each cycle lets the server run for a random time between --min-uptime and --max-uptime
-        seconds (default 0.3 and 1.5), kills it with SIGKILL and starts it again on the same port. Writes in
-        flight at a kill are unknown and sent again after reconnecting. Then it checks: every acknowledged write
-        is in the history at its revision and in the final list; nothing acknowledged as deleted came back; no
-        memo exists twice; no welcome after a restart is behind an acknowledged revision; each watcher printed
-        every change exactly once, in order, as the history has it.
-
-        Prints one summary line and exits 0 when all holds, 1 on any violation. Defaults: --cycles 5
-        --writers 4 --watchers 2 --pipeline 4; the binaries default to the ones next to memo-torture.
-        --keep leaves the data, certificates and logs in place and says where. --store memory runs the same
-        against a store that forgets everything at a kill: the checks must then fail (a check of the checks).
-        --store postgres://URI (an empty database) runs two servers over it: the writers are spread over both,
-        the watchers watch the second, and only the first is killed and restarted; the truth is read from the
-        second, which stayed up.
-        """
-
     var cycles = 5
     var writers = 4
     var watchers = 2

@@ -10,55 +10,6 @@ import MemoWire
 /// write storm with watchers on every server, each party in a network namespace of its own; after each fault
 /// the same invariants are checked (GrayCheck) and the time until the watchers caught up is measured.
 struct GrayTorture {
-    static let help = """
-        usage: memo-torture gray [--faults NAME,...] [--runs N] [--short] [--writers N] [--watchers N]
-                                 [--fault-seconds SECS] [--warmup SECS] [--keepalive SECS] [--bound SECS]
-                                 [--timeout SECS] [--rate N] [--history N] [--disk-size MIB] [--list]
-                                 [--server-binary PATH] [--client-binary PATH] [--keep] [--check-the-checks]
-
-        Needs root: every party runs in a network namespace of its own (PostgreSQL on 192.0.2.1, memo-server A
-        and B on 192.0.2.2-3 towards PostgreSQL and 192.0.2.65-66 towards the clients, each client on
-        192.0.2.81 and up), linked by veth pairs to two bridges in one more namespace. Names start with a
-        prefix unique to the run; the namespaces, the PostgreSQL cluster and the tmpfs are removed at the end,
-        also when the harness fails or is killed.
-
-        For each fault, --runs times: a fresh database (or SQLite file), the servers, N `memo-client watch
-        --json` processes per server (half of them list A first, half B), N writer clients (creates with ids,
-        updates and deletes with the expected revision, spread over the servers, each moving to the other
-        server when its connection is lost). After --warmup seconds the fault starts and lasts --fault-seconds,
-        then it is healed. Faults (--list prints them):
-          stop-server                SIGSTOP of server A (it has watchers and takes writes), then SIGCONT
-          stop-postgres              SIGSTOP of every PostgreSQL process, then SIGCONT
-          stop-feed-backend          SIGSTOP of server A's feed backend (application_name memo-feed)
-          stop-writer-backend        SIGSTOP of server A's writer backend (application_name memo-writer)
-          partition-server-database  server A's link to PostgreSQL down, then up
-          partition-server-clients   server A's link to its clients down, then up
-          disk-full                  one server over SQLite on a small tmpfs (--disk-size, default 16 MiB):
-                                     filled to the last byte, then the filler removed
-          below-history              servers with --history N (default 50); SIGSTOP of server B while the
-                                     writers go on through A, then SIGCONT
-
-        Checked after each fault: every acknowledged write is in the store (lost); no write answered with an
-        error other than 505 outcome-unknown is in the store (wrongly reported); every watcher printed every
-        change after its start exactly once and in order, or an explicit resync event and the full set, and
-        reached the head (watcher gaps, repeats, mismatches); under the faults that leave every server running
-        and reachable (stop-postgres, the backends, partition-server-database, disk-full), every write was
-        answered, if only with an error, within --timeout (unanswered); and the watchers caught up, within
-        --bound seconds (default 3 x --keepalive, or 9: 3 x memo-client's default keepalive of 3 s), with a
-        write made through a healthy server just after the fault began (when one server stays healthy) or just
-        after the heal (otherwise): time to recover.
-
-        Prints a line per run and a summary line per fault, then `gray summary: PASS|FAIL; ...`; exits 0 when
-        every check held, 1 otherwise. Defaults: --runs 1 --writers 4 --watchers 2 (per server)
-        --fault-seconds 20 --warmup 2 --timeout 10 (a writer's request deadline) --rate 100 (writes per second
-        per writer at most). --short: every fault once with --writers 3 --watchers 1 --fault-seconds 10
-        --warmup 1 (about 3 minutes). --keepalive is passed to the watchers as their --keepalive. --keep leaves
-        the logs and says where. --check-the-checks plants, after each run, one fault of each kind in copies of
-        its records (an acknowledged create reported as failed, an acknowledged create the store never got, a
-        change dropped from a watcher's output, one printed twice) and exits 0 only when the checks count every
-        one (the run's own result does not count then).
-        """
-
     enum Fault: String, CaseIterable {
         case stopServer = "stop-server"
         case stopPostgres = "stop-postgres"

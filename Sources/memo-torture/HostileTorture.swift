@@ -8,22 +8,6 @@ import MemoWire
 /// `memo-torture hostile`: the catalog of hostile peers, one after another against one live server, while a good
 /// client keeps pinging and writing on its own connection and the server's memory is sampled.
 struct HostileTorture {
-    static let help = """
-        usage: memo-torture hostile [--server-binary PATH] [--cases NAME,...] [--list]
-                                    [--latency-bound MS] [--rss-bound MIB] [--flood N] [--keep]
-                                    [--max-outbound BYTES]
-
-        Starts one memo-server (sqlite store, port 0) with small limits: --handshake-timeout 2,
-        --frame-timeout 2, --max-in-flight 64, --max-outbound 262144 (or the --max-outbound given). Runs each
-        case of the catalog (--list shows it; --cases picks some) while a good client on its own connection sends a ping and a create every
-        50 ms. A case passes when the hostile peer got the expected outcome, and every round of the good client
-        during the case and the first one after it was answered within --latency-bound (default 500 ms).
-        The server's VmRSS is sampled every 20 ms; the run fails if it ever goes over --rss-bound (default
-        256 MiB). --flood sets the connections of the half-open flood (default 2000).
-
-        Prints `PASS|FAIL name: expected ...; got ...` per case and a summary line; exits 1 if any case failed.
-        """
-
     var serverBinary = siblingExecutable("memo-server")
     var only: [String]?
     var listOnly = false

@@ -59,7 +59,7 @@ struct ClientFailureTests {
         configuration.server = proxy.address
         let client = try await MemoConnection.connect(configuration)
         defer { client.close() }
-        let started = ContinuousClock.now
+        // The server's own answer (not the client's 10 s deadline, which would throw `timedOut`) ends the write.
         do {
             _ = try await client.create(content: String(repeating: "x", count: 30_000))
             Issue.record("a frame over the server's limit was accepted")
@@ -67,7 +67,6 @@ struct ClientFailureTests {
             #expect(code == .frameTooLarge)
             #expect(message.contains("over the server's frame limit of 16384"), "\(message)")
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
         // The connection is still the first one, and still serves.
         let small = try await client.create(content: "small")
         #expect(try await client.get(id: small.id) == small)
@@ -120,12 +119,11 @@ struct ClientFailureTests {
             proxy.stop()
             server.stop()
         }
-        let started = ContinuousClock.now
         let result = try runClient(["list", "--timeout", "10"], server: proxy.address, certs: server.certificates.path)
         #expect(result.status == 5, "\(result.err)")
         #expect(result.err.hasPrefix("memo-client: TLS with \(proxy.address) failed: "), "\(result.err)")
         #expect(result.err.split(separator: "\n").count == 1)
-        #expect(ContinuousClock.now - started < .seconds(8))
+        // Retrying until the 10 s deadline would have made several connections (backoff 0.1, 0.2, 0.4, ... s).
         #expect(proxy.connections <= 2, "\(proxy.connections) connections")
     }
 
@@ -145,7 +143,7 @@ struct ClientFailureTests {
         let certs = try TestCertificates()
         let configuration = ClientConfiguration(
             server: "memo.example:port", caPath: certs.path + "/ca.crt", certificatePath: certs.path + "/client.crt",
-            keyPath: certs.path + "/client.key", requestTimeout: .seconds(10))
+            keyPath: certs.path + "/client.key", requestTimeout: .seconds(120))
         let started = ContinuousClock.now
         do {
             _ = try await MemoConnection.connect(configuration)
@@ -154,7 +152,9 @@ struct ClientFailureTests {
             #expect(server == "memo.example:port")
             #expect(reason.contains("is not an address"), "\(reason)")
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
+        // Retried, it would end only at the 120 s deadline; refused at once, it ends in milliseconds. A bound at
+        // half the deadline tells the two apart however loaded the machine is.
+        #expect(ContinuousClock.now - started < .seconds(60))
     }
 
     @Test func aCommandRunRightAfterTheServerIsStartedWaitsForIt() throws {

@@ -53,7 +53,7 @@ struct ClientOptionsTests {
         #expect(late.status == 2)
         #expect(late.err.hasPrefix("memo-client: unknown option --shape\n"))
 
-        for tool in ["memo-client", "memo-server"] {
+        for tool in ["memo-client", "memo-server", "memo-bench", "memo-torture"] {
             let version = try runTool(tool, ["--version"], environment: cleanEnvironment())
             #expect(version.status == 0)
             let lines = version.out.split(separator: "\n")
@@ -78,6 +78,15 @@ struct ClientOptionsTests {
         }
         let noSuch = try runTool("memo-client", ["bogus", "--help"], environment: cleanEnvironment())
         #expect(noSuch.status == 2)
+        // A typo of a command or option, in each program: exit 2 and the word it was probably meant to be.
+        for (tool, arguments, near) in [("memo-client", ["lsit"], "list"), ("memo-client", ["list", "--jsn"], "--json"),
+                                        ("memo-server", ["serve", "--thraeds", "2"], "--threads"),
+                                        ("memo-bench", ["fanuot"], "fanout"), ("memo-torture", ["crahs"], "crash")] {
+            let typo = try runTool(tool, arguments, environment: cleanEnvironment())
+            #expect(typo.status == 2, "\(tool) \(arguments)")
+            #expect(typo.err.hasPrefix("\(tool): ") && typo.err.contains("; did you mean '\(near)'?\n"),
+                    "\(typo.err)")
+        }
         // Text after -- is text, even when it looks like an option.
         let server = try TestServer()
         defer { server.stop() }
@@ -203,6 +212,6 @@ struct ClientOptionsTests {
             """], environment: cleanEnvironment(["HOME": home.path]))
         #expect(zsh.status == 0, "\(zsh.err)")
         #expect(zsh.out == "_bash_complete -F _memo_client\n", "\(zsh.out) \(zsh.err)")
-        #expect(try runTool("memo-client", ["completion", "fish"], environment: cleanEnvironment()).status == 2)
+        #expect(try runTool("memo-client", ["completion", "tcsh"], environment: cleanEnvironment()).status == 2)
     }
 }

@@ -369,7 +369,8 @@ struct TUIEndToEndTests {
         // The status and the list reach the screen in separate redraws (each from its own subject), so the screen
         // waited for is the one with both: the cached memo, selected, under the offline status.
         let screen = try offline.waitForScreen("the cached memo under the offline status") { lines in
-            lines.contains { $0.contains("offline, cached") } && lines.contains { $0.hasPrefix("> 캐시에 남을 메모") }
+            lines.contains { $0.contains("offline (connection refused)") }
+                && lines.contains { $0.hasPrefix("> 캐시에 남을 메모") }
         }
         #expect(screen.contains { $0.hasPrefix("> 캐시에 남을 메모") })
         #expect(try offline.pane("#{alternate_on}") == "1")

@@ -4,6 +4,7 @@ import MemoClient
 import MemoClientCLI
 import MemoCore
 import MemoTestSupport
+import MemoTLS
 import MemoTUI
 import Testing
 
@@ -29,7 +30,7 @@ struct TUIOfflineEndToEndTests {
 
         // A stopped server keeps its TCP connection up: only the unanswered ping tells, and the bar says so.
         server.signal(SIGSTOP)
-        let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering)")
+        let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering, try ")
         #expect(!screen.contains { $0.contains("live") }, "\(screen)")
 
         server.signal(SIGCONT)
@@ -57,7 +58,7 @@ struct TUIOfflineEndToEndTests {
         fixture.stopServer()
         let offline = try TmuxSession(command: command)
         defer { offline.kill() }
-        try offline.waitForScreen(containing: "오프라인에서 지울 메모", "offline, cached")
+        try offline.waitForScreen(containing: "오프라인에서 지울 메모", "offline (connection refused)")
 
         // A new memo: Ctrl-S returns to the list at once, the memo on it marked pending.
         try offline.press("n")
@@ -208,6 +209,34 @@ struct TUIOfflineEndToEndTests {
         try tmux.waitForScreen(containing: "> vi로 쓴 메모")
     }
 
+    @Test func anEditorThatIsMissingOrExitsNonZeroSaysSoAndTheTextStays() throws {
+        let fixture = try FrontEndFixture()
+        for (editor, said) in [
+            ("/nonexistent", "editor /nonexistent: not found"),
+            ("false", "editor false exited with status 1; the text is unchanged"),
+        ] {
+            let tmux = try TmuxSession(command: fixture.frontEndCommand(environment: ["EDITOR": editor, "VISUAL": ""]))
+            defer { tmux.kill() }
+            try tmux.waitForScreen(containing: "no memos yet")
+            try tmux.press("n")
+            try tmux.waitForScreen(containing: "New memo")
+            try tmux.type("편집기 없이 쓴 글")
+            try tmux.press("C-e")
+            let screen = try tmux.waitForScreen(containing: said)
+            // Back in the front end with the text as it was, still unsaved.
+            #expect(screen.contains { $0.hasPrefix("편집기 없이 쓴 글") }, "\(screen)")
+            #expect(screen.first?.contains("modified") == true, "\(screen)")
+            #expect(try tmux.pane("#{alternate_on}") == "1")
+            // The next key clears the line and edits as usual.
+            try tmux.type("!")
+            try tmux.waitForScreen("the message gone and the key typed") { lines in
+                !lines.contains { $0.contains(said) } && lines.contains { $0.hasPrefix("편집기 없이 쓴 글!") }
+            }
+            try tmux.press("C-c")
+            try tmux.waitForScreen(containing: "memo-client exited with")
+        }
+    }
+
     @Test func sigtermWhileTheEditorRunsRestoresTheTerminalAndRemovesTheEditorsFile() throws {
         let fixture = try FrontEndFixture()
         let record = fixture.data.path + "/editor-path"
@@ -257,6 +286,24 @@ struct TUIOfflineEndToEndTests {
         ]))
         defer { refused.kill() }
         try refused.waitForScreen(containing: "✗", "certificate refused by the server")
+    }
+
+    @Test func aRevokedCertificateIsSaidSoOnTheStatusBarAndInTheHelp() throws {
+        let fixture = try FrontEndFixture()
+        let server = try #require(fixture.server)
+        _ = try CertificateAuthority.revoke("reader", directory: fixture.certificates.path)
+        server.signal(SIGHUP)
+        try server.waitForLog("reloaded certificates")
+        let certs = fixture.certificates.path
+        let tmux = try TmuxSession(command: fixture.frontEndCommand([
+            "--cert", certs + "/reader.crt", "--key", certs + "/reader.key",
+        ]))
+        defer { tmux.kill() }
+        // Not "certificate refused by the server", which says nothing of why: the server's alert said revoked.
+        let screen = try tmux.waitForScreen(containing: "✗", "certificate revoked (? why)")
+        #expect(screen.last?.contains("? help") == true, "\(screen)")
+        try tmux.press("?")
+        try tmux.waitForScreen(containing: "TLS with \(fixture.address) failed")
     }
 
     @Test func aReadOnlyCertificateSeesReadOnlyAndItsWriteKeysAnswerWithOneLine() throws {

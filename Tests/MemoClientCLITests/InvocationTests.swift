@@ -90,7 +90,7 @@ struct InvocationTests {
         #expect(usageError("list --if-revision 3") == "--if-revision is only for edit and rm")
         #expect(usageError("edit abc --if-revision seven x") == "--if-revision takes a revision number, not 'seven'")
         #expect(usageError("add") == "add needs the memo's text (or - to read it from stdin)")
-        #expect(usageError("completion fish") == "completion takes bash or zsh, not 'fish'")
+        #expect(usageError("completion tcsh") == "completion takes bash, zsh or fish, not 'tcsh'")
         #expect(usageError("-x json list") == "unknown option -x")
         #expect(usageError("list --locale ko_KR") == "--locale is only for the terminal front end (no command)")
     }
@@ -102,14 +102,14 @@ struct InvocationTests {
         }
         #expect(try output("-o ids list") == .ids)
         #expect(try output("list --output wide") == .wide)
-        #expect(try output("show abc -o=tsv") == .tsv)
+        #expect(try output("show abc --output=tsv") == .tsv)
         #expect(try output("--json list") == nil)
         guard case .run(_, _, let json, _, _, _) = try parse("-o json list") else { throw UsageError("not run") }
         #expect(json)
         #expect(try output("--json -o json list") == .json)
-        #expect(usageError("-o yaml list") == "-o (--output) takes json, tsv, ids or wide, not 'yaml'")
+        #expect(usageError("-o yaml list") == "--output takes json, tsv, ids or wide, not 'yaml'")
         #expect(usageError("--json -o tsv list") == "--json and -o tsv ask for different output")
-        #expect(usageError("-o ids -o wide list") == "-o (--output) is given 2 times")
+        #expect(usageError("-o ids -o wide list") == "--output is given 2 times")
         #expect(usageError("-o ids watch") == "-o ids is only for list, show, add, edit and rm")
         #expect(usageError("-o wide status") == "-o wide is only for list, show, add, edit and rm")
         #expect(usageError("-o tsv export") == "export prints JSON lines only: -o tsv does not apply to it")

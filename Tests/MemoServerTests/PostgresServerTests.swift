@@ -153,14 +153,20 @@ struct PostgresServerTests {
     }
 
     @Test func postgresRestartedDuringWritesLosesNoAcknowledgedWriteAndRefusesWithStorageUnavailable() throws {
-        let servers = try SharedDatabaseServers(count: 2)
+        // A cluster of its own: restarting the shared one would cut the tests running beside this one.
+        let cluster = try TestPostgres.dedicated()
+        defer { cluster.stop() }
+        let servers = try SharedDatabaseServers(count: 2, cluster: cluster)
         defer { servers.stop() }
         let subscribers = try (0..<2).map { try RecordingSubscriber(servers: servers, index: $0) }
         defer { for subscriber in subscribers { subscriber.stop() } }
         let restarted = Recorder<Bool>()
-        let cluster = servers.cluster
+        let database = servers.database
         Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: 1)  // the storm's own pace: writes before, during and after
+            // Writes before, during and after: the restart comes once the storm has committed 40 changes.
+            _ = try? pollUntil {
+                (Int(try cluster.sql("SELECT revision FROM memo_head", database: database)) ?? 0) >= 40
+            }
             _ = try? cluster.restartImmediately()
             restarted.record(true)
         }

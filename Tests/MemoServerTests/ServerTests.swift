@@ -136,7 +136,10 @@ struct ServerTests {
         let server = try TestServer()
         defer { server.stop() }
         let reader = try server.connect("reader", hello: false)
-        guard case .welcome(_, _, _, let role, _) = try reader.hello() else { return }
+        guard case .welcome(_, _, _, let role, _) = try reader.hello() else {
+            Issue.record("the hello was not answered with a welcome")
+            return
+        }
         #expect(role == .readOnly)
         for write in [Message.create(id: nil, insertMicros: nil, content: "no"),
                       .update(id: UUID(), expectedRevision: nil, content: "no"), .delete(id: UUID(), expectedRevision: nil)]

@@ -136,3 +136,23 @@ struct TLSHardeningTests {
         }
     }
 }
+
+/// `discard` lets go of a session's keys at once, on both record layers: the `SSL` is freed and the record layer's
+/// protections (which wipe their secrets, keys and IVs when freed) go, and every later call fails.
+@Suite struct TLSDiscardTests {
+    @Test(arguments: [TLSRecordLayerChoice.handOff, .openSSL])
+    func discardDropsTheKeysAndRefusesLaterUse(server layer: TLSRecordLayerChoice) throws {
+        try withTemporaryDirectory { dir in
+            let fixture = try TLSFixture(directory: dir)
+            let (client, server) = try TLSRecordLayerTests.pair(fixture, client: .handOff, server: layer)
+            #expect(client.holdsKeyMaterial && server.holdsKeyMaterial)
+            client.discard()
+            server.discard()
+            #expect(!client.holdsKeyMaterial && !server.holdsKeyMaterial)
+            #expect(throws: TLSError.self) { try server.writePlaintext(Array("late".utf8)) }
+            var plaintext: [UInt8] = []
+            #expect(throws: TLSError.self) { _ = try client.readPlaintext(into: &plaintext) }
+            #expect(client.outboundCount == 0 && server.outboundCount == 0)
+        }
+    }
+}

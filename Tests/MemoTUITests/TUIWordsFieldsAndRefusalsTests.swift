@@ -44,8 +44,8 @@ struct TUIWordsFieldsAndRefusalsTests {
         #expect(options.strings == .korean && options.dateFormat.locale.identifier == "ko_KR")
 
         for (locale, titles, hint) in [
-            ("ko_KR", ["메모 목록", "메모 보기", "메모 편집", "새 메모"], "j/k 이동"),
-            ("en_US_POSIX", ["Memos", "Memo", "Edit memo", "New memo"], "j/k move"),
+            ("ko_KR", ["메모 목록", "메모 보기", "메모 편집", "새 메모"], "? 도움말"),
+            ("en_US_POSIX", ["Memos", "Memo", "Edit memo", "New memo"], "? help"),
         ] {
             let (_, coordinator) = started(["하나"], locale: locale)
             #expect(screen(coordinator)[0].contains(titles[0]), "\(locale)")

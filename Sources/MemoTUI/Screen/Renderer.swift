@@ -1,3 +1,5 @@
+import MemoText
+
 /// Turns grids into terminal output, writing only the cells that changed since the last frame.
 ///
 /// The first frame, and every frame after a resize or `invalidate()`, clears the screen and draws every cell.
@@ -31,6 +33,28 @@ public struct Renderer: Sendable {
         }
 
         for row in 0..<grid.height {
+            // A row that holds (or held) a grapheme of uncertain width may not be where the grid thinks on the
+            // terminal: a flag drawn one column wide, a ZWJ sequence drawn four. When it changes it is cleared and
+            // drawn whole, so that no fragment of the old drawing stays beside the new one.
+            var wholeRow = false
+            if !full, let previous, rowChanged(previous, grid, row: row),
+                hasUncertainWidth(previous, row: row) || hasUncertainWidth(grid, row: row)
+            {
+                wholeRow = true
+                if cursorShown {
+                    output += "\u{1B}[?25l"
+                    cursorShown = false
+                }
+                output += "\u{1B}[\(row + 1);1H"
+                if penStyle != .plain {
+                    // Erase with the default background, not the last cell's.
+                    output += CellStyle.plain.sgr
+                    penStyle = .plain
+                }
+                output += "\u{1B}[2K"
+                penRow = row
+                penColumn = 0
+            }
             var column = 0
             while column < grid.width {
                 let cell = grid[row, column]
@@ -39,7 +63,7 @@ public struct Renderer: Sendable {
                     continue
                 }
                 let span = max(1, min(cell.width, grid.width - column))
-                if !full, let previous, !changed(previous, grid, row: row, column: column, span: span) {
+                if !full, !wholeRow, let previous, !changed(previous, grid, row: row, column: column, span: span) {
                     column += span
                     continue
                 }
@@ -58,7 +82,8 @@ public struct Renderer: Sendable {
                 }
                 output.append(cell.grapheme)
                 penRow = row
-                penColumn = column + span
+                // After a grapheme of uncertain width the terminal's cursor may be anywhere: place it again.
+                penColumn = ColumnWidth.isUncertain(cell.grapheme) ? -1 : column + span
                 column += span
             }
         }
@@ -77,6 +102,22 @@ public struct Renderer: Sendable {
         }
         previous = grid
         return output
+    }
+
+    /// True when any cell of `row` differs between the two grids.
+    private func rowChanged(_ old: Grid, _ new: Grid, row: Int) -> Bool {
+        for col in 0..<new.width where old[row, col] != new[row, col] {
+            return true
+        }
+        return false
+    }
+
+    /// True when `row` holds a grapheme whose width terminals disagree on (`ColumnWidth.isUncertain`).
+    private func hasUncertainWidth(_ grid: Grid, row: Int) -> Bool {
+        for col in 0..<grid.width where ColumnWidth.isUncertain(grid[row, col].grapheme) {
+            return true
+        }
+        return false
     }
 
     /// True when the cell at (`row`, `column`), or the placeholder after it, differs between the two grids.

@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoViewModels
 import Synchronization
 
 #if canImport(Glibc)
@@ -14,6 +15,24 @@ import Glibc
 /// text goes to `memo.txt` (mode 0600) in a private folder (mode 0700) that is removed on every way out: the
 /// editor ending either way, a thrown error, or a terminating signal (`removeLeftovers`).
 enum ExternalEditor {
+    /// The editor ran but gave no text back: it was not found, could not run, exited non-zero or was killed.
+    struct Failure: Error, Sendable, Hashable {
+        /// The shell's exit status, or 128 + the signal that ended it.
+        var status: Int32
+    }
+
+    /// What the compose scene's message line says about a failed hand-off to `command` (the text stays as it was).
+    static func describe(_ error: any Error, command: String, strings: Strings) -> String {
+        guard let failure = error as? Failure else { return "\(command): \(error)" }
+        switch failure.status {
+        // The shell's words for a command it could not find or run (POSIX: 127 and 126).
+        case 127: return strings.editorNotFound(command)
+        case 126: return strings.editorNotExecutable(command)
+        case 129...: return strings.editorKilled(command, failure.status - 128)
+        default: return strings.editorExited(command, failure.status)
+        }
+    }
+
     /// The private folder of the edit under way, for the signal handler to remove.
     private static let folder = Mutex<String?>(nil)
     /// True while an editor has the terminal: Ctrl-C typed at a cooked terminal is the editor's, not ours.
@@ -23,8 +42,10 @@ enum ExternalEditor {
 
     /// Writes `text` to a private temporary file, gives the terminal to the editor (cooked mode, main screen) and
     /// reads the file back once the editor exits.
-    /// - Returns: the edited text, or nil when the editor failed (non-zero exit) so the text is left alone.
-    static func edit(_ text: String, command: String, terminal: Terminal, reader: InputReader) throws -> String? {
+    /// - Returns: the edited text.
+    /// - Throws: `Failure` when the editor did not exit 0 (the caller leaves the text alone and says why, with
+    ///   `describe`), `TerminalError` when it could not be started.
+    static func edit(_ text: String, command: String, terminal: Terminal, reader: InputReader) throws -> String {
         let directory = try makePrivateFolder()
         folder.withLock { $0 = directory }
         defer {
@@ -43,7 +64,7 @@ enum ExternalEditor {
         }
         // Through the shell, so that EDITOR may carry arguments ("code --wait").
         let status = try spawnAndWait("/bin/sh", ["sh", "-c", command + " \"$1\"", "memo-editor", path])
-        guard status == 0 else { return nil }
+        guard status == 0 else { throw Failure(status: status) }
         var edited = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
         // Editors end the file with a newline the memo did not have.
         if edited.hasSuffix("\n") { edited.removeLast() }

@@ -102,14 +102,12 @@ public enum TerminalApp {
                 case .externalEditor(let compose):
                     let text = compose.current.buffer.text
                     do {
-                        if let edited = try ExternalEditor.edit(
-                            text, command: options.editorCommand, terminal: terminal, reader: reader)
-                        {
-                            compose.replaceText(edited)
-                        }
+                        compose.replaceText(try ExternalEditor.edit(
+                            text, command: options.editorCommand, terminal: terminal, reader: reader))
                     } catch {
                         // The text is still in the editor here; only the hand-off failed.
-                        compose.show(message: "\(options.editorCommand): \(error)")
+                        compose.show(message: ExternalEditor.describe(
+                            error, command: options.editorCommand, strings: compose.strings))
                     }
                     // The editor may have left anything on the screen, at any size: draw everything again.
                     size = terminal.size()

@@ -44,13 +44,28 @@ public enum ComposeView {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
         }
         if grid.height >= 2 {
-            StatusBarView.draw(status, hints: strings.composeHints, strings: strings, into: &grid, row: grid.height - 1)
+            StatusBarView.draw(
+                status, hints: strings.composeHints, strings: strings, inEditor: true, into: &grid,
+                row: grid.height - 1)
+        }
+        if state.helpVisible {
+            SceneChrome.help(strings.composeHelpLines, status: status, strings: strings, into: &grid)
         }
     }
 
-    /// The editor's key bindings.
-    public static func handle(_ key: Key, model: ComposeViewModel) async -> ScreenCommand {
+    /// The editor's key bindings; `width` is the screen's, which the text is wrapped to (Up and Down move by
+    /// screen row).
+    public static func handle(_ key: Key, model: ComposeViewModel, width: Int = 80) async -> ScreenCommand {
         let state = model.current
+        if state.helpVisible {
+            model.toggleHelp()
+            // `?` is text in the editor, but with the help open it is the key that closes it, as in the other
+            // scenes; any other key closes it and does what it does, so that nothing typed is lost.
+            switch key {
+            case .escape, .control("g"), .character("?"): return .none
+            default: break
+            }
+        }
         if state.conflict != nil {
             switch key {
             case .character("o"), .character("O"): await model.overwrite()
@@ -67,6 +82,7 @@ public enum ComposeView {
         switch key {
         case .control("s"): await model.save()
         case .control("e"): return .externalEditor(model)
+        case .control("g"): model.toggleHelp()
         case .escape: model.cancel()
         case .character(let character): model.edit { $0.insert(character) }
         case .paste(let text): model.edit { $0.insert(text: text) }
@@ -76,8 +92,8 @@ public enum ComposeView {
         case .delete: model.edit { $0.deleteForward() }
         case .left: model.edit { $0.moveLeft() }
         case .right: model.edit { $0.moveRight() }
-        case .up: model.edit { $0.moveUp() }
-        case .down: model.edit { $0.moveDown() }
+        case .up: model.edit { $0.moveUp(width: width) }
+        case .down: model.edit { $0.moveDown(width: width) }
         case .home, .control("a"): model.edit { $0.moveToLineStart() }
         case .end: model.edit { $0.moveToLineEnd() }
         default: break

@@ -38,6 +38,8 @@ public enum DetailView {
         }
         if state.confirmingDelete {
             _ = SceneChrome.promptLine(strings.deleteThis, into: &grid)
+        } else if let target = state.confirmingOverwrite {
+            _ = SceneChrome.promptLine(strings.overwriteFile(target), into: &grid)
         } else if let prompt = state.savePrompt {
             SceneChrome.fieldLine(strings.saveTo, prompt, into: &grid)
         } else if let message = state.message {
@@ -49,6 +51,11 @@ public enum DetailView {
             let hints = status.readOnly ? strings.detailHintsReadOnly : strings.detailHints
             StatusBarView.draw(status, hints: hints, strings: strings, into: &grid, row: grid.height - 1)
         }
+        if state.helpVisible {
+            SceneChrome.help(
+                status.readOnly ? strings.detailHelpLinesReadOnly : strings.detailHelpLines, status: status,
+                strings: strings, into: &grid)
+        }
     }
 
     /// The detail's key bindings; `size` is the screen, for scrolling.
@@ -56,8 +63,17 @@ public enum DetailView {
         _ key: Key, model: DetailViewModel, status: ConnectionStatus = .local, width: Int, height: Int
     ) async -> ScreenCommand {
         let state = model.current
+        if state.helpVisible {
+            // Any key closes the help, as in the list; it does nothing else.
+            model.toggleHelp()
+            return .none
+        }
         if state.confirmingDelete {
             await model.answerDelete(key == .character("y") || key == .character("Y"))
+            return .none
+        }
+        if state.confirmingOverwrite != nil {
+            await model.answerOverwrite(key == .character("y") || key == .character("Y"))
             return .none
         }
         if state.savePrompt != nil {
@@ -80,9 +96,9 @@ public enum DetailView {
             } else {
                 model.edit()
             }
-        case .character("?"):
-            // The whole reason the connection fails, which the status bar can only abbreviate.
-            if let problem = status.problem, status.state != .live { model.show(message: "✗ " + problem.detail) }
+        case .character("?"), .control("g"):
+            // The keys, and the whole reason the connection fails, which the status bar can only abbreviate.
+            model.toggleHelp()
         case .character("s"): model.share()
         case .character("S"): model.beginSave()
         case .character("j"), .down: model.scroll(by: 1, limit: limit)

@@ -61,11 +61,9 @@ public enum ListView {
             StatusBarView.draw(status, hints: hints, strings: strings, into: &grid, row: grid.height - 1)
         }
         if state.helpVisible {
-            var lines = status.readOnly ? strings.helpLinesReadOnly : strings.helpLines
-            if let problem = status.problem, status.state != .live {
-                lines = TextLayout.wrap("✗ " + problem.detail, to: max(10, grid.width - 8)) + [""] + lines
-            }
-            drawHelp(lines, into: &grid)
+            SceneChrome.help(
+                status.readOnly ? strings.helpLinesReadOnly : strings.helpLines, status: status, strings: strings,
+                into: &grid)
         }
     }
 
@@ -80,23 +78,6 @@ public enum ListView {
         } else if !state.filter.text.isEmpty {
             _ = SceneChrome.promptLine(strings.filterShown(state.filter.text), style: .dim, into: &grid)
         }
-    }
-
-    private static func drawHelp(_ helpLines: [String], into grid: inout Grid) {
-        let inner = min(grid.width - 4, (helpLines.map(\.columns).max() ?? 0) + 2)
-        guard inner > 2, grid.height >= 4 else { return }
-        let lines = Array(helpLines.prefix(grid.height - 4))
-        let left = (grid.width - inner - 2) / 2
-        let top = max(1, (grid.height - lines.count - 2) / 2)
-        let border = CellStyle(bold: true)
-        grid.put("┌" + String(repeating: "─", count: inner) + "┐", row: top, column: left, style: border)
-        for (index, line) in lines.enumerated() {
-            grid.put("│", row: top + 1 + index, column: left, style: border)
-            grid.put(TextLayout.pad(TextLayout.truncate(" " + line, to: inner), to: inner), row: top + 1 + index,
-                     column: left + 1)
-            grid.put("│", row: top + 1 + index, column: left + inner + 1, style: border)
-        }
-        grid.put("└" + String(repeating: "─", count: inner) + "┘", row: top + lines.count + 1, column: left, style: border)
     }
 
     /// The list's key bindings; `height` is the screen's, for PgUp/PgDn, and `status` says whether writes are
@@ -142,7 +123,7 @@ public enum ListView {
             }
         case .character("/"): model.beginFilter()
         case .escape: model.clearFilter()
-        case .character("?"): model.toggleHelp()
+        case .character("?"), .control("g"): model.toggleHelp()
         case .character("q"): return .quit
         default: break
         }

@@ -27,7 +27,7 @@ public enum SceneView {
         case .list(let list): return await ListView.handle(key, model: list, status: status, height: height)
         case .detail(let detail):
             return await DetailView.handle(key, model: detail, status: status, width: width, height: height)
-        case .compose(let compose): return await ComposeView.handle(key, model: compose)
+        case .compose(let compose): return await ComposeView.handle(key, model: compose, width: width)
         case nil: return .quit
         }
     }
