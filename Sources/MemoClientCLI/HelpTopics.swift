@@ -67,7 +67,8 @@ public enum HelpTopics {
             The contexts of $XDG_CONFIG_HOME/memo/config (~/.config/memo/config), in the file's order:
             CURRENT<TAB>NAME<TAB>SERVER, CURRENT being * for the context in effect (--context, MEMO_CONTEXT or
             the file's current line) and empty for the others, SERVER - when the context names none; aligned
-            on a terminal. With --json one object per context: name, current, server, ca, cert, key.
+            on a terminal. With --json one object per context: name, current, server, ca, cert, key; with
+            -o ids the names only.
             The file is KEY VALUE lines (# starts a comment; indentation is free):
               current work                      the context used when none is named
               context work                      starts context work; the lines below belong to it

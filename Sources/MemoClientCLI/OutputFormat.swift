@@ -15,7 +15,8 @@ public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
     /// Tab-separated with more columns: id, revision, insertDate, updateDate, size (bytes of content), first line.
     case wide
 
-    /// The commands that print memos, which take every form; the others take only `json` and `tsv`.
+    /// The commands that print memos, which take every form; the others take only `json` and `tsv` (and `config
+    /// contexts` also `ids`: its names).
     static let memoCommands = "list, show, add, edit and rm"
 
     /// Reads `-o`'s value. - Throws: a usage error naming the choices.
@@ -33,6 +34,7 @@ public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
         case (.tsv, .export): return false  // export's lines are JSON, always
         case (.tsv, _): return true
         case (.ids, .list), (.ids, .show), (.ids, .add), (.ids, .edit), (.ids, .remove): return true
+        case (.ids, .contexts): return true  // one name per line (what completion offers for --context)
         case (.wide, .list), (.wide, .show), (.wide, .add), (.wide, .edit), (.wide, .remove): return true
         default: return false
         }

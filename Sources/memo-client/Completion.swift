@@ -49,7 +49,7 @@ enum Completion {
                 --ca|--cacert|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 -o|--output) COMPREPLY=($(compgen -W "json tsv ids wide" -- "$cur")); return ;;
                 --context)
-                    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" config contexts -o tsv 2>/dev/null | cut -f2)" \\
+                    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" config contexts -o ids 2>/dev/null)" \\
                         -- "$cur")); return ;;
                 --server|--timeout|--keepalive|--filter|--limit|--if-revision|--locale|--after) COMPREPLY=(); return ;;
             esac

@@ -63,6 +63,7 @@ struct ClientContextsTests {
         let contexts = try client(["config", "contexts"], ["MEMO_CONTEXT": "test"])
         #expect(contexts.status == 0)
         #expect(contexts.out == "\tnowhere\t127.0.0.1:1\n*\ttest\t\(server.address)\n\treader\t\(server.address)\n")
+        #expect(try client(["config", "contexts", "-o", "ids"]).out == "nowhere\ntest\nreader\n")
         let json = try client(["config", "contexts", "--json"])
         let firstObject = json.out.split(separator: "\n").first.map(String.init)
         #expect(firstObject == "{\"name\":\"nowhere\",\"current\":true,\"server\":\"127.0.0.1:1\","
