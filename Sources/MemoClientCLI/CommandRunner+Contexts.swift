@@ -4,8 +4,8 @@ import MemoClient
 extension CommandRunner {
     /// Tab-separated `CURRENT<TAB>NAME<TAB>SERVER` (CURRENT `*` for the context in effect, else empty; SERVER `-`
     /// when the context names none); columns aligned on a terminal; with `--json` one object per context:
-    /// `{"name":…,"current":true|false,"server":…|null,"ca":…|null,"cert":…|null,"key":…|null}`; with `-o ids`
-    /// the names only, one per line.
+    /// `{"name":…,"current":true|false,"server":…|null,"ca":…|null,"cert":…|null,"key":…|null}`; with
+    /// `-o ids` the names only, one per line.
     func printContexts(_ listing: ContextsListing) {
         let contexts = listing.file?.contexts ?? []
         if style.format == .ids {
