@@ -92,14 +92,17 @@ public struct ClientConfiguration: Sendable {
             return (folder, "certificate folder \(folder) (MEMO_CERTS)")
         }
         if isDirectory("certs") { return ("certs", "certificate folder ./certs (found in the current directory)") }
-        let config: String
-        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") {
-            config = xdg
-        } else {
-            config = (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "~") + "/.config"
-        }
-        let folder = config + "/memo/certs"
+        let folder = configDirectory(environment: environment) + "/memo/certs"
         return (folder, "certificate folder \(folder) (the default: no ./certs here and MEMO_CERTS is not set)")
+    }
+}
+
+extension ClientConfiguration {
+    /// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config`: where the `memo` folder of certificates and
+    /// the config file of contexts are.
+    public static func configDirectory(environment: [String: String]) -> String {
+        if let xdg = environment["XDG_CONFIG_HOME"], xdg.hasPrefix("/") { return xdg }
+        return (environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "~") + "/.config"
     }
 }
 

@@ -40,6 +40,13 @@ extension ClientConnectionMachine {
                 into: &actions)
             return
         }
+        if let version = welcome?.version, request.message.minimumVersion > version {
+            // Sent, it would be a type the server does not know, which closes the connection.
+            finish(id, .failure(ServerTooOldError(
+                server: configuration.server, speaks: version, needs: request.message.minimumVersion)),
+                into: &actions)
+            return
+        }
         let current = attempt
         requests[id]?.sentOn = current
         requests[id]?.attempts += 1
@@ -138,8 +145,9 @@ extension ClientConnectionMachine {
             return
         }
         switch message {
-        case .welcome(_, let revision, let maxFrameSize, let role, let server):
-            live(Welcome(revision: revision, maxFrameSize: maxFrameSize, role: role, serverName: server),
+        case .welcome(let version, let revision, let maxFrameSize, let role, let server):
+            live(Welcome(version: version, revision: revision, maxFrameSize: maxFrameSize, role: role,
+                         serverName: server),
                  now: now, into: &actions)
         case .error(let code, let text), .goingAway(let code, let text):
             closeConnection(as: .rejected(code, text), polite: false, now: now, into: &actions)
@@ -203,6 +211,12 @@ extension ClientConnectionMachine {
                 if last {
                     let all = requests[id]?.chunks ?? []
                     finish(id, .success(.list(revision: revision, memos: all)), into: &actions)
+                }
+            case .page(let revision, let last, let more, let memos):
+                requests[id]?.chunks.append(contentsOf: memos)
+                if last {
+                    let all = requests[id]?.chunks ?? []
+                    finish(id, .success(.page(ListPage(revision: revision, memos: all, more: more))), into: &actions)
                 }
             case .error(let code, let text):
                 let error = ClientError.fromServer(code: code, message: text, request: request.message)

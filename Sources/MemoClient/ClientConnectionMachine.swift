@@ -190,7 +190,8 @@ struct ClientConnectionMachine {
         guard attempt == self.attempt, phase == .handshaking || phase == .connecting else { return [] }
         phase = .awaitingWelcome
         let hello = Message.hello(
-            minVersion: WireProtocol.version, maxVersion: WireProtocol.version, client: configuration.clientName)
+            minVersion: WireProtocol.minimumVersion, maxVersion: WireProtocol.version,
+            client: configuration.clientName)
         return [.send(hello.frame(requestID: Self.helloRequestID))]
     }
 

@@ -8,6 +8,8 @@ enum Reply: Sendable {
     case message(Message)
     /// The chunks of a `list`, joined.
     case list(revision: UInt64, memos: [Memo])
+    /// The chunks of a `list-page`, joined.
+    case page(ListPage)
 }
 
 /// What a subscription receives, in order.

@@ -35,6 +35,22 @@ public enum ClientError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// A request of a protocol version the server did not agree (an older memo-server): failed before it was sent, the
+/// connection kept. A type of its own rather than a `ClientError` case, which callers switch over exhaustively.
+public struct ServerTooOldError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The `--server` addresses.
+    public let server: String
+    /// The version the server agreed in its welcome.
+    public let speaks: UInt16
+    /// The version the request needs.
+    public let needs: UInt16
+
+    public var description: String {
+        "the server at \(server) speaks protocol version \(speaks), and this request needs version \(needs) (a newer "
+            + "memo-server)"
+    }
+}
+
 extension ClientError {
     /// The error a server's `error` frame stands for: a `MemoError` when it names a storage outcome.
     static func fromServer(code: ErrorCode, message: String, request: Message) -> any Error {

@@ -25,6 +25,8 @@ enum ConnectionEnd: Sendable {
 
 /// What the server said in `welcome`.
 struct Welcome: Sendable {
+    /// The protocol version the server agreed.
+    var version: UInt16 = WireProtocol.minimumVersion
     var revision: UInt64
     var maxFrameSize: UInt32
     var role: Role

@@ -181,6 +181,17 @@ public final class MemoConnection: Sendable {
         return (revision, memos)
     }
 
+    /// At most `limit` memos (0: no limit) listed after `cursor` (from the newest when nil), newest first, and
+    /// whether more follow: one page, served by the server from its ordered table.
+    /// - Throws: `ServerTooOldError` (nothing sent) when the server speaks only protocol version 1.
+    public func listPage(limit: UInt32, after cursor: ListCursor?) async throws -> ListPage {
+        let reply = try await send(.listPage(limit: limit, after: cursor))
+        guard case .page(let page) = reply else {
+            throw ClientError.protocolError("expected a page in answer to list-page, got \(reply)")
+        }
+        return page
+    }
+
     /// Replaces a memo's content; with `expectedRevision`, only if the memo is still at it.
     ///
     /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it

@@ -30,9 +30,15 @@ public enum ClientCommandTable {
 
     static let commands: [CommandSpec] = [
         CommandSpec(
-            "list", aliases: ["ls"], summary: "memos, newest first",
+            "list", aliases: ["ls"],
+            summary: "memos, newest first; with --limit or --after a page served by the server, then the next "
+                + "page's cursor",
             help: """
                 Memos, newest first: id<TAB>revision<TAB>insertDate<TAB>first line (a table on a terminal).
+                With --limit or --after the list is paged by the server (protocol version 2) and the next page's
+                cursor follows it: with --json a last line {"next":"CURSOR"} ({"next":null} at the end of the
+                list); otherwise next<TAB>CURSOR on stderr, nothing at the end. CURSOR names a place in the list
+                (an insert date and an id), not a memo: it stays valid when that memo is deleted.
                 """),
         CommandSpec(
             "show", aliases: ["get"], arguments: "ID", completion: ids, summary: "one memo, all of its content",
@@ -135,6 +141,27 @@ public enum ClientCommandTable {
                 MEMO_EXPIRY_WARNING=0.
                 """),
         CommandSpec(
+            "config contexts",
+            summary: "the contexts of ~/.config/memo/config, the one in effect marked (read locally)",
+            help: """
+                The contexts of $XDG_CONFIG_HOME/memo/config (~/.config/memo/config), in the file's order:
+                CURRENT<TAB>NAME<TAB>SERVER, CURRENT being * for the context in effect (--context, MEMO_CONTEXT or
+                the file's current line) and empty for the others, SERVER - when the context names none; aligned
+                on a terminal. With --json one object per context: name, current, server, ca, cert, key; with
+                -o ids the names only.
+                The file is KEY VALUE lines (# starts a comment; indentation is free):
+                  current work                      the context used when none is named
+                  context work                      starts context work; the lines below belong to it
+                    server a.example,b.example      its --server
+                    ca ca.crt                       its --ca, --cert and --key: a relative path is relative
+                    cert client.crt                 to the config file's folder, ~/ is the home folder
+                    key client.key
+                A value given on the command line or in the environment wins over the context's: --server and
+                MEMO_SERVER over server; --ca, --cert, --key and MEMO_CA, MEMO_CERT, MEMO_KEY over each file, and
+                --certs or MEMO_CERTS over all three. A file that breaks these rules is an error naming its line
+                (exit 2); so is a context the file does not define (the message lists those it does).
+                """),
+        CommandSpec(
             "completion", arguments: "bash|zsh|fish", completion: .words(CommandTable.completionShells),
             summary: "a shell completion script (commands, options, cached memo ids)",
             help: """
@@ -177,12 +204,15 @@ public enum ClientCommandTable {
             help: "ping a connection silent this long; no answer within as long again is a lost connection, made "
                 + "again (on the next --server address)"),
         OptionSpec(
-            "--context", .value("NAME"), environment: "MEMO_CONTEXT", planned: true,
-            help: "the named context of ~/.config/memo/config to use: its server addresses and certificate paths"),
+            "--context", .value("NAME"), default: "the config file's current line", environment: "MEMO_CONTEXT",
+            completion: .program(arguments: ["config", "contexts", "-o", "ids"], passing: []),
+            help: "the server and ca, cert and key files of context NAME in ~/.config/memo/config; the options "
+                + "and variables above win over it (memo-client config contexts --help: the file's format)"),
         OptionSpec(
-            "--output", aliases: ["-o"], .choice(["json", "tsv", "ids", "wide"]), planned: true,
-            help: "the output's shape: json (as --json), tsv (tab-separated, also on a terminal), ids (one id per "
-                + "line), wide (the table with every column)"),
+            "--output", aliases: ["-o"], .choice(["json", "tsv", "ids", "wide"]),
+            help: "json (as --json), tsv (the tab-separated lines below, even on a terminal; show: the memo's list "
+                + "line), ids (one id per line) or wide (id, revision, insertDate, updateDate, size in bytes, "
+                + "first line; tab-separated); ids and wide: list, show, add, edit and rm only"),
         OptionSpec(
             "--json",
             help: "one JSON object per memo per line: id, content, insertDate, updateDate (ISO 8601, UTC, "
@@ -191,10 +221,12 @@ public enum ClientCommandTable {
         OptionSpec(
             "--filter", .value("TEXT"), scope: .only(["list"]),
             help: "only memos whose content contains TEXT (case-insensitive)"),
-        OptionSpec("--limit", .value("N"), scope: .only(["list"]), help: "at most N memos"),
         OptionSpec(
-            "--after", .value("ID"), scope: .only(["list"]), planned: true,
-            help: "only the memos after ID in the list's order (a cursor: the last id of the page before)"),
+            "--limit", .value("N"), scope: .only(["list"]),
+            help: "at most N memos (1 or more), read from the server a page at a time"),
+        OptionSpec(
+            "--after", .value("CURSOR"), scope: .only(["list"]),
+            help: "the memos listed after CURSOR, which a paged list printed (next<TAB>CURSOR, or the JSON next)"),
         OptionSpec(
             "--id", .value("UUID"), scope: .only(["add"]),
             help: "create it with this id, idempotently: the same id and content again change nothing (exit 0); "

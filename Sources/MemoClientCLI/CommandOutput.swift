@@ -16,8 +16,16 @@ public struct OutputStyle: Sendable, Hashable {
     /// Ask stdout's terminal for its width at each line instead of using `columns`, so that a long `watch`
     /// follows a resize (`detect` sets it when stdout is a terminal).
     public var followsTerminal: Bool
+    /// The form `-o` chose, nil when stdout decides (`json` mirrors `.json`).
+    public var format: OutputFormat?
 
-    public init(json: Bool, human: Bool, color: Bool, columns: Int? = nil, followsTerminal: Bool = false) {
+    public init(
+        json: Bool, human: Bool, color: Bool, columns: Int? = nil, followsTerminal: Bool = false,
+        format: OutputFormat? = nil
+    ) {
+        let json = json || format == .json
+        let human = human && (format == nil || format == .json)
+        self.format = json ? .json : format
         self.json = json
         self.human = human
         self.color = color && human && !json
@@ -27,13 +35,15 @@ public struct OutputStyle: Sendable, Hashable {
 
     /// The style for this process: human when stdout is a terminal, color unless NO_COLOR or TERM=dumb, lines
     /// cut to the terminal's width.
-    public static func detect(json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment)
-        -> OutputStyle
-    {
+    /// `format` (`-o`) overrides what stdout is: only without one is the output for people on a terminal.
+    public static func detect(
+        json: Bool, format: OutputFormat? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> OutputStyle {
         let terminal = isatty(STDOUT_FILENO) == 1
         let noColor = !(environment["NO_COLOR"] ?? "").isEmpty || environment["TERM"] == "dumb"
         return OutputStyle(
-            json: json, human: terminal, color: !noColor, columns: terminalColumns(), followsTerminal: terminal)
+            json: json, human: terminal, color: !noColor, columns: terminalColumns(), followsTerminal: terminal,
+            format: format)
     }
 
     /// The width of stdout's terminal (TIOCGWINSZ), or nil when it is not a terminal or does not say.
@@ -105,6 +115,8 @@ public struct MemoFormatter: Sendable {
     /// `shortid  local date  first line`, cut to the terminal's width.
     public func line(_ memo: Memo) -> String {
         if style.json { return MemoJSON.object(memo) }
+        if style.format == .ids { return memo.id.uuidString.lowercased() }
+        if style.format == .wide { return Self.wideLine(memo) }
         if style.human {
             let id = Self.shortID(memo.id), date = Self.localDate(micros: memo.insertMicros)
             return paint(id, "33") + "  " + paint(date, "2") + "  "
@@ -161,6 +173,8 @@ public struct MemoFormatter: Sendable {
     /// control characters made visible.
     public func detail(_ memo: Memo) -> String {
         if style.json { return MemoJSON.object(memo) + "\n" }
+        // An explicit -o tsv, ids or wide: the memo as one line of that form, not its content.
+        if style.format != nil { return line(memo) + "\n" }
         if !style.human { return memo.content + "\n" }
         var text = paint("id", "2") + "        " + memo.id.uuidString.lowercased() + "\n"
         text += paint("revision", "2") + "  " + String(memo.revision) + "\n"

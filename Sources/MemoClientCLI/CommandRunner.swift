@@ -20,7 +20,9 @@ public struct InputError: Error, Sendable, CustomStringConvertible {
 
 /// One `memo-client` command, parsed.
 public enum ClientCommand: Sendable, Hashable {
-    case list(filter: String?, limit: Int?)
+    /// `limit` or `after` make it paged: served by the server a page at a time (`list-page`), the next page's
+    /// cursor printed after it.
+    case list(filter: String?, limit: Int?, after: ListCursor? = nil)
     case show(id: String)
     /// `allowEmpty`: empty content is refused unless this is set (the front end refuses empty memos too).
     /// `id`: create with this id, idempotently (the same id and content again change nothing; other content is a
@@ -39,6 +41,8 @@ public enum ClientCommand: Sendable, Hashable {
     case whoami
     /// How each server of `--server` is doing.
     case status
+    /// `config contexts`: the contexts of the config file, the one in effect marked (read locally, no connection).
+    case contexts(ContextsListing)
 
     /// How many bad lines an import reports before it stops, unless `--max-errors` says otherwise.
     public static let defaultMaxErrors = 100
@@ -86,7 +90,8 @@ public struct CommandRunner: Sendable {
     /// Runs `command`; errors are printed as one line on stderr.
     public func run(_ command: ClientCommand) async -> ExitCode {
         // The expiry warning, at most once a day, before the command's own output (whoami always gives it).
-        if command != .whoami, warnsOfExpiry, let certificate = try? ClientCertificate(configuration: configuration),
+        if command != .whoami, !command.isContexts, warnsOfExpiry,
+            let certificate = try? ClientCertificate(configuration: configuration),
             let warning = certificate.dailyWarning(now: UTCTime.now(), path: warningsPath)
         {
             err.line("memo-client: " + warning)
@@ -130,6 +135,9 @@ public struct CommandRunner: Sendable {
         case .whoami:
             whoami(try ClientCertificate(configuration: configuration))
             return .ok
+        case .contexts(let listing):
+            printContexts(listing)
+            return .ok
         case .importMemos(let path, let maxErrors, dryRun: true):
             // Nothing is sent: no connection either.
             return try await importMemos(path, maxErrors: maxErrors, nil)
@@ -141,14 +149,8 @@ public struct CommandRunner: Sendable {
         // connect must not leave a write a few milliseconds, which would make its outcome unknown for nothing).
         let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
         switch command {
-        case .list(let filter, let limit):
-            var memos = try await client.list().memos
-            if let filter, !filter.isEmpty {
-                let needle = filter.lowercased()
-                memos = memos.filter { $0.content.lowercased().contains(needle) }
-            }
-            if let limit { memos = Array(memos.prefix(limit)) }
-            printList(memos)
+        case .list(let filter, let limit, let after):
+            try await list(filter: filter, limit: limit, after: after, client)
         case .show(let idText):
             let (id, found) = try await resolve(idText, client)
             let memo: Memo
@@ -178,7 +180,7 @@ public struct CommandRunner: Sendable {
             for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
         case .importMemos(let path, let maxErrors, _):
             return try await importMemos(path, maxErrors: maxErrors, client)
-        case .whoami:
+        case .whoami, .contexts:
             break  // answered before connecting
         case .status:
             break  // answered above
@@ -206,7 +208,7 @@ public struct CommandRunner: Sendable {
         }
     }
 
-    private func printList(_ memos: [Memo]) {
+    func printList(_ memos: [Memo]) {
         if memos.isEmpty, style.human, !style.json {
             out.line("(no memos)")
             return

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCLI
 import MemoClient
+import MemoCore
 import MemoNet
 
 // memo-client's command line, read into an `Invocation` without running anything, so that tests can check it.
@@ -13,8 +14,10 @@ public enum Invocation: Sendable {
     case version
     case completion(shell: String)
     case completionIDs(server: String)
-    /// `quiet`: print nothing on success (add, edit, rm, import).
-    case run(ClientConfiguration, ClientCommand?, json: Bool, locale: String?, quiet: Bool = false)
+    /// `quiet`: print nothing on success (add, edit, rm, import). `output`: `-o`'s form (`--json` is `-o json`).
+    case run(
+        ClientConfiguration, ClientCommand?, json: Bool, locale: String?, quiet: Bool = false,
+        output: OutputFormat? = nil)
 }
 
 /// An argument that is not valid UTF-8, refused as standard input's bytes are (exit 1).
@@ -54,11 +57,17 @@ extension Invocation {
         try line.setting(ClientCommandTable.option(name), environment: environment)
     }
 
-    /// Where and how to connect: flags first, then the environment, then the defaults.
+    /// Where and how to connect: flags first, then the environment, then the context (`context`, see
+    /// `ContextsFile`), then the defaults. `--certs` and `MEMO_CERTS` name the three files, so they too come before
+    /// the context's.
     static func connectionOptions(
-        _ line: ParsedLine, environment: [String: String]
+        _ line: ParsedLine, environment: [String: String], context: ContextsFile.Context? = nil,
+        contextsPath: String = ""
     ) throws(UsageError) -> ClientConfiguration {
-        let serverText = try setting(line, "--server", environment)?.value ?? "127.0.0.1"
+        let serverSetting = try setting(line, "--server", environment)
+        let serverText = serverSetting?.value ?? context?.server ?? "127.0.0.1"
+        let serverSource = serverSetting == nil && context?.server != nil
+            ? "server of context '\(context?.name ?? "")' (\(contextsPath) line \(context?.line ?? 0))" : "--server"
         // Several addresses, separated by commas, are servers over one PostgreSQL: each is checked on its own.
         let servers: [HostPort]
         do {
@@ -66,17 +75,19 @@ extension Invocation {
                 try HostPort(parsing: String(address), defaultPort: ClientConfiguration.defaultPort)
             }
         } catch {
-            throw UsageError("--server: \(error)")
+            throw UsageError("\(serverSource): \(error)")
         }
+        // A folder named by the user names all three files: the context's give way to it.
+        let fileContext = try setting(line, "--certs", environment) == nil ? context : nil
         let folder = ClientConfiguration.certificatesDirectory(
             option: line.value("--certs"), environment: environment,
             isDirectory: { path in
                 var directory: ObjCBool = false
                 return FileManager.default.fileExists(atPath: path, isDirectory: &directory) && directory.boolValue
             })
-        let ca = try setting(line, "--ca", environment)?.value
-        let cert = try setting(line, "--cert", environment)?.value
-        let key = try setting(line, "--key", environment)?.value
+        let ca = try setting(line, "--ca", environment)?.value ?? fileContext?.ca
+        let cert = try setting(line, "--cert", environment)?.value ?? fileContext?.cert
+        let key = try setting(line, "--key", environment)?.value ?? fileContext?.key
         var timeout: Double?
         if let given = try setting(line, "--timeout", environment) {
             guard let value = Double(given.value), value > 0, value.isFinite else {
@@ -101,6 +112,10 @@ extension Invocation {
         if let cert { configuration.certificatePath = cert }
         if let key { configuration.keyPath = key }
         if ca != nil, cert != nil, key != nil { configuration.certificatesOrigin = nil }
+        if let fileContext, fileContext.ca != nil || fileContext.cert != nil || fileContext.key != nil {
+            configuration.certificatesOrigin = "context '\(fileContext.name)' of \(contextsPath)"
+                + (ca != nil && cert != nil && key != nil ? "" : ", the rest from " + folder.origin)
+        }
         if let records = setting("MEMO_TLS_RECORDS", environment) {
             guard configuration.useTLSRecords(named: records) else {
                 throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
@@ -121,13 +136,21 @@ extension Invocation {
         if line.wantsHelp { return .help(command: line.helpTopic) }
         if line.flag("--version") { return .version }
         var arguments = line.arguments
-        let json = line.flag("--json")
+        var json = line.flag("--json")
+        let output = try line.value("--output").map { text throws(UsageError) in try OutputFormat.parse(text) }
+        if let output, json, output != .json {
+            throw UsageError("--json and -o \(output.rawValue) ask for different output")
+        }
+        if output == .json { json = true }
         let allowEmpty = line.flag("--allow-empty")
         let quiet = line.flag("--quiet")
         let dryRun = line.flag("--dry-run")
-        let configuration = try connectionOptions(line, environment: environment)
+        let contexts = try contexts(line, environment: environment)
+        let configuration = try connectionOptions(
+            line, environment: environment, context: contexts.selected, contextsPath: contexts.listing.path)
         let filter = line.value("--filter")
-        let limit = try arguments.integer("--limit", in: 0...Int.max)
+        let limit = try arguments.integer("--limit", in: 1...Int(UInt32.max))
+        let after = try cursor(line)
         let locale = line.value("--locale")
         if let locale, locale.isEmpty || locale.contains(where: { $0.isWhitespace }) {
             throw UsageError("--locale takes a locale identifier such as ko_KR, not '\(locale)'")
@@ -152,6 +175,7 @@ extension Invocation {
         }
 
         guard let name = line.command?.name else {
+            if let output { throw UsageError("-o \(output.rawValue) is for commands, not the terminal front end") }
             return .run(configuration, nil, json: json, locale: locale)
         }
         var positionals = line.positionals[...]
@@ -172,7 +196,7 @@ extension Invocation {
         let command: ClientCommand
         switch name {
         case "list":
-            command = .list(filter: filter, limit: limit)
+            command = .list(filter: filter, limit: limit, after: after)
         case "show":
             command = .show(id: try required("an ID"))
         case "add":
@@ -194,6 +218,8 @@ extension Invocation {
                 maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
         case "whoami":
             command = .whoami
+        case "config contexts":
+            command = .contexts(contexts.listing)
         case "completion":
             let shells = CommandTable.completionShells
             let shell = try required("a shell: " + shells.joined(separator: ", "))
@@ -217,6 +243,32 @@ extension Invocation {
             throw UsageError("unknown command '\(name)'")
         }
         try finish()
-        return .run(configuration, command, json: json, locale: locale, quiet: quiet)
+        if let output, !output.applies(to: command) {
+            if output == .tsv { throw UsageError("export prints JSON lines only: -o tsv does not apply to it") }
+            throw UsageError("-o \(output.rawValue) is only for \(OutputFormat.memoCommands)")
+        }
+        return .run(configuration, command, json: json, locale: locale, quiet: quiet, output: output)
+    }
+}
+
+extension Invocation {
+    /// `--after CURSOR`: a cursor `list` printed.
+    static func cursor(_ line: ParsedLine) throws(UsageError) -> ListCursor? {
+        guard let text = line.value("--after") else { return nil }
+        guard let cursor = ListCursor(token: text) else {
+            throw UsageError("--after takes the cursor a paged list printed (48 hex digits), not '\(text)'")
+        }
+        return cursor
+    }
+
+    /// `--context NAME` (or `MEMO_CONTEXT`, or the file's `current`) and the config file it is read from.
+    static func contexts(
+        _ line: ParsedLine, environment: [String: String]
+    ) throws(UsageError) -> (selected: ContextsFile.Context?, listing: ContextsListing) {
+        let path = ContextsFile.defaultPath(environment: environment)
+        let file = try ContextsFile.load(path: path, home: environment["HOME"].flatMap { $0.isEmpty ? nil : $0 })
+        let selected = try ContextsFile.selected(
+            option: line.value("--context"), environment: environment, file: file, path: path)
+        return (selected, ContextsListing(file: file, path: path, selected: selected?.name))
     }
 }

@@ -43,6 +43,10 @@ extension CoreBackedStore {
         core.snapshot()
     }
 
+    public func page(after cursor: ListCursor?, limit: Int) -> ListPage {
+        core.page(after: cursor, limit: limit)
+    }
+
     public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
         try core.changes(after: revision)
     }

@@ -84,6 +84,11 @@ public protocol ChangeFeed: Sendable {
     /// The current memos, newest first, and the revision they are at.
     func snapshot() -> (revision: UInt64, memos: [Memo])
 
+    /// At most `limit` memos (0: no limit) listed after `cursor` (from the newest when nil), newest first, at one
+    /// revision, and whether more follow: what the server answers `list-page` with. The stores read it from their
+    /// table's order in O(log N + limit).
+    func page(after cursor: ListCursor?, limit: Int) -> ListPage
+
     /// Calls `handler` with every change from now on, in revision order, synchronously while the store applies it
     /// (under the store's lock): the fast path for a server's fan-out. The handler must be quick, must not block
     /// and must not call the store.
@@ -135,6 +140,16 @@ public enum StoreReadiness: Sendable, Hashable, CustomStringConvertible {
         case .ready: return "ready"
         case .notReady(let reason): return "not ready (\(reason))"
         }
+    }
+}
+
+extension ChangeFeed {
+    /// A page cut from the whole snapshot, for a feed with no ordered table of its own: O(N).
+    public func page(after cursor: ListCursor?, limit: Int) -> ListPage {
+        let (revision, all) = snapshot()
+        let after = cursor.map { cursor in all.drop { !cursor.precedes($0) } } ?? all[...]
+        let memos = limit > 0 ? Array(after.prefix(limit)) : Array(after)
+        return ListPage(revision: revision, memos: memos, more: after.count > memos.count)
     }
 }
 

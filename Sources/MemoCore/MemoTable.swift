@@ -132,6 +132,22 @@ public struct MemoTable: Sendable {
         }
     }
 
+    /// At most `limit` memos (0: no limit) listed after `cursor` (from the first when nil), newest first, and
+    /// whether more follow them. O(log N + limit): a binary search in the order, then a walk down it.
+    public func page(after cursor: ListCursor?, limit: Int) -> (memos: [Memo], more: Bool) {
+        // Everything below `end` in the ascending order is listed after the cursor.
+        let end = cursor.map { insertionIndex(of: Key(insert: $0.insertMicros, id: $0.id)) } ?? order.count
+        let count = limit > 0 ? min(limit, end) : end
+        var memos: [Memo] = []
+        memos.reserveCapacity(count)
+        var index = end
+        while memos.count < count {
+            index -= 1
+            memos.append(slots[Int(order[index])])
+        }
+        return (memos, index > 0)
+    }
+
     /// The latest insert date of a memo that is not after `bound` (0 when there is none). O(log N).
     public func latestInsert(notAfter bound: Int64) -> Int64 {
         var low = 0

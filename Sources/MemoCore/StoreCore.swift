@@ -196,6 +196,14 @@ public final class StoreCore: Sendable {
         inner.withLock { ($0.table.revision, $0.table.list) }
     }
 
+    /// See `ChangeFeed.page(after:limit:)`.
+    public func page(after cursor: ListCursor?, limit: Int) -> ListPage {
+        inner.withLock { inner in
+            let (memos, more) = inner.table.page(after: cursor, limit: limit)
+            return ListPage(revision: inner.table.revision, memos: memos, more: more)
+        }
+    }
+
     /// See `ChangeFeed.observeChanges`.
     public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
         let id = inner.withLock { inner in

@@ -10,7 +10,7 @@ enum RequestKind: Int, CaseIterable {
         case .hello: self = .hello
         case .create: self = .create
         case .get: self = .get
-        case .list: self = .list
+        case .list, .listPage: self = .list
         case .update: self = .update
         case .delete: self = .delete
         case .subscribe: self = .subscribe

@@ -16,23 +16,28 @@ final class SharedFrame: Sendable {
     }
 }
 
-/// Produces `snapshot` or `memos` chunks one at a time, so that a large list is encoded only as fast as the peer
-/// reads it and never sits whole in a connection's buffer.
+/// Produces `snapshot`, `memos` or `page` chunks one at a time, so that a large list is encoded only as fast as the
+/// peer reads it and never sits whole in a connection's buffer.
 struct ChunkStream {
     let requestID: UInt32
     let revision: UInt64
     let memos: [Memo]
     let snapshot: Bool
     let maxFrameSize: Int
+    /// Set for the answer to a `list-page`: `page` chunks, the last saying whether more memos follow the page.
+    let pageMore: Bool?
     private var next = 0
     private(set) var finished = false
 
-    init(requestID: UInt32, revision: UInt64, memos: [Memo], snapshot: Bool, maxFrameSize: Int) {
+    init(
+        requestID: UInt32, revision: UInt64, memos: [Memo], snapshot: Bool, maxFrameSize: Int, pageMore: Bool? = nil
+    ) {
         self.requestID = requestID
         self.revision = revision
         self.memos = memos
         self.snapshot = snapshot
         self.maxFrameSize = maxFrameSize
+        self.pageMore = pageMore
     }
 
     /// The next chunk's frame, appended to `buffer`; the last one is flagged and ends the stream.
@@ -48,9 +53,13 @@ struct ChunkStream {
         }
         let last = end == memos.count
         let part = Array(memos[next..<end])
-        let message: Message = snapshot
-            ? .snapshot(revision: revision, last: last, memos: part)
-            : .memos(revision: revision, last: last, memos: part)
+        let message: Message = if let pageMore {
+            .page(revision: revision, last: last, more: last && pageMore, memos: part)
+        } else if snapshot {
+            .snapshot(revision: revision, last: last, memos: part)
+        } else {
+            .memos(revision: revision, last: last, memos: part)
+        }
         message.encode(into: &writer, requestID: requestID)
         next = end
         finished = last

@@ -226,6 +226,10 @@ final class ServerConnection: EventHandler {
                 enqueue(.stream(ChunkStream(
                     requestID: requestID, revision: revision, memos: memos, snapshot: false,
                     maxFrameSize: server.limits.maxFrameSize)))
+            case .sendPage(let requestID, let page):
+                enqueue(.stream(ChunkStream(
+                    requestID: requestID, revision: page.revision, memos: page.memos, snapshot: false,
+                    maxFrameSize: server.limits.maxFrameSize, pageMore: page.more)))
             case .submit:
                 break  // gathered above
             case .subscribe(let requestID, let start):

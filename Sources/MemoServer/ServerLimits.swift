@@ -18,5 +18,8 @@ public struct ServerLimits: Sendable, Hashable {
     /// Seconds a frame, once begun, may take to arrive whole; a peer that stops mid-frame is closed with 304.
     public var frameTimeout: Double = 30
 
+    /// The newest protocol version this server agrees to (`WireProtocol.version`); a test sets 1 to serve as a
+    /// server older than `list-page` would.
+    public var protocolVersion = WireProtocol.version
     public init() {}
 }

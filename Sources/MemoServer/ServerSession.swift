@@ -8,6 +8,8 @@ enum SessionAction {
     case send([UInt8])
     /// Queue the list's memos as `memos` chunks for this request.
     case sendList(requestID: UInt32, revision: UInt64, memos: [Memo])
+    /// Queue a page of the list as `page` chunks for this request (`more`: memos follow it).
+    case sendPage(requestID: UInt32, ListPage)
     /// Run a write on the store; answer with `ServerSession.completed` when it is done.
     case submit(requestID: UInt32, op: WriteOp)
     /// Start a subscription for this request id.
@@ -55,6 +57,8 @@ struct ServerSession {
     /// Open subscriptions, by the request id of their `subscribe`.
     private(set) var subscriptions = Set<UInt32>()
     private(set) var clientName = ""
+    /// The protocol version agreed in `hello`: messages of a later version are unknown on this connection.
+    private(set) var version = WireProtocol.minimumVersion
     /// Whole frames taken so far (a connection restarts its frame deadline when this moves).
     private(set) var framesReceived = 0
 
@@ -110,6 +114,8 @@ struct ServerSession {
                 case .send(let bytes): produced += bytes.count + 64
                 case .sendList(_, _, let memos):
                     produced += memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
+                case .sendPage(_, let page):
+                    produced += page.memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
                 default: break
                 }
             }
@@ -134,18 +140,26 @@ struct ServerSession {
                 fail(&actions, requestID: id, code: .helloRequired, "the first request must be hello")
                 return
             }
-            guard minVersion <= WireProtocol.version, WireProtocol.version <= maxVersion else {
+            let newest = limits.protocolVersion
+            guard minVersion <= newest, WireProtocol.minimumVersion <= maxVersion, minVersion <= maxVersion else {
                 fail(&actions, requestID: id, code: .unsupportedVersion,
-                     "this server speaks protocol version \(WireProtocol.version) only; "
+                     "this server speaks protocol versions \(WireProtocol.minimumVersion) to \(newest); "
                         + "the client speaks \(minVersion) to \(maxVersion)")
                 return
             }
             clientName = String(client.prefix(128))
             awaitingHello = false
+            version = min(maxVersion, newest)
             actions.append(.helloAccepted)
             actions.append(.send(Message.welcome(
-                version: WireProtocol.version, revision: store.revision, maxFrameSize: UInt32(limits.maxFrameSize),
+                version: version, revision: store.revision, maxFrameSize: UInt32(limits.maxFrameSize),
                 role: role, server: serverName).frame(requestID: id)))
+            return
+        }
+        if message.minimumVersion > version {
+            // What a server of the agreed version would answer: it knows no such type.
+            fail(&actions, requestID: id, code: .unknownMessageType,
+                 "message type \(type) is not in protocol version \(version), which this connection agreed")
             return
         }
         if pendingWrites[id] != nil || subscriptions.contains(id) {
@@ -153,7 +167,7 @@ struct ServerSession {
             return
         }
         switch message {
-        case .get, .list, .subscribe:
+        case .get, .list, .listPage, .subscribe:
             // A store that fell behind its shared database answers no read from state it knows may be stale.
             if case .notReady(let reason) = store.readiness {
                 answer(&actions, id, .error(code: .storageUnavailable, message: Self.notServing(reason)))
@@ -176,6 +190,11 @@ struct ServerSession {
             pendingLists += 1
             let (revision, memos) = store.snapshot()
             actions.append(.sendList(requestID: id, revision: revision, memos: memos))
+        case .listPage(let limit, let after):
+            // Counted as a list: the answer is queued until sent in full.
+            guard admitInFlight(&actions, id) else { return }
+            pendingLists += 1
+            actions.append(.sendPage(requestID: id, store.page(after: after, limit: Int(limit))))
         case .create(let memoID, let insert, let update, let content):
             write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert,
                                         updateMicros: update))
@@ -214,7 +233,7 @@ struct ServerSession {
             actions.append(.log(LogLine(
                 event: "client error", detail: "request=\(id) \(code): \(text)", name: "client_error", level: .warn,
                 fields: [("request", "\(id)"), ("code", "\(code.rawValue)"), ("reason", text)])))
-        case .welcome, .memo, .memos, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport:
+        case .welcome, .memo, .memos, .page, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport:
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:

@@ -1,7 +1,9 @@
 /// Protocol constants.
 public enum WireProtocol {
-    /// The protocol version this build speaks (the only one so far).
-    public static let version: UInt16 = 1
+    /// The newest protocol version this build speaks. Version 2 adds `list-page` and its answer `page`.
+    public static let version: UInt16 = 2
+    /// The oldest version this build still speaks: a version 1 peer is served as before.
+    public static let minimumVersion: UInt16 = 1
     /// The default largest frame, length prefix included.
     public static let defaultMaxFrameSize = 1 << 20
     /// The smallest frame: the length prefix, the type and the request id.

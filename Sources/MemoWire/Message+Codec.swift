@@ -58,6 +58,20 @@ extension Message {
             break
         case .statusReport(let report):
             report.encode(into: &w)
+        case .listPage(let limit, let after):
+            w.u32(limit)
+            if let after {
+                w.u8(1)
+                w.i64(after.insertMicros)
+                w.uuid(after.id)
+            } else {
+                w.u8(0)
+            }
+        case .page(let revision, let last, let more, let memos):
+            w.u64(revision)
+            w.u8((last ? 1 : 0) | (more ? 2 : 0))
+            w.u32(UInt32(memos.count))
+            for memo in memos { w.memo(memo) }
         case .update(let id, let expected, let content):
             w.uuid(id)
             Self.encodeExpected(expected, into: &w)
@@ -142,6 +156,27 @@ extension Message {
             self = .status
         case .statusReport:
             self = .statusReport(try StatusReport(from: &r))
+        case .listPage:
+            let limit = try r.u32("limit")
+            let flags = try r.u8("list-page flags")
+            guard flags & ~1 == 0 else { throw .invalidValue(field: "list-page flags", value: UInt64(flags)) }
+            var after: ListCursor?
+            if flags == 1 {
+                after = ListCursor(insertMicros: try r.i64("cursor insert date"), id: try r.uuid("cursor id"))
+            }
+            self = .listPage(limit: limit, after: after)
+        case .page:
+            let revision = try r.u64("revision")
+            let flags = try r.u8("page flags")
+            // "More" is said once, on the last chunk.
+            guard flags & ~3 == 0, flags != 2 else {
+                throw .invalidValue(field: "page flags", value: UInt64(flags))
+            }
+            let count = try r.count("memo count", minimumSize: Self.memoFixedSize)
+            var memos: [Memo] = []
+            memos.reserveCapacity(count)
+            for _ in 0..<count { memos.append(try r.memo()) }
+            self = .page(revision: revision, last: flags & 1 != 0, more: flags & 2 != 0, memos: memos)
         case .update:
             let id = try r.uuid("memo id")
             let expected = try Self.decodeExpected(&r)

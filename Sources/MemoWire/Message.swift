@@ -23,6 +23,8 @@ public enum Message: Sendable, Hashable {
     case ping(nonce: UInt64)
     /// Asks how the server is doing (any role may).
     case status
+    /// Version 2: at most `limit` memos (0: no limit) listed after `after` (from the newest when nil).
+    case listPage(limit: UInt32, after: ListCursor?)
 
     // Responses, server to client, with the request's id.
     case welcome(version: UInt16, revision: UInt64, maxFrameSize: UInt32, role: Role, server: String)
@@ -33,6 +35,9 @@ public enum Message: Sendable, Hashable {
     case pong(nonce: UInt64)
     /// The answer to `status`.
     case statusReport(StatusReport)
+    /// Version 2: a chunk of the answer to `listPage`; the last chunk has `last` set, and `more` when memos are
+    /// listed after the page.
+    case page(revision: UInt64, last: Bool, more: Bool, memos: [Memo])
 
     // Pushed on a subscription, with the subscribe request's id.
     case snapshot(revision: UInt64, last: Bool, memos: [Memo])
@@ -47,8 +52,8 @@ public enum Message: Sendable, Hashable {
     /// The type byte of each message.
     public enum Kind: UInt8, Sendable, CaseIterable {
         case hello = 0x01, create = 0x02, get = 0x03, list = 0x04, update = 0x05, delete = 0x06
-        case subscribe = 0x07, unsubscribe = 0x08, ping = 0x09, status = 0x0A
-        case welcome = 0x41, memo = 0x42, memos = 0x43, ok = 0x44, pong = 0x45, statusReport = 0x46
+        case subscribe = 0x07, unsubscribe = 0x08, ping = 0x09, status = 0x0A, listPage = 0x0B
+        case welcome = 0x41, memo = 0x42, memos = 0x43, ok = 0x44, pong = 0x45, statusReport = 0x46, page = 0x47
         case snapshot = 0x61, subscribed = 0x62, change = 0x63, historyGone = 0x64
         case error = 0x7E, goingAway = 0x7F
     }
@@ -65,12 +70,14 @@ public enum Message: Sendable, Hashable {
         case .unsubscribe: return .unsubscribe
         case .ping: return .ping
         case .status: return .status
+        case .listPage: return .listPage
         case .welcome: return .welcome
         case .memo: return .memo
         case .memos: return .memos
         case .ok: return .ok
         case .pong: return .pong
         case .statusReport: return .statusReport
+        case .page: return .page
         case .snapshot: return .snapshot
         case .subscribed: return .subscribed
         case .change: return .change
@@ -80,6 +87,20 @@ public enum Message: Sendable, Hashable {
         }
     }
 
+    /// The lowest protocol version in which this message exists: it is sent only on a connection that agreed at
+    /// least that version, and a server takes it only then (else 102, as an older server would answer).
+    public var minimumVersion: UInt16 { kind.minimumVersion }
+
     /// Bytes of a memo on the wire before its content.
     public static let memoFixedSize = 16 + 8 + 8 + 8 + 4
+}
+
+extension Message.Kind {
+    /// The lowest protocol version in which messages of this type exist.
+    public var minimumVersion: UInt16 {
+        switch self {
+        case .listPage, .page: return 2
+        default: return 1
+        }
+    }
 }

@@ -70,7 +70,7 @@ func runMain() async -> Int32 {
         return printChecked(ClientCommandTable.table.completionScript(shell: shell))
     case .completionIDs(let server):
         return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
-    case .run(let configuration, let command, let json, let locale, let quiet):
+    case .run(let configuration, let command, let json, let locale, let quiet, let output):
         guard let command else {
             if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
                 return await runFrontEnd(configuration: configuration, locale: locale)
@@ -78,7 +78,7 @@ func runMain() async -> Int32 {
             fail(usage: UsageError("no command given (and not on a terminal)"))
         }
         let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
-        let style = OutputStyle.detect(json: json)
+        let style = OutputStyle.detect(json: json, format: output)
         var runner = CommandRunner(configuration: configuration, style: style, out: standardOutput, err: err)
         runner.quiet = quiet
         runner.progress = isatty(STDERR_FILENO) == 1

@@ -187,7 +187,7 @@ enum HostileCatalog {
         },
         HostileCase(name: "unsupported-version", expected: "error 104 unsupported-version, closed") { context in
             context.expectClose(with: .unsupportedVersion, try context.sendAndReadUntilClosed(
-                Message.hello(minVersion: 2, maxVersion: 9, client: "future").frame(requestID: 1), hello: false))
+                Message.hello(minVersion: WireProtocol.version + 1, maxVersion: 9, client: "future").frame(requestID: 1), hello: false))
         },
         HostileCase(name: "content-over-limit", expected: "error 202 content-too-large, stays open") { context in
             let connection = try context.connect()

@@ -3,6 +3,7 @@ import MemoClient
 import MemoCore
 import MemoNet
 import MemoTestSupport
+import MemoWire
 import Testing
 
 /// The environment of a test's child process: the runner's, less every MEMO_ variable and the config folders.
@@ -45,12 +46,12 @@ struct ClientOptionsTests {
     }
 
     @Test func unknownOptionsVersionsAndEachCommandsHelp() throws {
-        let unknown = try runTool("memo-client", ["-o", "json", "list"], environment: cleanEnvironment())
+        let unknown = try runTool("memo-client", ["-x", "json", "list"], environment: cleanEnvironment())
         #expect(unknown.status == 2)
-        #expect(unknown.err.hasPrefix("memo-client: unknown option -o\n"))
-        let late = try runTool("memo-client", ["list", "--output", "json"], environment: cleanEnvironment())
+        #expect(unknown.err.hasPrefix("memo-client: unknown option -x\n"))
+        let late = try runTool("memo-client", ["list", "--shape", "json"], environment: cleanEnvironment())
         #expect(late.status == 2)
-        #expect(late.err.hasPrefix("memo-client: unknown option --output\n"))
+        #expect(late.err.hasPrefix("memo-client: unknown option --shape\n"))
 
         for tool in ["memo-client", "memo-server", "memo-bench", "memo-torture"] {
             let version = try runTool(tool, ["--version"], environment: cleanEnvironment())
@@ -58,7 +59,7 @@ struct ClientOptionsTests {
             let lines = version.out.split(separator: "\n")
             #expect(lines.count == 4, "\(version.out)")
             #expect(lines.first?.hasPrefix("\(tool) ") == true)
-            #expect(lines.dropFirst().first == "protocol 1")
+            #expect(lines.dropFirst().first == "protocol \(WireProtocol.version)")
             #expect(lines.contains { $0.hasPrefix("OpenSSL 3") })
             #expect(lines.contains { $0.hasPrefix("SQLite 3") })
         }

@@ -2,6 +2,7 @@ import Foundation
 import MemoCLI
 import MemoClient
 import MemoClientCLI
+import MemoTestSupport
 import Testing
 
 /// The four programs' command tables (MemoCLI), and what is made from them: the parser's checks, the help, the
@@ -85,10 +86,8 @@ struct CommandTableTests {
         #expect(usageError(client, "list --ca a --cacert b") == "--ca (or --cacert) is given 2 times")
         #expect(usageError(client, "list --filter a --filter b") == "--filter is given 2 times")
         #expect(usageError(client, "watch --quiet") == "--quiet is only for add, edit, rm and import")
-        // Declared for the listing branch, not built here: refused as unknown, so nothing is silently ignored.
-        #expect(usageError(client, "-o json list") == "unknown option -o")
-        #expect(usageError(client, "list --output json") == "unknown option --output")
-        #expect(usageError(client, "list --after x") == "unknown option --after")
+        #expect(usageError(client, "-o yaml list") == "--output takes json, tsv, ids or wide, not 'yaml'")
+        #expect(usageError(client, "show x --after y") == "--after is only for list")
         #expect(usageError(client, "list --filter=a=b") == nil)
         #expect(usageError(client, "list -q") == "--quiet is only for add, edit, rm and import")
 
@@ -197,9 +196,16 @@ struct CommandTableTests {
         let samples = [
             "MEMO_SERVER": "memo.example:1", "MEMO_CERTS": "/nonexistent", "MEMO_CA": "/a/ca.crt",
             "MEMO_CERT": "/a/c.crt", "MEMO_KEY": "/a/c.key", "MEMO_TIMEOUT": "3", "MEMO_KEEPALIVE": "0",
+            "MEMO_CONTEXT": "sample",
         ]
+        // A config file whose context "sample" names a server, so that MEMO_CONTEXT has something to choose.
+        let config = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: config.path + "/memo", withIntermediateDirectories: true)
+        try "context sample\nserver context.example:2\n".write(
+            toFile: config.path + "/memo/config", atomically: true, encoding: .utf8)
         func configuration(_ environment: [String: String]) throws -> String {
-            guard case .run(let configuration, _, _, _, _) = try Invocation.parse(["list"], environment: environment)
+            let environment = environment.merging(["XDG_CONFIG_HOME": config.path]) { $1 }
+            guard case .run(let configuration, _, _, _, _, _) = try Invocation.parse(["list"], environment: environment)
             else { return "" }
             return "\(configuration)"
         }

@@ -1,6 +1,7 @@
 import MemoCLI
 import MemoClient
 import MemoClientCLI
+import MemoCore
 import Testing
 
 /// memo-client's command line read into an `Invocation`, without a process or a server.
@@ -11,7 +12,7 @@ struct InvocationTests {
     }
 
     private func command(_ line: String, _ environment: [String: String] = [:]) throws -> ClientCommand? {
-        guard case .run(_, let command, _, _, _) = try parse(line, environment) else {
+        guard case .run(_, let command, _, _, _, _) = try parse(line, environment) else {
             Issue.record("'\(line)' is not a command to run")
             return nil
         }
@@ -29,7 +30,7 @@ struct InvocationTests {
 
     @Test func keepaliveOptionAndItsVariableSetTheIntervalAndZeroTurnsItOff() throws {
         func keepalive(_ line: String, _ environment: [String: String] = [:]) throws -> Duration? {
-            guard case .run(let configuration, _, _, _, _) = try parse(line, environment) else {
+            guard case .run(let configuration, _, _, _, _, _) = try parse(line, environment) else {
                 Issue.record("'\(line)' is not a command to run")
                 return nil
             }
@@ -60,17 +61,17 @@ struct InvocationTests {
     }
 
     @Test func flagsComeBeforeTheEnvironmentWhichComesBeforeTheDefaults() throws {
-        guard case .run(let fromFlag, _, let json, _, _) = try parse("--server a.example:1 --json list", [
+        guard case .run(let fromFlag, _, let json, _, _, _) = try parse("--server a.example:1 --json list", [
             "MEMO_SERVER": "b.example:2", "MEMO_TIMEOUT": "3",
         ]) else { throw UsageError("not run") }
         #expect(fromFlag.server == "a.example:1")
         #expect(fromFlag.requestTimeout == .seconds(3))
         #expect(json)
-        guard case .run(let fromEnvironment, _, _, _, _) = try parse("list", ["MEMO_SERVER": "b.example:2"]) else {
+        guard case .run(let fromEnvironment, _, _, _, _, _) = try parse("list", ["MEMO_SERVER": "b.example:2"]) else {
             throw UsageError("not run")
         }
         #expect(fromEnvironment.server == "b.example:2")
-        guard case .run(let defaults, let none, _, _, _) = try parse("", [:]) else { throw UsageError("not run") }
+        guard case .run(let defaults, let none, _, _, _, _) = try parse("", [:]) else { throw UsageError("not run") }
         #expect(defaults.requestTimeout == .seconds(10))
         #expect(none == nil)
     }
@@ -90,7 +91,31 @@ struct InvocationTests {
         #expect(usageError("edit abc --if-revision seven x") == "--if-revision takes a revision number, not 'seven'")
         #expect(usageError("add") == "add needs the memo's text (or - to read it from stdin)")
         #expect(usageError("completion tcsh") == "completion takes bash, zsh or fish, not 'tcsh'")
-        #expect(usageError("-o json list") != nil)
+        #expect(usageError("-x json list") == "unknown option -x")
         #expect(usageError("list --locale ko_KR") == "--locale is only for the terminal front end (no command)")
+    }
+
+    @Test func outputTakesOneOfFourFormsAgreeingWithJSONAndOnlyWhereItApplies() throws {
+        func output(_ line: String) throws -> OutputFormat? {
+            guard case .run(_, _, _, _, _, let output) = try parse(line) else { return nil }
+            return output
+        }
+        #expect(try output("-o ids list") == .ids)
+        #expect(try output("list --output wide") == .wide)
+        #expect(try output("show abc --output=tsv") == .tsv)
+        #expect(try output("--json list") == nil)
+        guard case .run(_, _, let json, _, _, _) = try parse("-o json list") else { throw UsageError("not run") }
+        #expect(json)
+        #expect(try output("--json -o json list") == .json)
+        #expect(usageError("-o yaml list") == "--output takes json, tsv, ids or wide, not 'yaml'")
+        #expect(usageError("--json -o tsv list") == "--json and -o tsv ask for different output")
+        #expect(usageError("-o ids -o wide list") == "--output is given 2 times")
+        #expect(usageError("-o ids watch") == "-o ids is only for list, show, add, edit and rm")
+        #expect(usageError("-o wide status") == "-o wide is only for list, show, add, edit and rm")
+        #expect(usageError("-o tsv export") == "export prints JSON lines only: -o tsv does not apply to it")
+        #expect(try command("-o tsv watch") == .watch)
+        #expect(usageError("-o ids") == "-o ids is for commands, not the terminal front end")
+        #expect(try command("list --limit 5 --after " + String(repeating: "0", count: 48))
+            == .list(filter: nil, limit: 5, after: ListCursor(token: String(repeating: "0", count: 48))))
     }
 }

@@ -147,7 +147,7 @@ struct ServerHostileTests {
         try early.send(.list)
         #expect(try early.readUntilClosed().contains { if case .error(.helloRequired, _) = $0 { true } else { false } })
         let future = try server.connect(hello: false)
-        try future.send(.hello(minVersion: 2, maxVersion: 9, client: "from the future"))
+        try future.send(.hello(minVersion: WireProtocol.version + 1, maxVersion: 9, client: "from the future"))
         #expect(try future.readUntilClosed().contains {
             if case .error(.unsupportedVersion, _) = $0 { true } else { false }
         })

@@ -53,7 +53,7 @@ struct StatusMetricsTests {
         #expect(report["subscribers"] == .integer(1))
         #expect(report["store.kind"] == .text("memory"))
         #expect(report["store.location"] == StatusValue.none)
-        #expect(report["protocol.version"] == .integer(1))
+        #expect(report["protocol.version"] == .integer(Int64(WireProtocol.version)))
         #expect(report["tls.records"] == .text("own"))
         #expect(report["postgres.applied_revision"] == StatusValue.none)
         guard case .integer(let expires)? = report["certificate.server.expires"] else {

@@ -52,6 +52,11 @@ let sampleMessages: [Message] = {
         // Last, so that the fuzz corpus's older seeds keep their names.
         .create(id: id, insertMicros: 77, updateMicros: 78, content: "with both dates"),
         .create(id: nil, insertMicros: nil, updateMicros: -1, content: "with an update date only"),
+        // Version 2.
+        .listPage(limit: 100, after: nil),
+        .listPage(limit: 0, after: ListCursor(insertMicros: -1, id: id)),
+        .page(revision: 42, last: true, more: true, memos: [memo, other]),
+        .page(revision: 0, last: false, more: false, memos: []),
     ]
 }()
 
@@ -328,6 +333,12 @@ struct CodecTests {
             696e6403 00000006 73716c69 74650000 0016706f 73746772 65732e64 61746162 6173655f 68656164 \
             00
             """)
+        let cursor = ListCursor(insertMicros: 1_795_000_000_000_000, id: id)
+        #expect(hex(Message.listPage(limit: 2, after: cursor).frame(requestID: 10)) == """
+            00000022 0b000000 0a000000 02010006 608b015f 30000f1e 2d3c4b5a 69788796 a5b4c3d2 e1f0
+            """)
+        #expect(hex(Message.page(revision: 42, last: true, more: false, memos: []).frame(requestID: 10))
+            == "00000012 47000000 0a000000 00000000 2a010000 0000")
         let notReady = StatusReport(ready: false, reason: "shutting down", fields: [])
         #expect(hex(Message.statusReport(notReady).frame(requestID: 6)) == """
             00000019 46000000 06000000 000d7368 75747469 6e672064 6f776e00 00
