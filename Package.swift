@@ -71,8 +71,8 @@ let package = Package(
             name: "MemoClientCLI",
             dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient"]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText"]),
-        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoCore", "MemoText", "MemoNet"]),
+        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels", "MemoNet"]),
         .executableTarget(
             name: "memo-server",
             dependencies: [
@@ -134,7 +134,9 @@ let package = Package(
         ),
         .testTarget(
             name: "MemoTUITests",
-            dependencies: ["MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoTestSupport"]),
+            dependencies: [
+                "MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoNet", "MemoTestSupport",
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

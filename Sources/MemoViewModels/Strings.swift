@@ -53,6 +53,16 @@ public struct Strings: Sendable, Hashable {
     public var notSaved: @Sendable (String) -> String
     public var changedMeanwhile: String
     public var deletedMeanwhile: String
+    /// A save is on its way (keys keep working).
+    public var saving: String
+    /// A save had no answer within this many seconds; the text is kept.
+    public var saveTimedOut: @Sendable (Int) -> String
+    /// The choice offered after a save timed out.
+    public var saveTimeoutChoices: String
+    /// Saved by the store to send when the server answers (offline, or no answer yet).
+    public var savedPending: String
+    /// Saved, and text typed after Ctrl-S is still to save.
+    public var savedTypedSince: String
 
     // Messages.
     public var deleted: String

@@ -62,7 +62,7 @@ do {
             print(ClientScaleBench.help)
             exit(0)
         }
-        try ClientScaleBench(&arguments).run()
+        try await ClientScaleBench(&arguments).run()
     case "snapshot":
         if wantsHelp {
             print(SnapshotBench.help)

@@ -6,6 +6,7 @@ import MemoNet
 import MemoSQLite
 import MemoSystem
 import MemoTLS
+import MemoTUI
 import MemoWire
 
 // memo-client: reads the command line (Invocation.parse), then runs it: CommandRunner, the front end, help.
@@ -36,9 +37,9 @@ func printChecked(_ text: String) -> Int32 {
     return 0
 }
 
-/// Runs the command line and returns the exit code. (A function rather than top-level code: the release
-/// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
-func runMain() async -> Int32 {
+/// Reads the command line (before any thread starts); a usage error or arguments that are not UTF-8 end the
+/// program here.
+func parseCommandLine() -> Invocation {
     // The arguments' own bytes: CommandLine.arguments would have replaced invalid UTF-8 with U+FFFD, storing
     // what was never typed. They are refused as standard input's bytes are.
     let argv: [String]
@@ -46,7 +47,7 @@ func runMain() async -> Int32 {
     case .success(let valid): argv = valid
     case .failure(let error):
         FileHandle.standardError.write(Data("memo-client: \(ExitCode.message(for: error))\n".utf8))
-        return ExitCode.failure.rawValue
+        exit(ExitCode.failure.rawValue)
     }
     let invocation: Invocation
     do {
@@ -54,6 +55,18 @@ func runMain() async -> Int32 {
     } catch {
         fail(usage: error)
     }
+    return invocation
+}
+
+/// True when the invocation opens the terminal front end (no command, on a terminal).
+func opensFrontEnd(_ invocation: Invocation) -> Bool {
+    guard case .run(_, nil, _, _, _) = invocation else { return false }
+    return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
+}
+
+/// Runs the command line and returns the exit code. (A function rather than top-level code: the release
+/// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
+func runMain(_ invocation: Invocation) async -> Int32 {
     switch invocation {
     case .help(let command):
         guard let text = HelpTopics.text(for: command) else {
@@ -70,7 +83,7 @@ func runMain() async -> Int32 {
         return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
     case .run(let configuration, let command, let json, let locale, let quiet):
         guard let command else {
-            if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
+            if opensFrontEnd(invocation) {
                 return await runFrontEnd(configuration: configuration, locale: locale)
             }
             fail(usage: UsageError("no command given (and not on a terminal)"))
@@ -85,4 +98,15 @@ func runMain() async -> Int32 {
     }
 }
 
-exit(await runMain())
+let invocation = parseCommandLine()
+if opensFrontEnd(invocation) {
+    // Here, on the main thread before any other starts: the front end reads these signals from a signalfd on its
+    // loop, which sees only signals that every thread blocks (threads inherit the mask).
+    do {
+        try TerminalApp.blockSignals()
+    } catch {
+        FileHandle.standardError.write(Data("memo-client: \(error)\n".utf8))
+        exit(ExitCode.failure.rawValue)
+    }
+}
+exit(await runMain(invocation))

@@ -5,6 +5,7 @@ import Testing
 /// The status bar's words for each connection state, the not-answering one especially: a server that stopped
 /// answering is told apart from one that refused or dropped the connection.
 @Suite("TUI status bar: connection states")
+@FrontEnd
 struct TUIStatusBarTests {
     private func bar(_ state: LinkState, _ strings: Strings = .english, width: Int = 80) -> String {
         var grid = Grid(width: width, height: 1)

@@ -1,6 +1,6 @@
 import Foundation
 import MemoCore
-import Synchronization
+import MemoViewModels
 
 #if canImport(Glibc)
 import Glibc
@@ -12,32 +12,24 @@ import Glibc
 /// foreground group: it may read and write the terminal (and /dev/tty) without being stopped by SIGTTIN or
 /// SIGTTOU. (Foundation's `Process` puts the child in a group of its own, which the terminal then stops.) The
 /// text goes to `memo.txt` (mode 0600) in a private folder (mode 0700) that is removed on every way out: the
-/// editor ending either way, a thrown error, or a terminating signal (`removeLeftovers`).
+/// editor ending either way, or a thrown error. (Signals are read on the front end's loop, which waits for the
+/// editor: a terminating one is acted on after the folder is gone.)
 enum ExternalEditor {
-    /// The private folder of the edit under way, for the signal handler to remove.
-    private static let folder = Mutex<String?>(nil)
-    /// True while an editor has the terminal: Ctrl-C typed at a cooked terminal is the editor's, not ours.
-    private static let running = Atomic<Bool>(false)
-
-    static var isRunning: Bool { running.load(ordering: .relaxed) }
-
     /// Writes `text` to a private temporary file, gives the terminal to the editor (cooked mode, main screen) and
     /// reads the file back once the editor exits.
     /// - Returns: the edited text, or nil when the editor failed (non-zero exit) so the text is left alone.
+    @FrontEnd
     static func edit(_ text: String, command: String, terminal: Terminal, reader: InputReader) throws -> String? {
         let directory = try makePrivateFolder()
-        folder.withLock { $0 = directory }
         defer {
-            removeLeftovers()
+            try? FileManager.default.removeItem(atPath: directory)
         }
         let path = directory + "/memo.txt"
         try DurableFile.create(path, Array((text + "\n").utf8), mode: 0o600)
 
         reader.pause()
         terminal.leave()
-        running.store(true, ordering: .relaxed)
         defer {
-            running.store(false, ordering: .relaxed)
             try? terminal.enter()
             reader.resume()
         }
@@ -48,15 +40,6 @@ enum ExternalEditor {
         // Editors end the file with a newline the memo did not have.
         if edited.hasSuffix("\n") { edited.removeLast() }
         return edited
-    }
-
-    /// Removes the folder of an edit under way, if any (also called by the signal watcher before exiting).
-    static func removeLeftovers() {
-        guard let directory = folder.withLock({ value -> String? in
-            defer { value = nil }
-            return value
-        }) else { return }
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// `$TMPDIR/memo-XXXXXX`, made by mkdtemp (mode 0700, a name no one else can have taken).

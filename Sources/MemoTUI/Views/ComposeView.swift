@@ -38,6 +38,13 @@ public enum ComposeView {
                 grid.put(TextLayout.truncate(what, to: grid.width), row: grid.height - 3, column: 0, style: .bold)
             }
             _ = SceneChrome.promptLine(choices, into: &grid)
+        } else if state.saveTimedOut {
+            // Two lines: what happened (the text is kept) above the choices.
+            if grid.height >= 4, let message = state.message {
+                grid.fill(row: grid.height - 3)
+                grid.put(TextLayout.truncate(message, to: grid.width), row: grid.height - 3, column: 0, style: .bold)
+            }
+            _ = SceneChrome.promptLine(strings.saveTimeoutChoices, into: &grid)
         } else if state.confirmingCancel {
             _ = SceneChrome.promptLine(strings.discardChanges, into: &grid)
         } else if let message = state.message {
@@ -48,12 +55,23 @@ public enum ComposeView {
         }
     }
 
-    /// The editor's key bindings.
+    /// The editor's key bindings. A save returns at once (it runs as a child task): keys keep editing while it
+    /// waits, and a save with no answer in time asks "r retry · p keep as pending · Esc keep editing".
+    @FrontEnd
     public static func handle(_ key: Key, model: ComposeViewModel) async -> ScreenCommand {
         let state = model.current
+        if state.saveTimedOut {
+            switch key {
+            case .character("r"), .character("R"): model.retrySave()
+            case .character("p"), .character("P"): model.keepPending()
+            case .escape: model.dismissTimeout()
+            default: break
+            }
+            return .none
+        }
         if state.conflict != nil {
             switch key {
-            case .character("o"), .character("O"): await model.overwrite()
+            case .character("o"), .character("O"): model.overwrite()
             case .character("k"), .character("K"): model.keepTheirs()
             case .escape: model.cancel()
             default: break
@@ -65,7 +83,7 @@ public enum ComposeView {
             return .none
         }
         switch key {
-        case .control("s"): await model.save()
+        case .control("s"): model.save()
         case .control("e"): return .externalEditor(model)
         case .escape: model.cancel()
         case .character(let character): model.edit { $0.insert(character) }

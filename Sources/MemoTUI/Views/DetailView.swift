@@ -52,12 +52,13 @@ public enum DetailView {
     }
 
     /// The detail's key bindings; `size` is the screen, for scrolling.
+    @FrontEnd
     public static func handle(
         _ key: Key, model: DetailViewModel, status: ConnectionStatus = .local, width: Int, height: Int
     ) async -> ScreenCommand {
         let state = model.current
         if state.confirmingDelete {
-            await model.answerDelete(key == .character("y") || key == .character("Y"))
+            model.answerDelete(key == .character("y") || key == .character("Y"))
             return .none
         }
         if state.savePrompt != nil {
