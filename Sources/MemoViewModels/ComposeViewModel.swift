@@ -193,11 +193,24 @@ public final class ComposeViewModel {
     }
 
     /// `p` at the timeout question: leaves the write to the store, which shows it as pending and sends it when the
-    /// server answers; the scene closes.
+    /// server answers. The scene closes, unless text was typed after Ctrl-S: then it stays open with that text
+    /// (still to save) and takes the save's answer when it comes. A save that already failed has nothing to keep:
+    /// `p` then only closes the question.
     public func keepPending() {
         guard current.saveTimedOut else { return }
-        store.update { $0.saveTimedOut = false }
-        events.send(.finished(saved: nil))
+        guard current.saving, let inFlight = lastSave?.content else {
+            dismissTimeout()
+            return
+        }
+        if current.buffer.text.hasSameBytes(as: inFlight) {
+            store.update { $0.saveTimedOut = false }
+            events.send(.finished(saved: nil))
+        } else {
+            store.update { state in
+                state.saveTimedOut = false
+                state.message = strings.savedPending
+            }
+        }
     }
 
     /// Esc at the timeout question: back to editing; the save goes on (its answer still lands here).

@@ -64,8 +64,7 @@ func opensFrontEnd(_ invocation: Invocation) -> Bool {
     return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
 }
 
-/// Runs the command line and returns the exit code. (A function rather than top-level code: the release
-/// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
+/// Runs the command line and returns the exit code.
 func runMain(_ invocation: Invocation) async -> Int32 {
     switch invocation {
     case .help(let command):
@@ -98,10 +97,13 @@ func runMain(_ invocation: Invocation) async -> Int32 {
     }
 }
 
+// Top-level code without `await`, so that it runs on the process's main thread: an async top-level `main` would
+// run on a Dispatch thread while the main thread waits in sigsuspend with every signal unblocked, and a signal the
+// front end means to read from its signalfd would take its default action there instead.
 let invocation = parseCommandLine()
 if opensFrontEnd(invocation) {
-    // Here, on the main thread before any other starts: the front end reads these signals from a signalfd on its
-    // loop, which sees only signals that every thread blocks (threads inherit the mask).
+    // Here, before any other thread starts: the front end reads these signals from a signalfd on its loop, which
+    // sees only signals that every thread blocks (threads inherit the mask; the main thread keeps it while parked).
     do {
         try TerminalApp.blockSignals()
     } catch {
@@ -109,4 +111,9 @@ if opensFrontEnd(invocation) {
         exit(ExitCode.failure.rawValue)
     }
 }
-exit(await runMain(invocation))
+Task.detached {
+    exit(await runMain(invocation))
+}
+// Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with an
+// empty mask. Nothing in memo-client runs on the main queue or the main actor.)
+DispatchSemaphore(value: 0).wait()

@@ -77,7 +77,8 @@ private final class FrontEndApp {
     private var keysWaiting = 0
     /// A redraw is queued; more changes before it is drawn need no other.
     private var redrawQueued = false
-    /// True while $EDITOR has the terminal: Ctrl-C typed there is the editor's, not ours.
+    /// The editor's process while $EDITOR has the terminal: Ctrl-C typed there is the editor's, not ours.
+    private var editor: pid_t?
     private var editorRunning = false
     private var ending: TerminalApp.Ending?
 
@@ -200,14 +201,28 @@ private final class FrontEndApp {
         switch command {
         case .none: break
         case .quit: ending = .quit
-        case .externalEditor(let compose): runEditor(for: compose)
+        case .externalEditor(let compose): await runEditor(for: compose)
         }
     }
 
-    /// A signal, as the signalfd gives it: dropped when it was the editor's, else queued behind the keys.
+    /// A signal, as the signalfd gives it: queued behind the keys, or, while $EDITOR has the terminal, dealt with
+    /// at once (the key loop waits for the editor then).
     private func receive(signal: Int32) {
-        // Ctrl-C at the editor's cooked terminal reaches the whole group: it was the editor's to handle.
-        if signal == SIGINT, editorRunning { return }
+        if editorRunning {
+            switch signal {
+            case SIGINT, SIGCONT, SIGWINCH:
+                // Ctrl-C at the editor's cooked terminal reaches the whole group: it was the editor's to handle.
+                // The screen is painted whole when the editor is done.
+                return
+            case SIGTSTP:
+                // Ctrl-Z at the editor's terminal stopped the editor; the job stops with it, terminal untouched.
+                kill(getpid(), SIGSTOP)
+                return
+            default:
+                // Ending: the editor goes too (its file is removed when it has gone), then the front end ends.
+                if let editor { kill(editor, SIGTERM) }
+            }
+        }
         continuation.yield(.signal(signal))
     }
 
@@ -231,9 +246,10 @@ private final class FrontEndApp {
         reader.pause()
         terminal.leave()
         // SIGTSTP is blocked (it is read from the signalfd), so stop with SIGSTOP, which cannot be blocked; the
-        // shell sees the job stopped either way. Execution goes on here once continued.
+        // shell sees the job stopped either way. The stop is the whole process's and may take effect a moment
+        // after kill returns, so nothing is done here: the SIGCONT that `fg` sends (read from the signalfd once
+        // the process runs again) takes the terminal back.
         kill(getpid(), SIGSTOP)
-        resumeFromStop()
     }
 
     private func resumeFromStop() {
@@ -246,14 +262,15 @@ private final class FrontEndApp {
         repaint()
     }
 
-    /// Ctrl-E: the text goes to $EDITOR, which has the terminal until it exits. The loop waits for it (there is
-    /// nothing to draw on meanwhile); what the store delivered in between is applied after.
-    private func runEditor(for compose: ComposeViewModel) {
+    /// Ctrl-E: the text goes to $EDITOR, which has the terminal until it exits. Keys wait for it (the terminal's
+    /// input is the editor's); the loop goes on with the store's deliveries and the signals meanwhile.
+    private func runEditor(for compose: ComposeViewModel) async {
         let text = compose.current.buffer.text
         editorRunning = true
         do {
-            if let edited = try ExternalEditor.edit(
-                text, command: options.editorCommand, terminal: terminal, reader: reader)
+            if let edited = try await ExternalEditor.edit(
+                text, command: options.editorCommand, terminal: terminal, reader: reader,
+                started: { [weak self] pid in self?.editor = pid })
             {
                 compose.replaceText(edited)
             }
@@ -261,8 +278,7 @@ private final class FrontEndApp {
             // The text is still in the editor here; only the hand-off failed.
             compose.show(message: "\(options.editorCommand): \(error)")
         }
-        // A Ctrl-C typed in the editor is pending on the signalfd: read it while it is still the editor's.
-        signals?.readPending()
+        editor = nil
         editorRunning = false
         // The editor may have left anything on the screen, at any size: draw everything again.
         repaint()

@@ -25,11 +25,6 @@ final class TerminalSignals {
         }
     }
 
-    /// Reads the signals that arrived while the loop was busy (the external editor had the terminal), now.
-    func readPending() {
-        watcher?.readable()
-    }
-
     /// Stops reading; the signals stay blocked, so one that comes after is left pending, not acted on.
     func cancel() {
         watcher?.stop()
