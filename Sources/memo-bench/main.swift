@@ -11,6 +11,8 @@ let usage = """
       handshakes   full TLS handshakes per second
       fanout       S subscribers, K changes at R per second: delivery latency and server CPU per delivery
       client       the front end with N memos mirrored: time per remote change and per filter keystroke
+      keystroke    the real front end in a pseudo-terminal: key-to-screen latency while a save waits on a
+                   stopped server
       snapshot     time until a fresh mirror of an N-memo store is ready
       large        a million-memo SQLite store: server start, server memory, a fresh mirror, a full list
       redis-fanout, redis-connections   the same shapes against Redis over TLS (bench/compare.sh)
@@ -63,6 +65,12 @@ do {
             exit(0)
         }
         try await ClientScaleBench(&arguments).run()
+    case "keystroke":
+        if wantsHelp {
+            print(KeystrokeBench.help)
+            exit(0)
+        }
+        try KeystrokeBench(&arguments).run()
     case "snapshot":
         if wantsHelp {
             print(SnapshotBench.help)

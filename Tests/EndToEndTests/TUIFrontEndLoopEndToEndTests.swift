@@ -112,7 +112,9 @@ struct TUIFrontEndLoopEndToEndTests {
         try tmux.press("Escape")
         try tmux.waitForScreen(containing: "멈췄다 돌아올 메모")
         try tmux.press("q")
-        try tmux.waitForScreen("the shell again") { lines in lines.last?.hasPrefix("memo-shell>") == true }
+        try tmux.waitForScreen("the shell again") { lines in
+            lines.last { !$0.isEmpty }?.hasPrefix("memo-shell>") == true
+        }
         #expect(try tmux.pane("#{alternate_on}") == "0")
         try tmux.type("echo \"memo-client exited with $?\"")
         try tmux.press("Enter")
