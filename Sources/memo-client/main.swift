@@ -101,7 +101,8 @@ func runMain(_ invocation: Invocation) async -> Int32 {
 // run on a Dispatch thread while the main thread waits in sigsuspend with every signal unblocked, and a signal the
 // front end means to read from its signalfd would take its default action there instead.
 let invocation = parseCommandLine()
-if opensFrontEnd(invocation) {
+let frontEnd = opensFrontEnd(invocation)
+if frontEnd {
     // Here, before any other thread starts: the front end reads these signals from a signalfd on its loop, which
     // sees only signals that every thread blocks (threads inherit the mask; the main thread keeps it while parked).
     do {
@@ -114,6 +115,13 @@ if opensFrontEnd(invocation) {
 Task.detached {
     exit(await runMain(invocation))
 }
-// Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with an
-// empty mask. Nothing in memo-client runs on the main queue or the main actor.)
-DispatchSemaphore(value: 0).wait()
+if frontEnd {
+    // Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with
+    // an empty mask, where the signals would take their default action. Nothing in memo-client runs on the main
+    // queue or the main actor.)
+    DispatchSemaphore(value: 0).wait()
+} else {
+    // The commands keep the signals' default actions (SIGTERM ends `watch`): the main thread waits in
+    // sigsuspend with an empty mask, whatever mask the process was started with.
+    dispatchMain()
+}

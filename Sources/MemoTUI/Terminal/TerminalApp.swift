@@ -65,16 +65,20 @@ private final class FrontEndApp {
     private let options: TerminalOptions
     private let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
-    private var reader: InputReader!
+    private let reader: InputReader
     private var signals: TerminalSignals?
-    private var coordinator: SceneCoordinator!
+    private let coordinator: SceneCoordinator
     private var subscriptions: [Subscription] = []
     private var sceneWatch: Subscription?
     private var renderer: Renderer
     private var size: (width: Int, height: Int)
     /// Keys read but not yet handled: while one waits, the key in hand is superseded (the list's filter stops
     /// searching for it, and no frame is drawn for it).
-    private var keysWaiting = 0
+    private let keys = KeysWaiting()
+    private var keysWaiting: Int {
+        get { keys.count }
+        set { keys.count = newValue }
+    }
     /// A redraw is queued; more changes before it is drawn need no other.
     private var redrawQueued = false
     /// The editor's process while $EDITOR has the terminal: Ctrl-C typed there is the editor's, not ours.
@@ -90,19 +94,17 @@ private final class FrontEndApp {
         renderer = Renderer(colorEnabled: options.colorEnabled)
         size = terminal.size()
         let continuation = continuation
-        reader = InputReader(fd: terminal.input, escapeTimeout: options.escapeTimeoutMilliseconds) { [weak self] key in
-            self?.keysWaiting += 1
+        let keys = keys
+        let reader = InputReader(fd: terminal.input, escapeTimeout: options.escapeTimeoutMilliseconds) { key in
+            keys.count += 1
             continuation.yield(.key(key))
         }
-        try reader.start()
-        signals = try TerminalSignals { [weak self] signal in self?.receive(signal: signal) }
+        self.reader = reader
         coordinator = SceneCoordinator(
             storage: storage, dateFormat: options.dateFormat, strings: options.strings,
-            inputWaiting: { [weak self] in
-                guard let self else { return false }
-                return self.keysWaiting > 0 || self.reader.inputWaiting()
-            },
-            saveTimeout: options.saveTimeout)
+            inputWaiting: { keys.count > 0 || reader.inputWaiting() }, saveTimeout: options.saveTimeout)
+        try reader.start()
+        signals = try TerminalSignals { [weak self] signal in self?.receive(signal: signal) }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
         subscriptions.append(coordinator.stack.subscribe { [weak self] _ in
             FrontEnd.assumeIsolated { self?.watchCurrentScene() }
@@ -283,4 +285,11 @@ private final class FrontEndApp {
         // The editor may have left anything on the screen, at any size: draw everything again.
         repaint()
     }
+}
+
+/// How many keys the terminal gave that are not handled yet (shared by the reader, which counts them in, and the
+/// key loop, which counts them out).
+@FrontEnd
+private final class KeysWaiting {
+    var count = 0
 }
