@@ -74,8 +74,8 @@ let package = Package(
                 "MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
             ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoCore", "MemoText"]),
-        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoNet"]),
+        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels", "MemoNet"]),
         .executableTarget(
             name: "memo-server",
             dependencies: [
@@ -139,7 +139,9 @@ let package = Package(
         ),
         .testTarget(
             name: "MemoTUITests",
-            dependencies: ["MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoTestSupport"]),
+            dependencies: [
+                "MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoNet", "MemoTestSupport",
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -1,5 +1,4 @@
 import MemoCore
-import Synchronization
 
 /// Why an action did not run.
 public enum ActionError: Error, Sendable, Equatable {
@@ -10,8 +9,11 @@ public enum ActionError: Error, Sendable, Equatable {
 /// The seeds' `Action`: an input starts async work; its result, whether it is running, and its errors are subjects.
 ///
 /// One input runs at a time: executing while busy fails with `ActionError.notEnabled` (as RxSwift's Action does),
-/// so that a key pressed twice does not save twice.
-public final class Action<Input: Sendable, Output: Sendable>: Sendable {
+/// so that a key pressed twice does not save twice. Front-end state (`@FrontEnd`): the work itself runs wherever
+/// its `async` calls take it (the store's request goes to the client's loop), and the front end keeps going
+/// meanwhile.
+@FrontEnd
+public final class Action<Input: Sendable, Output: Sendable> {
     /// True while the work runs; starts false.
     public let executing = Subject(false)
     /// Every result, as it arrives (no replay).
@@ -20,21 +22,20 @@ public final class Action<Input: Sendable, Output: Sendable>: Sendable {
     public let errors = Subject<any Error>()
 
     private let work: @Sendable (Input) async throws -> Output
-    private let busy = Mutex(false)
+    private var busy = false
 
     public init(_ work: @escaping @Sendable (Input) async throws -> Output) {
         self.work = work
     }
 
+    /// True while an input runs.
+    public var isExecuting: Bool { busy }
+
     /// Runs the work for `input` and returns what it gave; the result or error is also sent to the subjects.
     @discardableResult
     public func execute(_ input: Input) async -> Result<Output, any Error> {
-        let started = busy.withLock { busy in
-            if busy { return false }
-            busy = true
-            return true
-        }
-        guard started else { return .failure(ActionError.notEnabled) }
+        guard !busy else { return .failure(ActionError.notEnabled) }
+        busy = true
         executing.send(true)
         let result: Result<Output, any Error>
         do {
@@ -42,7 +43,7 @@ public final class Action<Input: Sendable, Output: Sendable>: Sendable {
         } catch {
             result = .failure(error)
         }
-        busy.withLock { $0 = false }
+        busy = false
         executing.send(false)
         switch result {
         case .success(let output): results.send(output)

@@ -1,5 +1,6 @@
 import Foundation
 import MemoCore
+import MemoNet
 
 /// What the compose scene writes: a new memo, or a new version of one.
 public enum ComposeMode: Sendable, Hashable {
@@ -45,6 +46,10 @@ public struct ComposeState: Sendable, Hashable {
     public var message: String?
     /// The help box is on screen.
     public var helpVisible = false
+    /// A save is on its way to the store (`saving…`); keys keep editing meanwhile.
+    public var saving = false
+    /// The save has had no answer within the save timeout: the "retry / keep as pending" question is on screen.
+    public var saveTimedOut = false
 
     /// Decided on bytes: an editor that gives the text back in another normalization changed it.
     public var isDirty: Bool { !buffer.text.hasSameBytes(as: originalText) }
@@ -56,8 +61,15 @@ public enum ComposeEvent: Sendable, Hashable {
 }
 
 /// The seeds' compose scene: a multi-line editor, save with a revision check, and the conflict choice.
-public final class ComposeViewModel: Sendable {
-    public let mode: ComposeMode
+///
+/// A save never holds up the keys: Ctrl-S starts the store's write as a child task and returns; the scene shows
+/// `saving…` and goes on editing. A save with no answer within `saveTimeout` says so and offers to retry (wait
+/// again, or send again once it has failed) or to keep it as pending (the store keeps the write and sends it when
+/// the server answers; the scene closes). Text typed while a save was under way is never dropped: when the save
+/// lands the scene stays open on the saved memo with the newer text still to save.
+@FrontEnd
+public final class ComposeViewModel {
+    public private(set) var mode: ComposeMode
     private let storage: any MemoStorage
     private let store: StateStore<ComposeState>
     /// The id a new memo gets, chosen once so that saving twice (a retry) cannot create two memos.
@@ -67,11 +79,23 @@ public final class ComposeViewModel: Sendable {
     /// Creates or updates; the input is the content and the revision it must replace (nil: any).
     public let saveAction: Action<(content: String, expectedRevision: UInt64?, id: UUID?), Memo>
     public let strings: Strings
+    /// How long a save may go unanswered before the scene says so.
+    public let saveTimeout: Duration
+    /// The save under way, if any (tests await it).
+    public private(set) var saveTask: Task<Void, Never>?
+    private var saveDeadline: TimerHandle?
+    /// Bumped by every save, so that a timer of an earlier one does nothing.
+    private var saveNumber = 0
+    /// What to send again on retry after a save failed for lack of an answer.
+    private var lastSave: (content: String, expectedRevision: UInt64?, id: UUID?)?
 
-    public init(mode: ComposeMode, storage: any MemoStorage, strings: Strings = .english) {
+    public init(
+        mode: ComposeMode, storage: any MemoStorage, strings: Strings = .english, saveTimeout: Duration = .seconds(5)
+    ) {
         self.mode = mode
         self.storage = storage
         self.strings = strings
+        self.saveTimeout = saveTimeout
         var initial: ComposeState
         switch mode {
         case .create: initial = ComposeState(buffer: TextBuffer(), originalText: "")
@@ -94,11 +118,11 @@ public final class ComposeViewModel: Sendable {
 
     public var current: ComposeState { store.value }
 
-    /// Changes the text or moves the cursor.
+    /// Changes the text or moves the cursor (also while a save is under way).
     public func edit(_ change: (inout TextBuffer) -> Void) {
         store.update { state in
             change(&state.buffer)
-            state.message = nil
+            if !state.saving { state.message = nil }
         }
     }
 
@@ -115,35 +139,39 @@ public final class ComposeViewModel: Sendable {
 
     // MARK: Saving
 
-    /// Ctrl-S: creates the memo, or updates it if it is still at the revision the edit started from.
-    public func save() async {
+    /// Ctrl-S: creates the memo, or updates it if it is still at the revision the edit started from. Returns at
+    /// once; the write runs as a child task (`saveTask`).
+    @discardableResult
+    public func save() -> Task<Void, Never>? {
+        guard !current.saving else { return saveTask }
         let content = current.buffer.text
         switch mode {
         case .create:
             if content.allSatisfy(\.isWhitespace) {
                 store.update { $0.message = strings.emptyMemo }
-                return
+                return nil
             }
-            await finishSaving(saveAction.execute((content, nil, nil)), memoID: nil)
+            return start((content, nil, nil), memoID: nil)
         case .edit, .resolve:
-            guard let memo = mode.editedMemo else { return }
+            guard let memo = mode.editedMemo else { return nil }
             if !current.isDirty {
                 events.send(.finished(saved: nil))
-                return
+                return nil
             }
-            await finishSaving(saveAction.execute((content, memo.revision, memo.id)), memoID: memo.id)
+            return start((content, memo.revision, memo.id), memoID: memo.id)
         }
     }
 
     /// "Overwrite": saves over their version (or, when they deleted it, as a new memo).
-    public func overwrite() async {
-        guard let conflict = current.conflict, let memo = mode.editedMemo else { return }
+    @discardableResult
+    public func overwrite() -> Task<Void, Never>? {
+        guard let conflict = current.conflict, let memo = mode.editedMemo, !current.saving else { return nil }
         let content = current.buffer.text
+        store.update { $0.conflict = nil }
         if let theirs = conflict.theirs {
-            await finishSaving(saveAction.execute((content, theirs.revision, theirs.id)), memoID: memo.id)
-        } else {
-            await finishSaving(saveAction.execute((content, nil, nil)), memoID: nil)
+            return start((content, theirs.revision, theirs.id), memoID: memo.id)
         }
+        return start((content, nil, nil), memoID: nil)
     }
 
     /// "Keep theirs": drops this edit.
@@ -153,21 +181,118 @@ public final class ComposeViewModel: Sendable {
         events.send(.finished(saved: nil))
     }
 
-    private func finishSaving(_ result: Result<Memo, any Error>, memoID: UUID?) async {
+    /// `r` at the timeout question: waits again for a save still under way, or sends a failed one again.
+    @discardableResult
+    public func retrySave() -> Task<Void, Never>? {
+        guard current.saveTimedOut else { return nil }
+        store.update { state in
+            state.saveTimedOut = false
+            state.message = strings.saving
+        }
+        if current.saving {
+            armDeadline()
+            return saveTask
+        }
+        guard let lastSave else { return nil }
+        return start(lastSave, memoID: lastSave.id)
+    }
+
+    /// `p` at the timeout question: leaves the write to the store, which shows it as pending and sends it when the
+    /// server answers. The scene closes, unless text was typed after Ctrl-S: then it stays open with that text
+    /// (still to save) and takes the save's answer when it comes. A save that already failed has nothing to keep:
+    /// `p` then only closes the question.
+    public func keepPending() {
+        guard current.saveTimedOut else { return }
+        guard current.saving, let inFlight = lastSave?.content else {
+            dismissTimeout()
+            return
+        }
+        if current.buffer.text.hasSameBytes(as: inFlight) {
+            store.update { $0.saveTimedOut = false }
+            events.send(.finished(saved: nil))
+        } else {
+            store.update { state in
+                state.saveTimedOut = false
+                state.message = strings.savedPending
+            }
+        }
+    }
+
+    /// Esc at the timeout question: back to editing; the save goes on (its answer still lands here).
+    public func dismissTimeout() {
+        store.update { state in
+            state.saveTimedOut = false
+            state.message = state.saving ? strings.saving : nil
+        }
+    }
+
+    private func start(_ input: (content: String, expectedRevision: UInt64?, id: UUID?), memoID: UUID?)
+        -> Task<Void, Never>
+    {
+        lastSave = input
+        store.update { state in
+            state.saving = true
+            state.saveTimedOut = false
+            state.message = strings.saving
+        }
+        armDeadline()
+        let task = Task { @FrontEnd [self] in
+            let result = await saveAction.execute(input)
+            await finishSaving(result, content: input.content, memoID: memoID)
+        }
+        saveTask = task
+        return task
+    }
+
+    private func armDeadline() {
+        saveDeadline?.cancel()
+        saveNumber += 1
+        let number = saveNumber
+        saveDeadline = FrontEnd.loop.schedule(after: saveTimeout) { [weak self] in
+            FrontEnd.assumeIsolated { self?.deadlinePassed(number) }
+        }
+    }
+
+    private func deadlinePassed(_ number: Int) {
+        guard number == saveNumber, current.saving, current.conflict == nil else { return }
+        store.update { state in
+            state.saveTimedOut = true
+            state.confirmingCancel = false
+            state.message = strings.saveTimedOut(saveTimeout.wholeSeconds)
+        }
+    }
+
+    private func finishSaving(_ result: Result<Memo, any Error>, content: String, memoID: UUID?) async {
+        saveDeadline?.cancel()
+        saveDeadline = nil
         switch result {
         case .success(let memo):
+            lastSave = nil
+            // Confirmed by the server, or kept by the store to send later (offline: no revision yet).
+            let message = memo.revision == 0 ? strings.savedPending : strings.saved
+            let typedSince = !current.buffer.text.hasSameBytes(as: content)
             store.update { state in
+                state.saving = false
+                state.saveTimedOut = false
                 state.conflict = nil
-                state.originalText = state.buffer.text
-                state.message = strings.saved
+                state.originalText = content
+                state.message = typedSince ? strings.savedTypedSince : message
             }
-            events.send(.finished(saved: memo))
+            if typedSince {
+                // What was typed after Ctrl-S stays, as an edit of the memo just saved.
+                mode = .edit(memo)
+            } else {
+                events.send(.finished(saved: memo))
+            }
         case .failure(let error):
+            if case ActionError.notEnabled = error { return }
             if let memoID, let memoError = error as? MemoError {
                 switch memoError {
                 case .conflict, .notFound:
                     let theirs = try? await storage.get(id: memoID)
                     store.update { state in
+                        state.saving = false
+                        state.saveTimedOut = false
                         state.conflict = ComposeConflict(theirs: theirs)
                         state.message = theirs == nil ? strings.deletedMeanwhile : strings.changedMeanwhile
                     }
@@ -176,9 +301,28 @@ public final class ComposeViewModel: Sendable {
                     break
                 }
             }
-            if case ActionError.notEnabled = error { return }
-            store.update { $0.message = strings.notSaved("\(error)") }
+            if Self.isTimeout(error) {
+                // No answer: the text stays, and the choice stays offered.
+                store.update { state in
+                    state.saving = false
+                    state.saveTimedOut = true
+                    state.message = strings.saveTimedOut(saveTimeout.wholeSeconds)
+                }
+                return
+            }
+            lastSave = nil
+            store.update { state in
+                state.saving = false
+                state.saveTimedOut = false
+                state.message = strings.notSaved("\(error)")
+            }
         }
+    }
+
+    /// A failure that says the server did not answer (rather than that it refused).
+    private static func isTimeout(_ error: any Error) -> Bool {
+        if case MemoError.outcomeUnknown = error { return true }
+        return false
     }
 
     // MARK: Cancelling
@@ -202,4 +346,9 @@ public final class ComposeViewModel: Sendable {
         store.update { $0.confirmingCancel = false }
         if discard { events.send(.finished(saved: nil)) }
     }
+}
+
+extension Duration {
+    /// Whole seconds, at least 1, for messages.
+    var wholeSeconds: Int { max(1, Int(components.seconds)) }
 }

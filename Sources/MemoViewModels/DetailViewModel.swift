@@ -33,7 +33,8 @@ public enum DetailEvent: Sendable, Hashable {
 }
 
 /// The seeds' `MemoDetailViewModel`, live: an edit by anyone shows at once, a delete elsewhere is reported.
-public final class DetailViewModel: Sendable {
+@FrontEnd
+public final class DetailViewModel {
     public let memoID: UUID
     private let storage: any MemoStorage
     private let dateFormat: MemoDateFormat
@@ -43,13 +44,12 @@ public final class DetailViewModel: Sendable {
     /// Requests for the coordinator and the terminal (no replay).
     public let events = Subject<DetailEvent>()
     public let deleteAction: Action<Memo, Memo>
+    /// The delete under way or last done, if any (tests await it).
+    public private(set) var deleteTask: Task<Void, Never>?
     public let strings: Strings
 
-    /// - Parameter executor: where the store's edits are looked at (the terminal app's event loop; inline by default).
-    public init(
-        memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english,
-        executor: FrontEndExecutor = .inline
-    ) {
+    /// The store's edits are hopped onto the front end's loop (`FrontEnd.hop`) and looked at there, in order.
+    public init(memoID: UUID, storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings = .english) {
         self.memoID = memoID
         self.strings = strings
         self.storage = storage
@@ -61,7 +61,7 @@ public final class DetailViewModel: Sendable {
         subscription = storage.watchList { delta in
             // Edits that do not name this memo cost nothing more than looking at their ids.
             guard let listed = Self.listed(memoID, after: delta) else { return }
-            executor.run {
+            FrontEnd.hop {
                 Self.follow(listed, store: store, events: events, dateFormat: dateFormat, strings: strings)
             }
         }
@@ -91,7 +91,7 @@ public final class DetailViewModel: Sendable {
 
     /// The memo as `delta` leaves it: `.some(nil)` when it is not (or no longer) listed, nil when the delta says
     /// nothing about it.
-    static func listed(_ id: UUID, after delta: ListDelta) -> Memo?? {
+    nonisolated static func listed(_ id: UUID, after delta: ListDelta) -> Memo?? {
         switch delta {
         case .reset(let memos):
             return .some(memos.first { $0.id == id })
@@ -113,7 +113,7 @@ public final class DetailViewModel: Sendable {
 
     /// The text, the insert date, and the revision with the update date (a memo written here and not yet
     /// confirmed has no revision yet: revision 0).
-    static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
+    nonisolated static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
         let updated = dateFormat.string(from: memo.updateDate)
         let revision = memo.revision == 0 ? strings.notYetConfirmed : strings.revisionUpdated(memo.revision, updated)
         return [memo.content, dateFormat.string(from: memo.insertDate), revision]
@@ -142,27 +142,34 @@ public final class DetailViewModel: Sendable {
         store.update { state in state.confirmingDelete = state.memo != nil && !state.isGone }
     }
 
-    public func answerDelete(_ yes: Bool) async {
+    /// The answer to "delete? y/N"; the delete runs as a child task (returned, for tests) and the scene stays
+    /// responsive while the store answers.
+    @discardableResult
+    public func answerDelete(_ yes: Bool) -> Task<Void, Never>? {
         let memo = store.update { state -> Memo? in
             defer { state.confirmingDelete = false }
             return state.confirmingDelete && yes ? state.memo : nil
         }
-        guard let memo else { return }
+        guard let memo else { return nil }
         // Mark the memo gone first: the store's list may arrive before `delete` returns.
         store.update { $0.isGone = true }
-        let result = await deleteAction.execute(memo)
-        switch result {
-        case .success:
-            store.update { $0.message = strings.deleted }
-            events.send(.gone(deletedHere: true))
-        case .failure(let error):
-            let stillThere = storage.contains(id: memo.id)
-            store.update { state in
-                state.isGone = !stillThere
-                state.message = ListViewModel.describe(error, strings)
+        let task = Task { @FrontEnd [self] in
+            let result = await deleteAction.execute(memo)
+            switch result {
+            case .success:
+                store.update { $0.message = strings.deleted }
+                events.send(.gone(deletedHere: true))
+            case .failure(let error):
+                let stillThere = storage.contains(id: memo.id)
+                store.update { state in
+                    state.isGone = !stillThere
+                    state.message = ListViewModel.describe(error, strings)
+                }
+                if !stillThere { events.send(.gone(deletedHere: false)) }
             }
-            if !stillThere { events.send(.gone(deletedHere: false)) }
         }
+        deleteTask = task
+        return task
     }
 
     // MARK: Share

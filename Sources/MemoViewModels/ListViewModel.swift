@@ -49,29 +49,29 @@ public enum ListEvent: Sendable, Hashable {
 ///
 /// The store's list arrives as position edits (`watchList`): one remote change costs O(log N) searches plus one
 /// chunk's move (`ChunkedArray`), not a rebuild of the list and of the filter's result.
-public final class ListViewModel: Sendable {
+@FrontEnd
+public final class ListViewModel {
     private let storage: any MemoStorage
     private let store: StateStore<ListState>
     private let listSubscription: Subscription?
     /// True when a newer keystroke is waiting: the filtering of this one is then abandoned.
-    private let superseded: @Sendable () -> Bool
+    private let superseded: () -> Bool
     /// What the view shows.
     public var state: Subject<ListState> { store.subject }
     /// Navigation requests, for the coordinator (no replay).
     public let events = Subject<ListEvent>()
     /// Deletes a memo if it is still at the revision the user saw.
     public let deleteAction: Action<Memo, Memo>
+    /// The delete under way or last done, if any (tests await it).
+    public private(set) var deleteTask: Task<Void, Never>?
     /// The words of the user's language.
     public let strings: Strings
 
-    /// - Parameters:
-    ///   - superseded: whether a newer keystroke has arrived (the terminal's input counts them); a filter
-    ///     keystroke's search stops when it says so, and the newer keystroke searches for its own text.
-    ///   - executor: where the store's edits are applied (the terminal app's event loop; inline by default).
-    public init(
-        storage: any MemoStorage, strings: Strings = .english,
-        superseded: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline
-    ) {
+    /// The store's edits are hopped onto the front end's loop (`FrontEnd.hop`) and applied there, in the order
+    /// the store delivered them.
+    /// - Parameter superseded: whether a newer keystroke has arrived (the terminal looks at its input); a filter
+    ///   keystroke's search stops when it says so, and the newer keystroke searches for its own text.
+    public init(storage: any MemoStorage, strings: Strings = .english, superseded: @escaping () -> Bool = { false }) {
         self.storage = storage
         self.strings = strings
         self.superseded = superseded
@@ -81,7 +81,7 @@ public final class ListViewModel: Sendable {
             try await storage.delete(id: memo.id, expectedRevision: memo.revision)
         }
         listSubscription = storage.watchList { delta in
-            executor.run { store.update { state in Self.apply(delta, to: &state) } }
+            FrontEnd.hop { store.update { state in Self.apply(delta, to: &state) } }
         }
     }
 
@@ -188,23 +188,29 @@ public final class ListViewModel: Sendable {
         }
     }
 
-    /// The answer to the question; anything but yes keeps the memo.
-    public func answerDelete(_ yes: Bool) async {
+    /// The answer to the question; anything but yes keeps the memo. The delete runs as a child task (returned,
+    /// for tests): the list keeps taking keys while the store answers.
+    @discardableResult
+    public func answerDelete(_ yes: Bool) -> Task<Void, Never>? {
         let memo = store.update { state -> Memo? in
             defer { state.pendingDelete = nil }
             return yes ? state.pendingDelete : nil
         }
-        guard let memo else { return }
-        let result = await deleteAction.execute(memo)
-        store.update { state in
-            switch result {
-            case .success: state.message = strings.deleted
-            case .failure(let error): state.message = Self.describe(error, strings)
+        guard let memo else { return nil }
+        let task = Task { @FrontEnd [self] in
+            let result = await deleteAction.execute(memo)
+            store.update { state in
+                switch result {
+                case .success: state.message = strings.deleted
+                case .failure(let error): state.message = Self.describe(error, strings)
+                }
             }
         }
+        deleteTask = task
+        return task
     }
 
-    static func describe(_ error: any Error, _ strings: Strings) -> String {
+    nonisolated static func describe(_ error: any Error, _ strings: Strings) -> String {
         if case MemoError.conflict = error { return strings.notDeletedConflict }
         if case MemoError.notFound = error { return strings.alreadyDeleted }
         return "\(error)"

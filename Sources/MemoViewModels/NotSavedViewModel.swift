@@ -58,20 +58,23 @@ public enum NotSavedEvent: Sendable, Hashable {
 
 /// The "not saved" scene: the writes the server refused at replay, each with its reason, and what can be done
 /// with each: retry, save as new, copy, discard (after y/N).
-public final class NotSavedViewModel: Sendable {
+@FrontEnd
+public final class NotSavedViewModel {
     private let source: any NotSavedSource
-    private let store = StateStore(NotSavedState())
+    private let store: StateStore<NotSavedState>
     private let subscription: Subscription
     public var state: Subject<NotSavedState> { store.subject }
     public let events = Subject<NotSavedEvent>()
     public let strings: Strings
 
-    public init(source: any NotSavedSource, strings: Strings = .english, executor: FrontEndExecutor = .inline) {
+    /// The source's list is hopped onto the front end's loop (`FrontEnd.hop`) and applied there, in order.
+    public init(source: any NotSavedSource, strings: Strings = .english) {
         self.source = source
         self.strings = strings
-        let store = store
+        let store = StateStore(NotSavedState())
+        self.store = store
         subscription = source.entries.subscribe { entries in
-            executor.run {
+            FrontEnd.hop {
                 store.update { state in
                     state.entries = entries
                     state.selected = max(0, min(state.selected, entries.count - 1))

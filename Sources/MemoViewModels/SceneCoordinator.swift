@@ -1,7 +1,6 @@
 import Foundation
 import MemoCore
 import MemoText
-import Synchronization
 
 /// A scene's view model.
 public enum SceneModel: Sendable {
@@ -10,7 +9,7 @@ public enum SceneModel: Sendable {
     case compose(ComposeViewModel)
     case notSaved(NotSavedViewModel)
 
-    fileprivate func close() {
+    @FrontEnd fileprivate func close() {
         switch self {
         case .list(let model): model.close()
         case .detail(let model): model.close()
@@ -23,11 +22,12 @@ public enum SceneModel: Sendable {
 /// The seeds' `SceneCoordinator`: keeps the scene stack and a view model per scene, and turns what the view
 /// models ask for into transitions.
 ///
-/// Requests are handled one at a time, in order, whichever thread sends them (a store may report a deletion from
-/// its own thread): they go through a subject, which never runs its handler twice at once and queues a request
-/// made while one is being handled. With a store that delivers synchronously (the memory store) a request is
-/// handled before the call that made it returns.
-public final class SceneCoordinator: Sendable {
+/// Front-end state (`@FrontEnd`): requests come from the view models and from the store's deliveries hopped onto
+/// the front end's loop, never from another thread. They are handled one at a time, in order: a request made
+/// while one is being handled (a view model answering a transition) goes through a subject, which queues it
+/// until the one under way is done.
+@FrontEnd
+public final class SceneCoordinator {
     private struct Live {
         var stack = SceneStack()
         var models: [SceneModel] = []
@@ -49,14 +49,16 @@ public final class SceneCoordinator: Sendable {
     private let notSaved: (any NotSavedSource)?
     private let dateFormat: MemoDateFormat
     /// Whether a newer keystroke waits (the list's filtering gives way to it).
-    private let inputWaiting: @Sendable () -> Bool
-    /// Where the view models apply what the store delivers.
-    private let executor: FrontEndExecutor
+    private let inputWaiting: () -> Bool
+    /// How long a save may go unanswered before the compose scene says so.
+    private let saveTimeout: Duration
     /// The words of the user's language, for every scene.
     public let strings: Strings
-    private let live = Mutex(Live())
+    private var live = Live()
+    /// Requests, one at a time.
     private let inbox = Subject<Request>()
-    private let inboxSubscription: Mutex<Subscription?> = Mutex(nil)
+    /// The coordinator's own subscription to `inbox` (a subscription ends when released).
+    private var inboxSubscription: Subscription?
 
     /// The stack after every transition.
     public let stack = Subject(SceneStack())
@@ -70,24 +72,21 @@ public final class SceneCoordinator: Sendable {
     /// - Parameters:
     ///   - strings: the table of words; by default the one for the date format's locale.
     ///   - inputWaiting: whether a newer keystroke has arrived; the list's filtering gives way to it.
-    ///   - executor: where the view models apply what the store delivers (the terminal app's event loop).
+    ///   - saveTimeout: how long a save may go unanswered before the compose scene says so.
     public init(
         storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil,
-        inputWaiting: @escaping @Sendable () -> Bool = { false }, executor: FrontEndExecutor = .inline,
+        inputWaiting: @escaping () -> Bool = { false }, saveTimeout: Duration = .seconds(5),
         notSaved: (any NotSavedSource)? = nil
     ) {
         self.storage = storage
         self.notSaved = notSaved
         self.inputWaiting = inputWaiting
-        self.executor = executor
+        self.saveTimeout = saveTimeout
         self.dateFormat = dateFormat
         self.strings = strings ?? Strings.forLocale(dateFormat.locale)
-        let subscription = inbox.subscribe { [weak self] request in self?.handle(request) }
-        inboxSubscription.withLock { $0 = subscription }
-    }
-
-    deinit {
-        inboxSubscription.withLock { $0?.cancel() }
+        inboxSubscription = inbox.subscribe { [weak self] request in
+            FrontEnd.assumeIsolated { self?.handle(request) }
+        }
     }
 
     /// Shows the list as the root scene.
@@ -101,20 +100,18 @@ public final class SceneCoordinator: Sendable {
     public func refused(_ refusal: WriteRefusal) { inbox.send(.refused(refusal)) }
 
     /// The scene on screen.
-    public var currentScene: Scene? { live.withLock { $0.stack.top } }
+    public var currentScene: Scene? { live.stack.top }
 
     /// The view model of the scene on screen.
-    public var currentModel: SceneModel? { live.withLock { $0.models.last } }
+    public var currentModel: SceneModel? { live.models.last }
 
     /// Every scene's view model, bottom first (views of modal scenes draw over the ones below).
-    public var models: [SceneModel] { live.withLock { $0.models } }
+    public var models: [SceneModel] { live.models }
 
     /// Closes every view model.
     public func stop() {
-        let (models, subscriptions) = live.withLock { live in
-            defer { live = Live() }
-            return (live.models, live.subscriptions)
-        }
+        let (models, subscriptions) = (live.models, live.subscriptions)
+        live = Live()
         subscriptions.joined().forEach { $0.cancel() }
         models.forEach { $0.close() }
     }
@@ -126,11 +123,8 @@ public final class SceneCoordinator: Sendable {
         case .transition(let transition):
             apply(transition)
         case .detailGone(let id, let deletedHere):
-            let onTop = live.withLock { live -> Bool in
-                if case .detail(id) = live.stack.top { return true }
-                live.goneDetails.insert(id)
-                return false
-            }
+            var onTop = false
+            if case .detail(id) = live.stack.top { onTop = true } else { live.goneDetails.insert(id) }
             if onTop { apply(.pop) }
             // The detail's own line goes with it: the list, where the user lands, says what happened.
             listModel?.show(message: deletedHere ? strings.deleted : strings.deletedElsewhere)
@@ -151,16 +145,14 @@ public final class SceneCoordinator: Sendable {
 
     /// The list at the bottom of the stack.
     private var listModel: ListViewModel? {
-        live.withLock { live in
-            guard case .list(let list) = live.models.first else { return nil }
-            return list
-        }
+        guard case .list(let list) = live.models.first else { return nil }
+        return list
     }
 
     private func apply(_ transition: Transition) {
         var transition = transition
         while true {
-            let old = live.withLock { $0.stack }
+            let old = live.stack
             let new: SceneStack
             do {
                 new = try SceneStack.apply(transition, to: old)
@@ -171,26 +163,19 @@ public final class SceneCoordinator: Sendable {
             var kept = zip(old.entries, new.entries).prefix { $0 == $1 }.count
             if case .root = transition { kept = 0 }
             let added = new.entries[kept...].map { makeModel(for: $0.scene) }
-            let (removedModels, removedSubscriptions) = live.withLock { live in
-                let removedModels = Array(live.models[kept...])
-                let removedSubscriptions = Array(live.subscriptions[kept...].joined())
-                live.models.removeSubrange(kept...)
-                live.subscriptions.removeSubrange(kept...)
-                live.models += added.map(\.model)
-                live.subscriptions += added.map(\.subscriptions)
-                live.stack = new
-                return (removedModels, removedSubscriptions)
-            }
+            let removedModels = Array(live.models[kept...])
+            let removedSubscriptions = Array(live.subscriptions[kept...].joined())
+            live.models.removeSubrange(kept...)
+            live.subscriptions.removeSubrange(kept...)
+            live.models += added.map(\.model)
+            live.subscriptions += added.map(\.subscriptions)
+            live.stack = new
             removedSubscriptions.forEach { $0.cancel() }
             removedModels.forEach { $0.close() }
             stack.send(new)
             // A detail whose memo went away while covered leaves as soon as it is back on screen.
-            let revealedGone = live.withLock { live -> Bool in
-                guard case .detail(let id) = new.top, live.goneDetails.contains(id) else { return false }
-                live.goneDetails.remove(id)
-                return true
-            }
-            guard revealedGone else { return }
+            guard case .detail(let id) = new.top, live.goneDetails.contains(id) else { return }
+            live.goneDetails.remove(id)
             transition = .pop
         }
     }
@@ -198,7 +183,7 @@ public final class SceneCoordinator: Sendable {
     private func makeModel(for scene: Scene) -> (model: SceneModel, subscriptions: [Subscription]) {
         switch scene {
         case .list:
-            let model = ListViewModel(storage: storage, strings: strings, superseded: inputWaiting, executor: executor)
+            let model = ListViewModel(storage: storage, strings: strings, superseded: inputWaiting)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .open(let id): self?.inbox.send(.transition(.push(.detail(id))))
@@ -211,8 +196,7 @@ public final class SceneCoordinator: Sendable {
             }
             return (.list(model), [subscription])
         case .detail(let id):
-            let model = DetailViewModel(
-                memoID: id, storage: storage, dateFormat: dateFormat, strings: strings, executor: executor)
+            let model = DetailViewModel(memoID: id, storage: storage, dateFormat: dateFormat, strings: strings)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .back: self?.inbox.send(.transition(.pop))
@@ -225,7 +209,7 @@ public final class SceneCoordinator: Sendable {
             if model.current.isGone { inbox.send(.detailGone(id, deletedHere: false)) }
             return (.detail(model), [subscription])
         case .compose(let mode):
-            let model = ComposeViewModel(mode: mode, storage: storage, strings: strings)
+            let model = ComposeViewModel(mode: mode, storage: storage, strings: strings, saveTimeout: saveTimeout)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .finished(let saved): self?.inbox.send(.composeFinished(saved))
@@ -234,7 +218,7 @@ public final class SceneCoordinator: Sendable {
             return (.compose(model), [subscription])
         case .notSaved:
             // Pushed only when there is a source (the list's `!`); an empty one otherwise.
-            let model = NotSavedViewModel(source: notSaved ?? NoNotSaved(), strings: strings, executor: executor)
+            let model = NotSavedViewModel(source: notSaved ?? NoNotSaved(), strings: strings)
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .back: self?.inbox.send(.transition(.pop))

@@ -75,6 +75,16 @@ public struct Strings: Sendable, Hashable {
     public var editorNotExecutable: @Sendable (String) -> String
     public var editorExited: @Sendable (String, Int32) -> String
     public var editorKilled: @Sendable (String, Int32) -> String
+    /// A save is on its way (keys keep working).
+    public var saving: String
+    /// A save had no answer within this many seconds; the text is kept.
+    public var saveTimedOut: @Sendable (Int) -> String
+    /// The choice offered after a save timed out.
+    public var saveTimeoutChoices: String
+    /// Saved by the store to send when the server answers (offline, or no answer yet).
+    public var savedPending: String
+    /// Saved, and text typed after Ctrl-S is still to save.
+    public var savedTypedSince: String
 
     // Messages.
     public var deleted: String

@@ -25,7 +25,10 @@ struct ClientScaleBench {
         try arguments.finish()
     }
 
-    func run() throws {
+    /// On the front end's loop, as the terminal runs the view model: each delta the storage sends is hopped there,
+    /// so a change's time is the send plus the wait for the loop to apply it (`FrontEnd.drained`).
+    @FrontEnd
+    func run() async throws {
         let start = ContinuousClock.now
         var mirror = Mirror()
         let base = (0..<memos).map { memo($0) }
@@ -34,6 +37,7 @@ struct ClientScaleBench {
         let storage = BenchListStorage(mirror.list)
         let model = ListViewModel(storage: storage)
         defer { model.close() }
+        await FrontEnd.drained()
         let readyMillis = (ContinuousClock.now - start).millis
 
         var changeTimes: [Double] = []
@@ -43,10 +47,11 @@ struct ClientScaleBench {
             let change = Change(revision: created.revision, kind: .created, memo: created)
             let began = ContinuousClock.now
             storage.send(mirror.applyShowing([.change(change)]).delta)
+            await FrontEnd.drained()
             changeTimes.append((ContinuousClock.now - began).millis)
         }
         precondition(model.current.visible.count == memos + changes, "the view model missed a change")
-        let stormRate = runStorm(&mirror, storage)
+        let stormRate = await runStorm(&mirror, storage)
         precondition(model.current.memos.count == mirror.table.count, "the view model missed a storm change")
 
         var keyTimes: [Double] = []
@@ -85,7 +90,8 @@ struct ClientScaleBench {
 
     /// Applies `storm` changes (creates, updates and deletes, 16 a read) through the mirror to the view model.
     /// - Returns: changes per second.
-    private func runStorm(_ mirror: inout Mirror, _ storage: BenchListStorage) -> Double {
+    @FrontEnd
+    private func runStorm(_ mirror: inout Mirror, _ storage: BenchListStorage) async -> Double {
         guard storm > 0 else { return 0 }
         var random = SystemRandomNumberGenerator()
         var next = memos + changes
@@ -120,6 +126,7 @@ struct ClientScaleBench {
             storage.send(mirror.applyShowing(batch).delta)
             done += batch.count
         }
+        await FrontEnd.drained()
         return Double(storm) / (ContinuousClock.now - began).inSeconds
     }
 

@@ -8,7 +8,8 @@ import MemoTUI
 ///
 /// The mirror cache is loaded first, so that a server that is down still leaves the last list on screen (marked
 /// offline); the connection is made in the background and the screen follows it. The cache is written back on the
-/// way out, by `q` or Ctrl-C, by a signal, or after an error.
+/// way out, by `q` or Ctrl-C, by SIGINT/SIGTERM/SIGHUP (which end the front end's loop; the exit status is then
+/// 128 + the signal), or after an error. The caller has blocked the front end's signals (`TerminalApp.blockSignals`).
 /// - Parameter locale: a locale identifier for the detail's dates (`ko_KR`); nil for the user's locale.
 func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> Int32 {
     let client: MemoConnection
@@ -64,20 +65,27 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
 
     var options = TerminalOptions.fromEnvironment()
     if let locale { options.setLocale(Locale(identifier: locale)) }
-    options.onSignalExit = { try? store.saveCache() }
+    // A save says it has had no answer after 3 s, or after --timeout when that is shorter; the write goes on.
+    options.saveTimeout = min(options.saveTimeout, configuration.requestTimeout)
     // The queue is sent once the screen listens for refusals, so that none is reported to no one.
     options.onReady = { store.releaseQueue() }
+    let ending: TerminalApp.Ending
     do {
-        try await TerminalApp.run(storage: store, status: status, options: options)
+        ending = try await TerminalApp.run(storage: store, status: status, options: options)
     } catch {
         saveCache(store)
         keepUnwrittenWrites(store)
         report(error)
         return ExitCode.failure.rawValue
     }
+    // Every way out saves here, a terminating signal included: it ended the front end's loop like `q` does (the
+    // terminal is already restored), and the status says which signal, as a shell expects.
     saveCache(store)
     keepUnwrittenWrites(store)
-    return ExitCode.ok.rawValue
+    switch ending {
+    case .quit: return ExitCode.ok.rawValue
+    case .signal(let signal): return 128 + signal
+    }
 }
 
 /// Waits for the queue's files to be written; when they cannot be (a full disk), prints every write still queued

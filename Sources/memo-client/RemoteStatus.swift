@@ -5,31 +5,34 @@ import MemoTLS
 import MemoTUI
 import MemoViewModels
 import MemoWire
-import Synchronization
 
 /// The status bar's view of a `RemoteStore`: the client's connection state, attempt count, last failure and role,
 /// the mirror's stale flag and the unconfirmed writes, folded into MemoTUI's `ConnectionStatus`; and the queued
 /// writes the server refused, as MemoTUI's `WriteRefusal`.
+///
+/// The sources' handlers run on the client's loop (and on writers' tasks); each asks the front end's loop to
+/// recompute the status from the sources' latest values and send it if it changed. One loop does every update, in
+/// turn, so an older status is never sent after a newer one, with no lock.
 final class RemoteStatus: StatusSource {
     let status: Subject<ConnectionStatus>
     let refusals = Subject<WriteRefusal>()
     /// The store's not-saved list (nil without an offline queue).
     let notSaved: (any NotSavedSource)?
-    private let store: RemoteStore
-    private let server: String
-    private let subscriptions = Mutex<[Subscription]>([])
-    /// Held while reading the sources and sending, so that two threads updating at once cannot send an older
-    /// status after a newer one (the sources' handlers run on the client's loop thread and on writers' tasks).
-    private let sending = Mutex(())
+    private let subscriptions: [Subscription]
 
     init(store: RemoteStore) {
-        self.store = store
         notSaved = store.queuePath == nil ? nil : RemoteNotSaved(store: store)
-        server = store.client.configuration.server
-        status = Subject(Self.current(of: store, server: server))
-        let update: @Sendable (Any) -> Void = { [weak self] _ in self?.update() }
+        let server = store.client.configuration.server
+        let status = Subject(Self.current(of: store, server: server))
+        self.status = status
+        let update: @Sendable (Any) -> Void = { _ in
+            FrontEnd.hop {
+                let next = Self.current(of: store, server: server)
+                if status.value != next { status.send(next) }
+            }
+        }
         let refusals = refusals
-        let all = [
+        subscriptions = [
             store.connectionState.subscribe { update($0) },
             store.client.connectionAttempts.subscribe { update($0) },
             store.client.connectionFailure.subscribe { update($0 as Any) },
@@ -39,18 +42,10 @@ final class RemoteStatus: StatusSource {
             store.pendingWrites.subscribe { update($0) },
             store.refusals.subscribe { refusals.send(Self.refusal($0)) },
         ]
-        subscriptions.withLock { $0 = all }
     }
 
     deinit {
-        subscriptions.withLock { $0 }.forEach { $0.cancel() }
-    }
-
-    private func update() {
-        sending.withLock { _ in
-            let next = Self.current(of: store, server: server)
-            if status.value != next { status.send(next) }
-        }
+        subscriptions.forEach { $0.cancel() }
     }
 
     /// What the bar says now, from the store's and the client's subjects.

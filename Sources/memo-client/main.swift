@@ -6,6 +6,7 @@ import MemoNet
 import MemoSQLite
 import MemoSystem
 import MemoTLS
+import MemoTUI
 import MemoWire
 
 // memo-client: reads the command line (Invocation.parse), then runs it: CommandRunner, the front end, help.
@@ -36,9 +37,9 @@ func printChecked(_ text: String) -> Int32 {
     return 0
 }
 
-/// Runs the command line and returns the exit code. (A function rather than top-level code: the release
-/// compiler of Swift 6.3 crashes on a `guard let` of a tuple element in an async top-level `main`.)
-func runMain() async -> Int32 {
+/// Reads the command line (before any thread starts); a usage error or arguments that are not UTF-8 end the
+/// program here.
+func parseCommandLine() -> Invocation {
     // The arguments' own bytes: CommandLine.arguments would have replaced invalid UTF-8 with U+FFFD, storing
     // what was never typed. They are refused as standard input's bytes are.
     let argv: [String]
@@ -46,7 +47,7 @@ func runMain() async -> Int32 {
     case .success(let valid): argv = valid
     case .failure(let error):
         FileHandle.standardError.write(Data("memo-client: \(ExitCode.message(for: error))\n".utf8))
-        return ExitCode.failure.rawValue
+        exit(ExitCode.failure.rawValue)
     }
     let invocation: Invocation
     do {
@@ -54,6 +55,17 @@ func runMain() async -> Int32 {
     } catch {
         fail(usage: error)
     }
+    return invocation
+}
+
+/// True when the invocation opens the terminal front end (no command, on a terminal).
+func opensFrontEnd(_ invocation: Invocation) -> Bool {
+    guard case .run(_, nil, _, _, _, _) = invocation else { return false }
+    return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
+}
+
+/// Runs the command line and returns the exit code.
+func runMain(_ invocation: Invocation) async -> Int32 {
     switch invocation {
     case .help(let command):
         guard let text = ClientCommandTable.table.helpText(for: command) else {
@@ -72,7 +84,7 @@ func runMain() async -> Int32 {
         return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
     case .run(let configuration, let command, let json, let locale, let quiet, let output):
         guard let command else {
-            if isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 {
+            if opensFrontEnd(invocation) {
                 return await runFrontEnd(configuration: configuration, locale: locale)
             }
             fail(usage: UsageError("no command given (and not on a terminal)"))
@@ -87,4 +99,31 @@ func runMain() async -> Int32 {
     }
 }
 
-exit(await runMain())
+// Top-level code without `await`, so that it runs on the process's main thread: an async top-level `main` would
+// run on a Dispatch thread while the main thread waits in sigsuspend with every signal unblocked, and a signal the
+// front end means to read from its signalfd would take its default action there instead.
+let invocation = parseCommandLine()
+let frontEnd = opensFrontEnd(invocation)
+if frontEnd {
+    // Here, before any other thread starts: the front end reads these signals from a signalfd on its loop, which
+    // sees only signals that every thread blocks (threads inherit the mask; the main thread keeps it while parked).
+    do {
+        try TerminalApp.blockSignals()
+    } catch {
+        FileHandle.standardError.write(Data("memo-client: \(error)\n".utf8))
+        exit(ExitCode.failure.rawValue)
+    }
+}
+Task.detached {
+    exit(await runMain(invocation))
+}
+if frontEnd {
+    // Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with
+    // an empty mask, where the signals would take their default action. Nothing in memo-client runs on the main
+    // queue or the main actor.)
+    DispatchSemaphore(value: 0).wait()
+} else {
+    // The commands keep the signals' default actions (SIGTERM ends `watch`): the main thread waits in
+    // sigsuspend with an empty mask, whatever mask the process was started with.
+    dispatchMain()
+}

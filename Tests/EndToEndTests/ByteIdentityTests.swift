@@ -75,7 +75,7 @@ struct ByteIdentityTests {
         #expect(server.store.revision == 1)
     }
 
-    @Test func theFrontEndCountsTheOtherSpellingFromTheEditorAsAChange() async throws {
+    @Test @FrontEnd func theFrontEndCountsTheOtherSpellingFromTheEditorAsAChange() async throws {
         let store = MemoryStore()
         let original = try await store.create(content: hangulNFC, id: UUID(), insertDate: nil)
         let compose = ComposeViewModel(mode: .edit(original), storage: store)

@@ -8,6 +8,7 @@ import Testing
 /// The whole-list subject of a real `RemoteStore` costs O(N) per change only while someone holds a subscription
 /// to it: the detail scene never asks for it, and a subscription dropped without `cancel` stops.
 @Suite("RemoteStore's whole list: built only while subscribed, never for the detail scene")
+@FrontEnd
 struct DetailListCostTests {
     @Test func aFailedDeleteInTheDetailDoesNotMakeLaterChangesRebuildTheWholeList() async throws {
         let server = try TestServer()
@@ -24,7 +25,7 @@ struct DetailListCostTests {
         let builds = store.wholeListBuilds
 
         detail.requestDelete()
-        await detail.answerDelete(true)
+        await detail.answerDelete(true)?.value
         #expect(detail.current.message != nil)
         #expect(!detail.current.isGone)
 

@@ -8,6 +8,7 @@ import Testing
 /// The list's incremental filter (cached lowercased bytes, narrowing the last result while the filter grows)
 /// against the straightforward answer: every memo, lowercased, searched by bytes.
 @Suite("TUI list filter: incremental result equals the full search")
+@FrontEnd
 struct ListFilterTests {
     /// Contents that differ in case, script and normal form: NFC "é" and NFD "e + U+0301" are other bytes.
     static let words = [
@@ -25,9 +26,10 @@ struct ListFilterTests {
         }
     }
 
-    @Test func nfcAndNfdAreMatchedByTheirBytes() {
+    @Test func nfcAndNfdAreMatchedByTheirBytes() async {
         let store = TUIFixtures.store(["café NFC", "cafe\u{301} NFD", "메모"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         list.beginFilter()
         for character in "é" { list.editFilter { $0.insert(character) } }
         #expect(list.current.visible.map(\.content) == ["café NFC"])
@@ -42,6 +44,7 @@ struct ListFilterTests {
         var random = SeededGenerator(seed: seed)
         let store = MemoryStore()
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         defer { list.close() }
         var ids: [UUID] = []
         list.beginFilter()
@@ -55,9 +58,11 @@ struct ListFilterTests {
             case 3 where !ids.isEmpty:
                 let id = ids[Int(random.next() % UInt64(ids.count))]
                 _ = try await store.update(id: id, content: Self.content(&random), expectedRevision: nil)
+                await FrontEnd.drained()
             case 4 where !ids.isEmpty:
                 let id = ids.remove(at: Int(random.next() % UInt64(ids.count)))
                 _ = try await store.delete(id: id, expectedRevision: nil)
+                await FrontEnd.drained()
             case 5:
                 let word = Self.words[Int(random.next() % UInt64(Self.words.count))]
                 let character = word[word.index(word.startIndex, offsetBy: Int(random.next() % UInt64(word.count)))]

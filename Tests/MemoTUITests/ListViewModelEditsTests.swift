@@ -1,6 +1,7 @@
 import Foundation
 import MemoClient
 import MemoCore
+import MemoNet
 import MemoTestSupport
 import MemoTUI
 import MemoViewModels
@@ -10,11 +11,13 @@ import Testing
 /// The list view model fed position edits: by the memory store, by the real mirror of a server, and while a
 /// newer keystroke supersedes the filtering of an older one.
 @Suite("TUI list view model: position edits, the real mirror, superseded keystrokes")
+@FrontEnd
 struct ListViewModelEditsTests {
-    @Test func aSupersededKeystrokesSearchIsAbandonedAndTheNextSettlesIt() {
+    @Test func aSupersededKeystrokesSearchIsAbandonedAndTheNextSettlesIt() async {
         let store = TUIFixtures.store(["apple", "banana", "cherry", "apricot"])
         let newerKeyWaiting = Flag()
         let list = ListViewModel(storage: store, superseded: { newerKeyWaiting.value.load(ordering: .relaxed) })
+        await FrontEnd.drained()
         defer { list.close() }
         let everything = list.current.visible.map(\.content)
         #expect(everything.count == 4)
@@ -34,10 +37,11 @@ struct ListViewModelEditsTests {
         #expect(list.current.selectedMemo?.content == "apricot")
     }
 
-    @Test func anActionAfterAnAbandonedSearchSeesTheSettledFilter() {
+    @Test func anActionAfterAnAbandonedSearchSeesTheSettledFilter() async {
         let store = TUIFixtures.store(["apple", "banana", "cherry"])
         let newerKeyWaiting = Flag()
         let list = ListViewModel(storage: store, superseded: { newerKeyWaiting.value.load(ordering: .relaxed) })
+        await FrontEnd.drained()
         defer { list.close() }
         list.beginFilter()
         newerKeyWaiting.value.store(true, ordering: .relaxed)
@@ -51,18 +55,22 @@ struct ListViewModelEditsTests {
     @Test func aRemoteChangeIsAppliedWhereItBelongsAndTheSelectionStays() async throws {
         let store = TUIFixtures.store(["one", "two", "three"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         defer { list.close() }
         list.moveDown()
         let selected = try #require(list.current.selectedMemo)
         let old = Date(timeIntervalSince1970: 1)
         _ = try await store.create(content: "oldest", id: nil, insertDate: old)
+        await FrontEnd.drained()
         _ = try await store.create(content: "newest", id: nil, insertDate: nil)
+        await FrontEnd.drained()
         #expect(list.current.visible == store.snapshot().memos)
         #expect(list.current.selectedID == selected.id)
         // Deleting the selected memo selects the one that followed it.
         let index = try #require(list.current.selectedIndex)
         let next = list.current.visible[index + 1]
         _ = try await store.delete(id: selected.id, expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedID == next.id)
         #expect(list.current.visible == store.snapshot().memos)
     }
@@ -75,6 +83,7 @@ struct ListViewModelEditsTests {
         defer { client.close() }
         let remote = try RemoteStore(client: client)
         let list = ListViewModel(storage: remote)
+        await FrontEnd.drained()
         defer { list.close() }
         list.beginFilter()
         list.editFilter { $0.insert("1") }
@@ -101,37 +110,52 @@ private final class Flag: Sendable {
     let value = Atomic<Bool>(false)
 }
 
-/// The executor hop: what the store delivers waits on the front end's queue, and runs there in order.
-@Suite("TUI front-end executor: store deliveries run where the front end runs them")
+/// The hop: what the store delivers waits for the front end's loop, and runs there, in order.
+@Suite("TUI front end: store deliveries hop onto the front end's loop, in order")
+@FrontEnd
 struct FrontEndExecutorTests {
-    @Test func theStoresEditsWaitForTheFrontEndAndApplyInOrder() async throws {
-        let store = TUIFixtures.store(["one"])
-        let queue = WorkQueue()
-        let list = ListViewModel(storage: store, executor: FrontEndExecutor { queue.add($0) })
-        defer { list.close() }
-        // Even the first list waits for the front end.
-        #expect(list.current.memos.isEmpty)
-        queue.runAll()
-        #expect(list.current.memos.map(\.content) == ["one"])
-        let made = try await store.create(content: "two", id: nil, insertDate: nil)
-        _ = try await store.update(id: made.id, content: "two, edited", expectedRevision: nil)
-        // The store has answered; the view model has not been touched on the writer's thread.
-        #expect(list.current.memos.map(\.content) == ["one"])
-        #expect(queue.count == 2)
-        queue.runAll()
-        #expect(list.current.memos.map(\.content) == ["two, edited", "one"])
+    @Test func frontEndCodeRunsOnTheFrontEndsLoopThread() {
+        #expect(FrontEnd.loop.inEventLoop)
     }
-}
 
-/// A front end's queue that a test runs by hand.
-private final class WorkQueue: Sendable {
-    private let work = Mutex<[@Sendable () -> Void]>([])
+    @Test func aWriteFromAnotherThreadIsAppliedOnlyWhenTheFrontEndsLoopRunsIt() async throws {
+        let store = TUIFixtures.store(["one"])
+        let list = ListViewModel(storage: store)
+        defer { list.close() }
+        // Even the first list waits for the loop: nothing is applied on the caller's stack.
+        #expect(list.current.memos.isEmpty)
+        await FrontEnd.drained()
+        #expect(list.current.memos.map(\.content) == ["one"])
 
-    var count: Int { work.withLock { $0.count } }
+        // A writer on another thread: the store answers there, and the view model changes only on the loop.
+        let onLoop = Recorder<Bool>()
+        let subscription = list.state.subscribe { _ in onLoop.record(FrontEnd.loop.inEventLoop) }
+        defer { subscription.cancel() }
+        try await Task.detached {
+            let made = try await store.create(content: "two", id: nil, insertDate: nil)
+            _ = try await store.update(id: made.id, content: "two, edited", expectedRevision: nil)
+        }.value
+        await FrontEnd.drained()
+        #expect(list.current.memos.map(\.content) == ["two, edited", "one"])
+        #expect(onLoop.values.count >= 3)
+        #expect(onLoop.values.allSatisfy { $0 })
+    }
 
-    func add(_ item: @escaping @Sendable () -> Void) { work.withLock { $0.append(item) } }
-
-    func runAll() {
-        while let item = work.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { item() }
+    @Test func manyDeliveriesFromSeveralThreadsEndOnTheStoresOrder() async throws {
+        let store = TUIFixtures.store([])
+        let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
+        defer { list.close() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    for n in 0..<25 { _ = try await store.create(content: "w\(writer) \(n)", id: nil, insertDate: nil) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await FrontEnd.drained()
+        #expect(list.current.memos.map(\.id) == store.snapshot().memos.map(\.id))
+        #expect(list.current.memos.count == 100)
     }
 }

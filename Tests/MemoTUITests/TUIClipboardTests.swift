@@ -7,10 +7,12 @@ import Testing
 
 /// Copying a memo: the view models speak of text to copy; only the terminal layer knows the escape sequence.
 @Suite("TUI clipboard: the detail asks to copy text, the terminal encodes OSC 52")
+@FrontEnd
 struct TUIClipboardTests {
-    @Test func theCoordinatorPassesOnTheMemoTextWithoutAnyEscapeSequence() throws {
+    @Test func theCoordinatorPassesOnTheMemoTextWithoutAnyEscapeSequence() async throws {
         let store = TUIFixtures.store(["공유할 메모"])
         let coordinator = SceneCoordinator(storage: store, dateFormat: TUIFixtures.seoul)
+        await FrontEnd.drained()
         let copied = Recorder<String>()
         let subscription = coordinator.clipboard.subscribe { copied.record($0) }
         defer {
@@ -18,8 +20,10 @@ struct TUIClipboardTests {
             coordinator.stop()
         }
         coordinator.start()
+        await FrontEnd.drained()
         guard case .list(let list) = coordinator.currentModel else { throw NavigationError.emptyStack }
         list.openSelected()
+        await FrontEnd.drained()
         guard case .detail(let detail) = coordinator.currentModel else { throw NavigationError.emptyStack }
         detail.share()
         #expect(copied.values == ["공유할 메모"])

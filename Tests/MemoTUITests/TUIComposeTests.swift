@@ -6,6 +6,7 @@ import MemoViewModels
 import Testing
 
 @Suite("TUI compose: the editor model, saving and conflicts")
+@FrontEnd
 struct TUIComposeTests {
     @Test func koreanTextMovesTheScreenCursorTwoColumnsPerSyllable() {
         var buffer = TextBuffer()
@@ -82,11 +83,12 @@ struct TUIComposeTests {
         let compose = ComposeViewModel(mode: .create, storage: store)
         let events = Recorder<ComposeEvent>()
         let subscription = compose.events.subscribe { events.record($0) }
-        await compose.save()
+        await compose.save()?.value
         #expect(compose.current.message == "the memo is empty; nothing to save")
         #expect(events.values.isEmpty)
         _ = await ComposeView.handle(.paste("오늘 할 일\n메모 앱 완성"), model: compose)
         _ = await ComposeView.handle(.control("s"), model: compose)
+        await compose.saveTask?.value
         let memos = store.snapshot().memos
         #expect(memos.map(\.content) == ["오늘 할 일\n메모 앱 완성"])
         #expect(events.values == [.finished(saved: memos[0])])
@@ -99,12 +101,14 @@ struct TUIComposeTests {
         let compose = ComposeViewModel(mode: .edit(original), storage: store)
         compose.edit { $0.insert(text: " + 내 수정") }
         let theirs = try await store.update(id: original.id, content: "그들의 수정", expectedRevision: nil)
-        await compose.save()
+        await FrontEnd.drained()
+        await compose.save()?.value
         #expect(compose.current.conflict == ComposeConflict(theirs: theirs))
         #expect(try await store.get(id: original.id).content == "그들의 수정")
         let events = Recorder<ComposeEvent>()
         let subscription = compose.events.subscribe { events.record($0) }
         _ = await ComposeView.handle(.character("o"), model: compose)
+        await compose.saveTask?.value
         let saved = try await store.get(id: original.id)
         #expect(saved.content == "원래 내용 + 내 수정")
         #expect(events.values == [.finished(saved: saved)])
@@ -118,7 +122,8 @@ struct TUIComposeTests {
         let compose = ComposeViewModel(mode: .edit(original), storage: store)
         compose.edit { $0.insert(text: " + 내 수정") }
         _ = try await store.update(id: original.id, content: "그들의 수정", expectedRevision: nil)
-        await compose.save()
+        await FrontEnd.drained()
+        await compose.save()?.value
         #expect(compose.current.conflict != nil)
         let events = Recorder<ComposeEvent>()
         let subscription = compose.events.subscribe { events.record($0) }

@@ -4,6 +4,7 @@ import MemoViewModels
 import Testing
 
 @Suite("TUI navigation: scene stack transitions and the coordinator")
+@FrontEnd
 struct TUINavigationTests {
     @Test func transitionsAreValuesAppliedToAStack() throws {
         let id = TUIFixtures.id(1)
@@ -50,13 +51,16 @@ struct TUINavigationTests {
     @Test func openBackOpenWorksEveryTimeAlsoAfterAModalWasDismissed() async throws {
         let store = TUIFixtures.store(TUIFixtures.korean)
         let coordinator = SceneCoordinator(storage: store, dateFormat: TUIFixtures.seoul)
+        await FrontEnd.drained()
         coordinator.start()
+        await FrontEnd.drained()
         for round in 0..<5 {
             let list = try listModel(coordinator)
             list.moveToFirst()
             list.moveDown(by: round % 3)
             let chosen = try #require(list.current.selectedMemo)
             list.openSelected()
+            await FrontEnd.drained()
             #expect(coordinator.currentScene == .detail(chosen.id), "round \(round)")
             let detail = try detailModel(coordinator)
             #expect(detail.current.memo?.id == chosen.id)
@@ -70,6 +74,7 @@ struct TUINavigationTests {
             compose.cancel()
             #expect(coordinator.currentScene == .list)
             try listModel(coordinator).openSelected()
+            await FrontEnd.drained()
             #expect(coordinator.currentScene == .detail(chosen.id))
             // Edit from the detail (a modal over a push), dismiss, go back.
             try detailModel(coordinator).edit()
@@ -86,12 +91,16 @@ struct TUINavigationTests {
     @Test func aMemoDeletedElsewhereTakesTheDetailBackToTheList() async throws {
         let store = TUIFixtures.store(TUIFixtures.korean)
         let coordinator = SceneCoordinator(storage: store, dateFormat: TUIFixtures.seoul)
+        await FrontEnd.drained()
         coordinator.start()
+        await FrontEnd.drained()
         let list = try listModel(coordinator)
         let chosen = try #require(list.current.selectedMemo)
         list.openSelected()
+        await FrontEnd.drained()
         #expect(coordinator.currentScene == .detail(chosen.id))
         _ = try await store.delete(id: chosen.id, expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(coordinator.currentScene == .list)
         #expect(try listModel(coordinator).current.memos.count == 2)
         // The list, where the user lands, says why (in the locale's words: Seoul's dates, Korean).
@@ -102,11 +111,15 @@ struct TUINavigationTests {
     @Test func aDetailDeletedUnderAnEditorLeavesWhenTheEditorCloses() async throws {
         let store = TUIFixtures.store(TUIFixtures.korean)
         let coordinator = SceneCoordinator(storage: store, dateFormat: TUIFixtures.seoul)
+        await FrontEnd.drained()
         coordinator.start()
+        await FrontEnd.drained()
         let chosen = try #require(try listModel(coordinator).current.selectedMemo)
         try listModel(coordinator).openSelected()
+        await FrontEnd.drained()
         try detailModel(coordinator).edit()
         _ = try await store.delete(id: chosen.id, expectedRevision: nil)
+        await FrontEnd.drained()
         // The editor stays: the user's text is not thrown away under them.
         #expect(coordinator.currentScene == .compose(.edit(chosen)))
         guard case .compose(let editor) = coordinator.currentModel else { throw NavigationError.emptyStack }
@@ -118,12 +131,14 @@ struct TUINavigationTests {
     @Test func savingANewMemoDismissesTheEditorAndSelectsIt() async throws {
         let store = TUIFixtures.store(TUIFixtures.korean)
         let coordinator = SceneCoordinator(storage: store, dateFormat: TUIFixtures.seoul)
+        await FrontEnd.drained()
         coordinator.start()
+        await FrontEnd.drained()
         try listModel(coordinator).moveToLast()
         try listModel(coordinator).compose()
         guard case .compose(let editor) = coordinator.currentModel else { throw NavigationError.emptyStack }
         editor.edit { $0.insert(text: "새 메모") }
-        await editor.save()
+        await editor.save()?.value
         #expect(coordinator.currentScene == .list)
         #expect(try listModel(coordinator).current.selectedMemo?.content == "새 메모")
         coordinator.stop()

@@ -10,17 +10,21 @@ import Testing
 /// The front end's rough edges from issue 26: help in every scene, Save to file, carriage returns, Up/Down in a
 /// wrapped line, and rows of graphemes whose width terminals disagree on.
 @Suite("TUI rough edges: help, save to file, \\r, wrapped Up/Down, uncertain widths")
+@FrontEnd
 struct TUIRoughEdgesTests {
-    private func started(_ contents: [String]) -> SceneCoordinator {
+    /// The coordinator on the list, its memos delivered (they hop onto the front end's loop).
+    private func started(_ contents: [String]) async -> SceneCoordinator {
         let coordinator = SceneCoordinator(storage: TUIFixtures.store(contents), dateFormat: TUIFixtures.utcKorean,
                                            strings: .english)
         coordinator.start()
+        await settle(coordinator)
         return coordinator
     }
 
     private func press(_ keys: Key..., on coordinator: SceneCoordinator, width: Int = 80, height: Int = 24) async {
         for key in keys {
             _ = await SceneView.handle(key, model: coordinator.currentModel, width: width, height: height)
+            await settle(coordinator)
         }
     }
 
@@ -33,7 +37,7 @@ struct TUIRoughEdgesTests {
     // MARK: Help
 
     @Test func questionMarkShowsTheDetailsKeysAndAnyKeyClosesThem() async throws {
-        let coordinator = started(["a memo"])
+        let coordinator = await started(["a memo"])
         defer { coordinator.stop() }
         await press(.enter, on: coordinator)
         #expect(coordinator.currentScene == .detail(TUIFixtures.id(1)))
@@ -55,7 +59,7 @@ struct TUIRoughEdgesTests {
     }
 
     @Test func ctrlGShowsTheEditorsKeysAndAKeyTypedMeanwhileIsNotLost() async throws {
-        let coordinator = started([])
+        let coordinator = await started([])
         defer { coordinator.stop() }
         await press(.character("n"), on: coordinator)
         guard case .compose(let compose)? = coordinator.currentModel else {
@@ -88,7 +92,7 @@ struct TUIRoughEdgesTests {
     }
 
     @Test func theListsHelpSaysTheConnectionWholeThatTheBarHadToCut() async throws {
-        let coordinator = started(["a memo"])
+        let coordinator = await started(["a memo"])
         defer { coordinator.stop() }
         let status = ConnectionStatus(
             server: "a-long-server-name.example.org:7443", state: .reconnecting(attempt: 4),
@@ -103,9 +107,12 @@ struct TUIRoughEdgesTests {
 
     // MARK: Save to file
 
-    private func detailWith(_ content: String) -> DetailViewModel {
-        DetailViewModel(memoID: TUIFixtures.id(1), storage: TUIFixtures.store([content]),
-                        dateFormat: TUIFixtures.utcKorean)
+    /// A detail scene with its memo delivered.
+    private func detailWith(_ content: String) async -> DetailViewModel {
+        let detail = DetailViewModel(memoID: TUIFixtures.id(1), storage: TUIFixtures.store([content]),
+                                     dateFormat: TUIFixtures.utcKorean)
+        await FrontEnd.drained()
+        return detail
     }
 
     private func mode(_ path: String) -> mode_t {
@@ -115,7 +122,7 @@ struct TUIRoughEdgesTests {
 
     @Test func saveToFileWritesModeSixHundredAndAsksBeforeReplacingAFile() async throws {
         let directory = try TemporaryDirectory()
-        let detail = detailWith("비밀 메모")
+        let detail = await detailWith("비밀 메모")
         defer { detail.close() }
         let path = directory.path + "/memo.txt"
         #expect(await detail.confirmSave(to: path) == path)
@@ -147,7 +154,7 @@ struct TUIRoughEdgesTests {
 
     @Test func saveToFileErrorsSayTheSystemsWordsNotFoundations() async throws {
         let directory = try TemporaryDirectory()
-        let detail = detailWith("메모")
+        let detail = await detailWith("메모")
         defer { detail.close() }
         let missing = directory.path + "/no-such-folder/memo.txt"
         #expect(await detail.confirmSave(to: missing) == nil)
@@ -163,7 +170,7 @@ struct TUIRoughEdgesTests {
 
     @Test func aCarriageReturnIsShownAsASymbolInEveryScene() async throws {
         let content = "first\rsecond\r\nthird"
-        let coordinator = started([content])
+        let coordinator = await started([content])
         defer { coordinator.stop() }
         var lines = screen(coordinator)
         #expect(lines[1].hasPrefix("> first␍second␍ "), "\(lines[1])")
@@ -187,7 +194,7 @@ struct TUIRoughEdgesTests {
     // MARK: Up and Down in a wrapped line
 
     @Test func upAndDownMoveByScreenRowInAWrappedLineKeepingTheColumn() async throws {
-        let coordinator = started([])
+        let coordinator = await started([])
         defer { coordinator.stop() }
         await press(.character("n"), on: coordinator, width: 4)
         guard case .compose(let compose)? = coordinator.currentModel else {

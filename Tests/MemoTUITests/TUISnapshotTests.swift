@@ -29,27 +29,30 @@ func expectSnapshot(_ grid: Grid, named name: String, sourceLocation: SourceLoca
 }
 
 @Suite("TUI screen snapshots: every scene with Hangul at 40x10 and 80x24")
+@FrontEnd
 struct TUISnapshotTests {
     static let sizes = [(40, 10), (80, 24)]
     static let remote = ConnectionStatus(server: "memo.example.org:7443", state: .reconnecting(attempt: 2),
         pendingIDs: [TUIFixtures.id(1), TUIFixtures.id(2), TUIFixtures.id(3)])
 
-    private func started() -> (MemoryStore, SceneCoordinator) {
+    private func started() async -> (MemoryStore, SceneCoordinator) {
         let store = TUIFixtures.store(TUIFixtures.korean)
         let coordinator = SceneCoordinator(storage: store, dateFormat: TUIFixtures.utcKorean)
         coordinator.start()
+        await FrontEnd.drained()
         return (store, coordinator)
     }
 
     private func press(_ keys: [Key], _ coordinator: SceneCoordinator, width: Int, height: Int) async {
         for key in keys {
             _ = await SceneView.handle(key, model: coordinator.currentModel, width: width, height: height)
+            await settle(coordinator)
         }
     }
 
     @Test func theList() async throws {
         for (width, height) in Self.sizes {
-            let (_, coordinator) = started()
+            let (_, coordinator) = await started()
             await press([.character("j")], coordinator, width: width, height: height)
             let grid = SceneView.render(coordinator.currentModel, status: .local, width: width, height: height)
             try expectSnapshot(grid, named: "list-\(width)x\(height)")
@@ -59,7 +62,7 @@ struct TUISnapshotTests {
 
     @Test func theListFilteredWhileTyping() async throws {
         for (width, height) in Self.sizes {
-            let (_, coordinator) = started()
+            let (_, coordinator) = await started()
             await press([.character("/"), .character("메"), .character("모")], coordinator, width: width, height: height)
             let grid = SceneView.render(coordinator.currentModel, status: Self.remote, width: width, height: height)
             try expectSnapshot(grid, named: "list-filter-\(width)x\(height)")
@@ -69,7 +72,7 @@ struct TUISnapshotTests {
 
     @Test func theListAskingToDeleteAndItsHelp() async throws {
         for (width, height) in Self.sizes {
-            let (_, coordinator) = started()
+            let (_, coordinator) = await started()
             await press([.character("d")], coordinator, width: width, height: height)
             let asking = SceneView.render(coordinator.currentModel, status: .local, width: width, height: height)
             try expectSnapshot(asking, named: "list-delete-\(width)x\(height)")
@@ -82,7 +85,7 @@ struct TUISnapshotTests {
 
     @Test func theDetail() async throws {
         for (width, height) in Self.sizes {
-            let (_, coordinator) = started()
+            let (_, coordinator) = await started()
             await press([.character("j"), .enter], coordinator, width: width, height: height)
             #expect(coordinator.currentScene == .detail(TUIFixtures.id(2)))
             let grid = SceneView.render(coordinator.currentModel, status: Self.remote, width: width, height: height)
@@ -93,7 +96,7 @@ struct TUISnapshotTests {
 
     @Test func theEditorWithItsCursorAfterHangul() async throws {
         for (width, height) in Self.sizes {
-            let (_, coordinator) = started()
+            let (_, coordinator) = await started()
             await press([.character("j"), .enter, .character("e")], coordinator, width: width, height: height)
             await press([.up, .end, .character("!"), .enter, .character("새"), .character("줄")], coordinator,
                 width: width, height: height)
@@ -105,9 +108,10 @@ struct TUISnapshotTests {
 
     @Test func theEditorOfferingTheConflictChoice() async throws {
         for (width, height) in Self.sizes {
-            let (store, coordinator) = started()
+            let (store, coordinator) = await started()
             await press([.enter, .character("e"), .character("?")], coordinator, width: width, height: height)
             _ = try await store.update(id: TUIFixtures.id(3), content: "다른 사람의 수정", expectedRevision: nil)
+            await FrontEnd.drained()
             await press([.control("s")], coordinator, width: width, height: height)
             let grid = SceneView.render(coordinator.currentModel, status: .local, width: width, height: height)
             try expectSnapshot(grid, named: "compose-conflict-\(width)x\(height)")

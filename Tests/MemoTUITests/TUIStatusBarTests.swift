@@ -6,6 +6,7 @@ import Testing
 /// The status bar's words for each connection state (one vocabulary: a state, and why in brackets), and the key
 /// hints that must fit beside them on an 80-column terminal.
 @Suite("TUI status bar: connection states and key hints")
+@FrontEnd
 struct TUIStatusBarTests {
     private func bar(
         _ state: LinkState, _ strings: Strings = .english, reason: LinkReason? = nil, width: Int = 80,

@@ -49,3 +49,24 @@ final class TestClock: Sendable {
         }
     }
 }
+
+extension SceneModel {
+    /// The scene's child task (a save, a delete), if it started one.
+    @FrontEnd var childTask: Task<Void, Never>? {
+        switch self {
+        case .list(let list): return list.deleteTask
+        case .detail(let detail): return detail.deleteTask
+        case .compose(let compose): return compose.saveTask
+        case .notSaved: return nil
+        }
+    }
+}
+
+/// Waits until the front end has nothing left to do: the store's deliveries applied (they hop onto the loop), the
+/// scenes' saves and deletes finished, and what those delivered applied too.
+@FrontEnd
+func settle(_ coordinator: SceneCoordinator) async {
+    await FrontEnd.drained()
+    for model in coordinator.models { await model.childTask?.value }
+    await FrontEnd.drained()
+}

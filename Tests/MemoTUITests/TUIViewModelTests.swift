@@ -6,22 +6,27 @@ import MemoViewModels
 import Testing
 
 @Suite("TUI view models: list and detail against the memory store")
+@FrontEnd
 struct TUIViewModelTests {
     @Test func theListIsNewestFirstAndSelectionFollowsTheMemoThroughChanges() async throws {
         let store = TUIFixtures.store(["하나", "둘", "셋", "넷"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         #expect(list.current.visible.map(\.content) == ["넷", "셋", "둘", "하나"])
         list.moveDown(by: 2)
         #expect(list.current.selectedMemo?.content == "둘")
         let selected = try #require(list.current.selectedID)
 
         _ = try await store.create(content: "다섯", id: nil, insertDate: nil)
+        await FrontEnd.drained()
         #expect(list.current.visible.first?.content == "다섯")
         #expect(list.current.selectedID == selected)
         #expect(list.current.selectedIndex == 3)
 
         _ = try await store.update(id: TUIFixtures.id(4), content: "넷 (고침)", expectedRevision: nil)
+        await FrontEnd.drained()
         _ = try await store.delete(id: TUIFixtures.id(3), expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedID == selected)
         #expect(list.current.visible.map(\.content) == ["다섯", "넷 (고침)", "둘", "하나"])
         list.close()
@@ -30,20 +35,25 @@ struct TUIViewModelTests {
     @Test func deletingTheSelectedMemoSelectsItsNeighbour() async throws {
         let store = TUIFixtures.store(["하나", "둘", "셋"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         list.moveDown()
         #expect(list.current.selectedMemo?.content == "둘")
         _ = try await store.delete(id: TUIFixtures.id(2), expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedMemo?.content == "하나")
         _ = try await store.delete(id: TUIFixtures.id(1), expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedMemo?.content == "셋")
         _ = try await store.delete(id: TUIFixtures.id(3), expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedID == nil)
         list.close()
     }
 
-    @Test func theFilterIsACaseInsensitiveSubstringAndEscClearsIt() {
+    @Test func theFilterIsACaseInsensitiveSubstringAndEscClearsIt() async {
         let store = TUIFixtures.store(["RxSwift 메모", "장보기", "rxswift 스터디"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         list.beginFilter()
         for character in "RXSW" { list.editFilter { $0.insert(character) } }
         #expect(list.current.visible.map(\.content) == ["rxswift 스터디", "RxSwift 메모"])
@@ -61,9 +71,10 @@ struct TUIViewModelTests {
     @Test func deleteAsksFirstAndNoIsTheDefault() async throws {
         let store = TUIFixtures.store(["하나", "둘"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         list.requestDelete()
         #expect(list.current.pendingDelete?.content == "둘")
-        await list.answerDelete(false)
+        await list.answerDelete(false)?.value
         #expect(list.current.pendingDelete == nil)
         #expect(store.snapshot().memos.count == 2)
         // Through the key bindings: any key but y keeps it, y deletes it.
@@ -72,6 +83,7 @@ struct TUIViewModelTests {
         #expect(store.snapshot().memos.count == 2)
         _ = await ListView.handle(.character("d"), model: list)
         _ = await ListView.handle(.character("y"), model: list)
+        await list.deleteTask?.value
         #expect(store.snapshot().memos.map(\.content) == ["하나"])
         #expect(list.current.message == "deleted")
         list.close()
@@ -92,12 +104,14 @@ struct TUIViewModelTests {
     @Test func theDetailShowsAnEditByAnyoneAtOnce() async throws {
         let store = TUIFixtures.store(["처음 내용"])
         let detail = DetailViewModel(memoID: TUIFixtures.id(1), storage: store, dateFormat: TUIFixtures.utcKorean)
+        await FrontEnd.drained()
         let contents = Recorder<[String]>()
         let subscription = detail.state.subscribe { contents.record($0.contents) }
         #expect(detail.current.contents == [
             "처음 내용", "2026. 11. 30. 오전 3:27:13", "revision 1 · updated 2026. 11. 30. 오전 3:27:13",
         ])
         _ = try await store.update(id: TUIFixtures.id(1), content: "고친 내용", expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(detail.current.contents.first == "고친 내용")
         // The revision and update date follow the edit.
         #expect(detail.current.contents.last == "revision 2 · updated 2026. 11. 30. 오전 3:28:13")
@@ -109,9 +123,11 @@ struct TUIViewModelTests {
     @Test func theDetailSaysWhenTheMemoIsDeletedElsewhere() async throws {
         let store = TUIFixtures.store(["지워질 메모"])
         let detail = DetailViewModel(memoID: TUIFixtures.id(1), storage: store, dateFormat: TUIFixtures.utcKorean)
+        await FrontEnd.drained()
         let events = Recorder<DetailEvent>()
         let subscription = detail.events.subscribe { events.record($0) }
         _ = try await store.delete(id: TUIFixtures.id(1), expectedRevision: nil)
+        await FrontEnd.drained()
         #expect(events.values == [.gone(deletedHere: false)])
         #expect(detail.current.isGone)
         detail.edit()
@@ -123,6 +139,7 @@ struct TUIViewModelTests {
     @Test func shareAsksToCopyTheContentAndSaysSoAndSaveWritesAFile() async throws {
         let store = TUIFixtures.store(["공유할 메모"])
         let detail = DetailViewModel(memoID: TUIFixtures.id(1), storage: store, dateFormat: TUIFixtures.utcKorean)
+        await FrontEnd.drained()
         let events = Recorder<DetailEvent>()
         let subscription = detail.events.subscribe { events.record($0) }
         detail.share()

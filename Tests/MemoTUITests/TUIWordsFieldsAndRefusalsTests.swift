@@ -9,12 +9,14 @@ import Testing
 /// The front end's words per locale, its one-line fields, paging, the conflict prompt, and what it does with a
 /// write the server refused after it was shown: no terminal involved.
 @Suite("TUI: locale tables, one-line fields, paging, conflicts and refused offline writes")
+@FrontEnd
 struct TUIWordsFieldsAndRefusalsTests {
-    private func started(_ contents: [String], locale: String = "en_US_POSIX") -> (MemoryStore, SceneCoordinator) {
+    private func started(_ contents: [String], locale: String = "en_US_POSIX") async -> (MemoryStore, SceneCoordinator) {
         let store = TUIFixtures.store(contents)
         let format = MemoDateFormat(locale: Locale(identifier: locale), timeZone: TimeZone(identifier: "UTC")!)
         let coordinator = SceneCoordinator(storage: store, dateFormat: format)
         coordinator.start()
+        await FrontEnd.drained()
         return (store, coordinator)
     }
 
@@ -28,6 +30,7 @@ struct TUIWordsFieldsAndRefusalsTests {
                        height: Int = 24) async {
         for key in keys {
             _ = await SceneView.handle(key, model: coordinator.currentModel, status: status, width: 80, height: height)
+            await settle(coordinator)
         }
     }
 
@@ -47,7 +50,7 @@ struct TUIWordsFieldsAndRefusalsTests {
             ("ko_KR", ["메모 목록", "메모 보기", "메모 편집", "새 메모"], "? 도움말"),
             ("en_US_POSIX", ["Memos", "Memo", "Edit memo", "New memo"], "? help"),
         ] {
-            let (_, coordinator) = started(["하나"], locale: locale)
+            let (_, coordinator) = await started(["하나"], locale: locale)
             #expect(screen(coordinator)[0].contains(titles[0]), "\(locale)")
             #expect(screen(coordinator).last?.contains(hint) == true, "\(locale)")
             await press([.enter], coordinator)
@@ -61,7 +64,7 @@ struct TUIWordsFieldsAndRefusalsTests {
     }
 
     @Test func theSavePathStartsSelectedSoTypingReplacesItAndCtrlUCtrlWEditEveryField() async throws {
-        let (_, coordinator) = started(["하나"])
+        let (_, coordinator) = await started(["하나"])
         await press([.enter, .character("S")], coordinator)
         guard case .detail(let detail) = coordinator.currentModel else { throw NavigationError.emptyStack }
         let suggested = try #require(detail.current.savePrompt)
@@ -90,7 +93,7 @@ struct TUIWordsFieldsAndRefusalsTests {
     }
 
     @Test func pageDownMovesOneScreenAndTheHelpListsPgUpPgDn() async throws {
-        let (_, coordinator) = started((1...40).map { "메모 \($0)" })
+        let (_, coordinator) = await started((1...40).map { "메모 \($0)" })
         guard case .list(let list) = coordinator.currentModel else { throw NavigationError.emptyStack }
         // 10 rows: a title, 7 memos, a prompt line and the status bar.
         await press([.pageDown], coordinator, height: 10)
@@ -103,9 +106,10 @@ struct TUIWordsFieldsAndRefusalsTests {
     }
 
     @Test func theConflictPromptShowsTheirRevisionAndFirstLine() async throws {
-        let (store, coordinator) = started(["하나"])
+        let (store, coordinator) = await started(["하나"])
         await press([.enter, .character("e"), .character("!")], coordinator)
         let theirs = try await store.update(id: TUIFixtures.id(1), content: "그들의 첫 줄\n둘째 줄", expectedRevision: nil)
+        await FrontEnd.drained()
         await press([.control("s")], coordinator)
         let lines = screen(coordinator)
         #expect(lines.contains { $0.contains("revision \(theirs.revision)") && $0.contains("“그들의 첫 줄”") },
@@ -115,17 +119,18 @@ struct TUIWordsFieldsAndRefusalsTests {
     }
 
     @Test func aRefusedOfflineEditOpensTheEditorOnOurTextWithTheConflictChoice() async throws {
-        let (store, coordinator) = started(["하나"])
+        let (store, coordinator) = await started(["하나"])
         var ours = TUIFixtures.memo(1, "오프라인에서 고친 내용")
         ours.revision = 0
         let theirs = try await store.update(id: TUIFixtures.id(1), content: "그쪽이 고친 내용", expectedRevision: nil)
+        await FrontEnd.drained()
         coordinator.refused(WriteRefusal(
             kind: .update, memo: ours, baseRevision: 1, isConflict: true, theirs: theirs, reason: "conflict"))
         guard case .compose(let editor) = coordinator.currentModel else { throw NavigationError.emptyStack }
         #expect(editor.current.buffer.text == "오프라인에서 고친 내용")
         #expect(editor.current.conflict?.theirs == theirs)
         // "Overwrite" saves our text over their revision.
-        await editor.overwrite()
+        await editor.overwrite()?.value
         #expect(coordinator.currentScene == .list)
         #expect(try await store.get(id: TUIFixtures.id(1)).content == "오프라인에서 고친 내용")
 
@@ -139,14 +144,14 @@ struct TUIWordsFieldsAndRefusalsTests {
     }
 
     @Test func withNoListYetTheListSaysNotConnectedAndPendingRowsAreMarked() async throws {
-        let (_, coordinator) = started([])
+        let (_, coordinator) = await started([])
         let unknown = ConnectionStatus(server: "s:1", state: .offline, hasList: false)
         #expect(screen(coordinator, unknown).contains { $0.contains("not connected") })
         #expect(!screen(coordinator, unknown).contains { $0.contains("no memos yet") })
         #expect(screen(coordinator).contains { $0.contains("no memos yet") })
         coordinator.stop()
 
-        let (_, other) = started(["하나", "둘"])
+        let (_, other) = await started(["하나", "둘"])
         let pending = ConnectionStatus(server: "s:1", state: .offline, pendingIDs: [TUIFixtures.id(1)])
         let lines = screen(other, pending)
         #expect(lines.contains { $0.contains("하나") && $0.contains("pending") })
@@ -159,13 +164,16 @@ struct TUIWordsFieldsAndRefusalsTests {
         // An offline save returns before the store's list has the memo: the selection waits for it.
         let store = TUIFixtures.store(["하나", "둘"])
         let list = ListViewModel(storage: store)
+        await FrontEnd.drained()
         let id = TUIFixtures.id(9)
         list.select(id)
         #expect(list.current.selectedID == TUIFixtures.id(2))
         _ = try await store.create(content: "방금 저장한 메모", id: id, insertDate: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedID == id)
         list.moveDown()
         _ = try await store.create(content: "또 하나", id: nil, insertDate: nil)
+        await FrontEnd.drained()
         #expect(list.current.selectedMemo?.content == "둘")
         list.close()
     }

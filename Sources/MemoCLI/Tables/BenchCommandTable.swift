@@ -72,6 +72,19 @@ public enum BenchCommandTable {
                          (the view model's state, ready to draw)
             """),
             CommandSpec(
+                "keystroke", summary: "the real front end in a pseudo-terminal: key-to-screen latency while a save "
+                    + "waits on a stopped server",
+                help: """
+            Starts memo-server (next to memo-bench) on a new SQLite file and memo-client (next to memo-bench, or
+            PATH) in a pseudo-terminal of 100x30, waits for the list to say live, opens the editor (n), stops the
+            server with SIGSTOP, types a word and Ctrl-S, then types N keys (default 200), one at a time: for each,
+            the time from writing it to the terminal until its character appears in what the front end writes back.
+            Each key is a different Hangul syllable, so its three bytes are found only once drawn. When the save's
+            timeout question comes up, Esc closes it (the save goes on) and the keys continue. Reports the median,
+            p99 and worst latency; a key that does not appear within 20 s counts as 20 s. The server is continued
+            and stopped, the client killed, at the end.
+            """),
+            CommandSpec(
                 "snapshot", summary: "time until a fresh mirror of an N-memo store is ready",
                 help: """
             Fills the store up to N memos (default 100000) of BYTES content (default 64) if it holds fewer, then R
@@ -116,8 +129,13 @@ public enum BenchCommandTable {
                 "--size", .value("BYTES"), scope: .only(["store", "client", "snapshot", "large", ""]),
                 help: "bytes of content per memo"),
             OptionSpec(
-                "--json", scope: .only(["store", "connections", "handshakes", "fanout", "client", "snapshot",
-                    "large", "redis-fanout", "redis-connections", ""]),
+                "--keys", .value("N"), scope: .only(["keystroke"]), help: "keys typed while the save waits (1 to 2000)"),
+            OptionSpec(
+                "--client", .value("PATH"), scope: .only(["keystroke"]), completion: .files,
+                help: "the memo-client to drive (default: the one next to memo-bench)"),
+            OptionSpec(
+                "--json", scope: .only(["store", "connections", "handshakes", "fanout", "client", "keystroke",
+                    "snapshot", "large", "redis-fanout", "redis-connections", ""]),
                 help: "one JSON object instead of text"),
             OptionSpec(
                 "--server", .value("HOST:PORT"), scope: .only(["connections", "handshakes", "fanout", "snapshot",

@@ -1,7 +1,6 @@
 import Foundation
 import MemoCore
 import MemoViewModels
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +12,8 @@ import Glibc
 /// foreground group: it may read and write the terminal (and /dev/tty) without being stopped by SIGTTIN or
 /// SIGTTOU. (Foundation's `Process` puts the child in a group of its own, which the terminal then stops.) The
 /// text goes to `memo.txt` (mode 0600) in a private folder (mode 0700) that is removed on every way out: the
-/// editor ending either way, a thrown error, or a terminating signal (`removeLeftovers`).
+/// editor ending either way, or a thrown error. (A terminating signal ends the editor first: the front end's loop
+/// reads it while the editor runs, and acts on it once the editor has gone and the folder with it.)
 enum ExternalEditor {
     /// The editor ran but gave no text back: it was not found, could not run, exited non-zero or was killed.
     struct Failure: Error, Sendable, Hashable {
@@ -33,51 +33,39 @@ enum ExternalEditor {
         }
     }
 
-    /// The private folder of the edit under way, for the signal handler to remove.
-    private static let folder = Mutex<String?>(nil)
-    /// True while an editor has the terminal: Ctrl-C typed at a cooked terminal is the editor's, not ours.
-    private static let running = Atomic<Bool>(false)
-
-    static var isRunning: Bool { running.load(ordering: .relaxed) }
-
     /// Writes `text` to a private temporary file, gives the terminal to the editor (cooked mode, main screen) and
-    /// reads the file back once the editor exits.
+    /// reads the file back once the editor exits. The front end's loop goes on meanwhile (its signals are read;
+    /// the terminal's input is not): the wait for the editor's exit is a thread of its own.
+    /// - Parameter started: told the editor's process id, so that a terminating signal can end it too.
     /// - Returns: the edited text.
     /// - Throws: `Failure` when the editor did not exit 0 (the caller leaves the text alone and says why, with
     ///   `describe`), `TerminalError` when it could not be started.
-    static func edit(_ text: String, command: String, terminal: Terminal, reader: InputReader) throws -> String {
+    @FrontEnd
+    static func edit(
+        _ text: String, command: String, terminal: Terminal, reader: InputReader, started: (pid_t) -> Void
+    ) async throws -> String {
         let directory = try makePrivateFolder()
-        folder.withLock { $0 = directory }
         defer {
-            removeLeftovers()
+            try? FileManager.default.removeItem(atPath: directory)
         }
         let path = directory + "/memo.txt"
         try DurableFile.create(path, Array((text + "\n").utf8), mode: 0o600)
 
         reader.pause()
         terminal.leave()
-        running.store(true, ordering: .relaxed)
         defer {
-            running.store(false, ordering: .relaxed)
             try? terminal.enter()
             reader.resume()
         }
         // Through the shell, so that EDITOR may carry arguments ("code --wait").
-        let status = try spawnAndWait("/bin/sh", ["sh", "-c", command + " \"$1\"", "memo-editor", path])
+        let pid = try spawn("/bin/sh", ["sh", "-c", command + " \"$1\"", "memo-editor", path])
+        started(pid)
+        let status = try await exitStatus(of: pid)
         guard status == 0 else { throw Failure(status: status) }
         var edited = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
         // Editors end the file with a newline the memo did not have.
         if edited.hasSuffix("\n") { edited.removeLast() }
         return edited
-    }
-
-    /// Removes the folder of an edit under way, if any (also called by the signal watcher before exiting).
-    static func removeLeftovers() {
-        guard let directory = folder.withLock({ value -> String? in
-            defer { value = nil }
-            return value
-        }) else { return }
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// `$TMPDIR/memo-XXXXXX`, made by mkdtemp (mode 0700, a name no one else can have taken).
@@ -91,10 +79,9 @@ enum ExternalEditor {
         return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// Runs `path` in this process's group with signals as a fresh process has them (the front end ignores
-    /// SIGINT and friends, and an ignored signal stays ignored across exec), and waits for it.
-    /// - Returns: its exit status, or 128 + the signal that ended it.
-    private static func spawnAndWait(_ path: String, _ arguments: [String]) throws -> Int32 {
+    /// Runs `path` in this process's group with signals as a fresh process has them (the front end blocks SIGINT
+    /// and friends, and a blocked or ignored signal would stay so across exec). - Returns: its process id.
+    private static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -110,11 +97,25 @@ enum ExternalEditor {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, path, nil, &attributes, argv, environ)
         guard spawned == 0 else { throw TerminalError.system("posix_spawn", spawned) }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw TerminalError.system("waitpid", errno) }
+        return pid
+    }
+
+    /// Waits for `pid` to end on a thread of its own (waitpid blocks), so that the caller's loop goes on.
+    /// - Returns: its exit status, or 128 + the signal that ended it.
+    private static func exitStatus(of pid: pid_t) async throws -> Int32 {
+        let result: Result<Int32, TerminalError> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 {
+                    guard errno == EINTR else {
+                        continuation.resume(returning: .failure(.system("waitpid", errno)))
+                        return
+                    }
+                }
+                let signal = status & 0x7f
+                continuation.resume(returning: .success(signal == 0 ? (status >> 8) & 0xff : 128 + signal))
+            }
         }
-        let signal = status & 0x7f
-        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+        return try result.get()
     }
 }

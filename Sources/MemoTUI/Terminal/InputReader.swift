@@ -1,109 +1,102 @@
-import Foundation
+import MemoNet
 import MemoViewModels
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Reads the terminal on a thread of its own and hands decoded keys to a callback.
+/// Reads the terminal on the front end's own loop and hands decoded keys to a callback, in the order typed.
 ///
-/// It waits with poll(2) on the terminal and on a wake-up pipe, so that it can be paused (while $EDITOR owns the
-/// terminal) and stopped without a byte being stolen. When the decoder holds a possible lone ESC, poll waits only
-/// `escapeTimeout` milliseconds; if nothing follows, the decoder is flushed and the ESC becomes an Escape key.
-final class InputReader: Sendable {
-    private struct State {
-        var paused = false
-        var stopped = false
-    }
-
+/// The terminal's descriptor is registered with `FrontEnd.loop` (epoll, level-triggered): each wake-up reads what
+/// is there once, so keys, signals and the store's deliveries take turns. When the decoder holds a possible lone
+/// ESC, a loop timer of `escapeTimeout` milliseconds flushes it as the Escape key unless more bytes come first.
+/// `pause()` takes the descriptor out of the loop (while $EDITOR owns the terminal), so no byte is stolen.
+@FrontEnd
+final class InputReader {
     private let fd: Int32
     private let escapeTimeout: Int32
-    private let wake: (read: Int32, write: Int32)
-    private let state = Mutex(State())
-    private let onKey: @Sendable (Key) -> Void
+    private let onKey: @FrontEnd (Key) -> Void
+    private var decoder = KeyDecoder()
+    private var registration: Registration?
+    private var escapeTimer: TimerHandle?
+    private var ended = false
+    private lazy var handler = LoopReadable { [weak self] in
+        FrontEnd.assumeIsolated { self?.readAvailable() }
+    }
 
-    init(fd: Int32, escapeTimeout: Int32, onKey: @escaping @Sendable (Key) -> Void) throws(TerminalError) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw .system("pipe", errno) }
+    init(fd: Int32, escapeTimeout: Int32, onKey: @escaping @FrontEnd (Key) -> Void) {
         self.fd = fd
         self.escapeTimeout = escapeTimeout
-        wake = (fds[0], fds[1])
         self.onKey = onKey
     }
 
-    deinit {
-        close(wake.read)
-        close(wake.write)
+    /// Starts (or resumes) reading.
+    func start() throws(NetError) {
+        guard registration == nil, !ended else { return }
+        registration = try FrontEnd.loop.register(fileDescriptor: fd, interest: .readable, handler: handler)
     }
 
-    func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "memo.tui.input"
-        thread.start()
-    }
-
-    /// Stops reading the terminal; once this returns no read is in progress nor will start until `resume()`.
+    /// Stops reading until `resume()`: the bytes typed meanwhile stay in the terminal for whoever reads it.
     func pause() {
-        state.withLock { $0.paused = true }
-        poke()
+        escapeTimer?.cancel()
+        escapeTimer = nil
+        if let registration { FrontEnd.loop.deregister(registration) }
+        registration = nil
     }
 
     func resume() {
-        state.withLock { $0.paused = false }
-        poke()
+        try? start()
     }
 
-    func stop() {
-        state.withLock { $0.stopped = true }
-        poke()
+    func stop() { pause() }
+
+    /// Whether the terminal has bytes not yet read (a key typed while the front end was busy): a keystroke being
+    /// worked on is then superseded. One poll(2) with no wait.
+    func inputWaiting() -> Bool {
+        guard registration != nil else { return false }
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0 && entry.revents & Int16(POLLIN) != 0
     }
 
-    private func poke() {
-        var byte: UInt8 = 1
-        _ = write(wake.write, &byte, 1)
-    }
-
-    private func run() {
-        var decoder = KeyDecoder()
+    private func readAvailable() {
+        guard registration != nil else { return }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let paused = state.withLock { $0.stopped ? nil : $0.paused }
-            guard let paused else { return }
-            var fds = [
-                pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: paused ? -1 : fd, events: Int16(POLLIN), revents: 0),
-            ]
-            let timeout: Int32 = decoder.hasPending && !decoder.isInPaste ? escapeTimeout : -1
-            let ready = poll(&fds, nfds_t(fds.count), timeout)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 {
+            if errno == EINTR || errno == EAGAIN { return }
+        }
+        if count <= 0 {
+            // End of input (or an error): the terminal went away; quit as Ctrl-C would.
+            ended = true
+            pause()
+            onKey(.control("c"))
+            return
+        }
+        escapeTimer?.cancel()
+        escapeTimer = nil
+        for key in decoder.feed(buffer[..<count]) { onKey(key) }
+        if decoder.hasPending && !decoder.isInPaste {
+            escapeTimer = FrontEnd.loop.schedule(after: .milliseconds(Int(escapeTimeout))) { [weak self] in
+                FrontEnd.assumeIsolated { self?.flushEscape() }
             }
-            if ready == 0 {
-                decoder.flush().forEach(onKey)
-                continue
-            }
-            if fds[0].revents != 0 {
-                var drain = [UInt8](repeating: 0, count: 64)
-                _ = read(wake.read, &drain, drain.count)
-            }
-            guard fds[1].revents != 0 else { continue }
-            // Read under the lock: a pause that returned has seen this read finish, and no later one starts.
-            let count = state.withLock { state -> Int in
-                if state.paused || state.stopped { return 0 }
-                return buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            }
-            if count < 0, errno == EINTR || errno == EAGAIN { continue }
-            if count <= 0 {
-                if count == 0, !state.withLock({ $0.paused || $0.stopped }) {
-                    // End of input: the terminal went away; quit as Ctrl-C would.
-                    onKey(.control("c"))
-                    return
-                }
-                continue
-            }
-            decoder.feed(buffer[..<count]).forEach(onKey)
         }
     }
+
+    private func flushEscape() {
+        escapeTimer = nil
+        for key in decoder.flush() { onKey(key) }
+    }
+}
+
+/// An epoll handler that calls a closure on the loop's thread: the bridge from MemoNet's `EventHandler` to
+/// front-end code (the closure enters the actor with `FrontEnd.assumeIsolated`).
+final class LoopReadable: EventHandler {
+    private let onReadable: @Sendable () -> Void
+
+    init(_ onReadable: @escaping @Sendable () -> Void) {
+        self.onReadable = onReadable
+    }
+
+    func readable() { onReadable() }
+    func hangup() { onReadable() }
 }

@@ -13,9 +13,9 @@ public struct TerminalOptions: Sendable {
     public var escapeTimeoutMilliseconds: Int32
     /// The command Ctrl-E runs with the file's path: $VISUAL, $EDITOR, or vi.
     public var editorCommand: String
-    /// Run after the terminal is restored when a signal (SIGTERM, SIGINT, SIGHUP) ends the process, which then
-    /// exits without returning from `TerminalApp.run`: the place to save what a normal exit would save.
-    public var onSignalExit: (@Sendable () -> Void)?
+    /// How long a save may go unanswered before the compose scene says so and offers to retry or keep it as
+    /// pending (the save itself goes on).
+    public var saveTimeout: Duration = .seconds(3)
     /// Run once the scenes are on screen and every subject is listened to (`StatusSource.refusals` included).
     public var onReady: (@Sendable () -> Void)?
 
@@ -24,7 +24,6 @@ public struct TerminalOptions: Sendable {
         dateFormat: MemoDateFormat = MemoDateFormat(locale: Locale(identifier: "en_US_POSIX")),
         escapeTimeoutMilliseconds: Int32 = 50,
         editorCommand: String = "vi",
-        onSignalExit: (@Sendable () -> Void)? = nil,
         strings: Strings = .english
     ) {
         self.colorEnabled = colorEnabled
@@ -32,7 +31,6 @@ public struct TerminalOptions: Sendable {
         self.strings = strings
         self.escapeTimeoutMilliseconds = escapeTimeoutMilliseconds
         self.editorCommand = editorCommand
-        self.onSignalExit = onSignalExit
     }
 
     public static func fromEnvironment(

@@ -1,48 +1,33 @@
-import Dispatch
-import Foundation
+import MemoNet
+import MemoViewModels
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Watches the signals the front end cares about: SIGWINCH (redraw at the new size) and SIGTERM, SIGINT, SIGHUP
-/// (restore the terminal, then exit with 128 + the signal, as a shell expects).
-///
-/// Dispatch signal sources run their handlers on a queue, outside the signal context, so restoring the terminal
-/// there may take locks and allocate, which a raw signal handler may not.
+/// The signals the front end handles, read from a signalfd on the front end's own loop: SIGWINCH (redraw at the
+/// new size), SIGTSTP (suspend: restore the terminal and stop), SIGCONT (take the terminal back and repaint), and
+/// SIGINT, SIGTERM, SIGHUP (end the front end: `TerminalApp.run` returns, the caller saves and exits with 128 +
+/// the signal). Nothing runs in a signal handler: the signals are blocked in every thread and read as data.
+@FrontEnd
 final class TerminalSignals {
-    private let sources: [any DispatchSourceSignal]
-    private static let queue = DispatchQueue(label: "memo.tui.signals")
+    /// Every signal the front end reads.
+    nonisolated static let watched: [Int32] = [SIGWINCH, SIGTSTP, SIGCONT, SIGINT, SIGTERM, SIGHUP]
+    /// The ones that end it.
+    nonisolated static let ending: Set<Int32> = [SIGINT, SIGTERM, SIGHUP]
 
-    /// - Parameter beforeExit: runs after the terminal is restored, before a terminating signal exits.
-    init(
-        terminal: Terminal, beforeExit: (@Sendable () -> Void)? = nil, onResize: @escaping @Sendable () -> Void
-    ) {
-        var sources: [any DispatchSourceSignal] = []
-        let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: Self.queue)
-        resize.setEventHandler(handler: onResize)
-        sources.append(resize)
-        for signalNumber in [SIGTERM, SIGINT, SIGHUP] {
-            // The default action would kill the process before the source ran; ignoring it lets the source see it.
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: Self.queue)
-            source.setEventHandler {
-                // Ctrl-C at the editor's cooked terminal reaches the whole group: it is the editor's to handle.
-                if signalNumber == SIGINT, ExternalEditor.isRunning { return }
-                terminal.leave()
-                ExternalEditor.removeLeftovers()
-                beforeExit?()
-                exit(128 + signalNumber)
-            }
-            sources.append(source)
+    private var watcher: SignalWatcher?
+
+    /// Starts reading `watched` on `FrontEnd.loop`; `onSignal` runs there, once per delivery.
+    init(onSignal: @escaping @FrontEnd (Int32) -> Void) throws(NetError) {
+        watcher = try SignalWatcher(signals: Self.watched, eventLoop: FrontEnd.loop) { signal in
+            FrontEnd.assumeIsolated { onSignal(signal) }
         }
-        self.sources = sources
-        sources.forEach { $0.resume() }
     }
 
-    /// Stops watching and gives the signals their default actions back.
+    /// Stops reading; the signals stay blocked, so one that comes after is left pending, not acted on.
     func cancel() {
-        sources.forEach { $0.cancel() }
-        for signalNumber in [SIGTERM, SIGINT, SIGHUP] { signal(signalNumber, SIG_DFL) }
+        watcher?.stop()
+        watcher = nil
     }
 }

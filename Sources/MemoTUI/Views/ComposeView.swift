@@ -38,6 +38,13 @@ public enum ComposeView {
                 grid.put(TextLayout.truncate(what, to: grid.width), row: grid.height - 3, column: 0, style: .bold)
             }
             _ = SceneChrome.promptLine(choices, into: &grid)
+        } else if state.saveTimedOut {
+            // Two lines: what happened (the text is kept) above the choices.
+            if grid.height >= 4, let message = state.message {
+                grid.fill(row: grid.height - 3)
+                grid.put(TextLayout.truncate(message, to: grid.width), row: grid.height - 3, column: 0, style: .bold)
+            }
+            _ = SceneChrome.promptLine(strings.saveTimeoutChoices, into: &grid)
         } else if state.confirmingCancel {
             _ = SceneChrome.promptLine(strings.discardChanges, into: &grid)
         } else if let message = state.message {
@@ -54,7 +61,9 @@ public enum ComposeView {
     }
 
     /// The editor's key bindings; `width` is the screen's, which the text is wrapped to (Up and Down move by
-    /// screen row).
+    /// screen row). A save returns at once (it runs as a child task): keys keep editing while it waits, and a save
+    /// with no answer in time asks "r retry · p keep as pending · Esc keep editing".
+    @FrontEnd
     public static func handle(_ key: Key, model: ComposeViewModel, width: Int = 80) async -> ScreenCommand {
         let state = model.current
         if state.helpVisible {
@@ -66,9 +75,18 @@ public enum ComposeView {
             default: break
             }
         }
+        if state.saveTimedOut {
+            switch key {
+            case .character("r"), .character("R"): model.retrySave()
+            case .character("p"), .character("P"): model.keepPending()
+            case .escape: model.dismissTimeout()
+            default: break
+            }
+            return .none
+        }
         if state.conflict != nil {
             switch key {
-            case .character("o"), .character("O"): await model.overwrite()
+            case .character("o"), .character("O"): model.overwrite()
             case .character("k"), .character("K"): model.keepTheirs()
             case .escape: model.cancel()
             default: break
@@ -80,7 +98,7 @@ public enum ComposeView {
             return .none
         }
         switch key {
-        case .control("s"): await model.save()
+        case .control("s"): model.save()
         case .control("e"): return .externalEditor(model)
         case .control("g"): model.toggleHelp()
         case .escape: model.cancel()

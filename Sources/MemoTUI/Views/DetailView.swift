@@ -59,6 +59,7 @@ public enum DetailView {
     }
 
     /// The detail's key bindings; `size` is the screen, for scrolling.
+    @FrontEnd
     public static func handle(
         _ key: Key, model: DetailViewModel, status: ConnectionStatus = .local, width: Int, height: Int
     ) async -> ScreenCommand {
@@ -69,7 +70,7 @@ public enum DetailView {
             return .none
         }
         if state.confirmingDelete {
-            await model.answerDelete(key == .character("y") || key == .character("Y"))
+            model.answerDelete(key == .character("y") || key == .character("Y"))
             return .none
         }
         if state.confirmingOverwrite != nil {

@@ -82,12 +82,13 @@ public enum ListView {
 
     /// The list's key bindings; `height` is the screen's, for PgUp/PgDn, and `status` says whether writes are
     /// allowed.
+    @FrontEnd
     public static func handle(
         _ key: Key, model: ListViewModel, status: ConnectionStatus = .local, height: Int = 24
     ) async -> ScreenCommand {
         let state = model.current
         if state.pendingDelete != nil {
-            await model.answerDelete(key == .character("y") || key == .character("Y"))
+            model.answerDelete(key == .character("y") || key == .character("Y"))
             return .none
         }
         if state.isEditingFilter {

@@ -41,6 +41,7 @@ public enum NotSavedView {
     }
 
     /// The scene's keys: j/k move, r retry, n save as new, s copy, d discard (y/N), Esc or q back.
+    @FrontEnd
     public static func handle(_ key: Key, model: NotSavedViewModel) -> ScreenCommand {
         if model.current.confirmingDiscard != nil {
             model.answerDiscard(key == .character("y") || key == .character("Y"))

@@ -5,6 +5,7 @@ import MemoViewModels
 /// with no terminal of its own, so that tests can drive it with keys and read the grid.
 public enum SceneView {
     /// Draws the scene of `model` into a fresh grid of the given size.
+    @FrontEnd
     public static func render(_ model: SceneModel?, status: ConnectionStatus, width: Int, height: Int) -> Grid {
         var grid = Grid(width: width, height: height)
         switch model {
@@ -22,6 +23,7 @@ public enum SceneView {
     }
 
     /// Sends a key to the scene on screen; `status` says whether writes are allowed (read-only).
+    @FrontEnd
     public static func handle(
         _ key: Key, model: SceneModel?, status: ConnectionStatus = .local, width: Int, height: Int
     ) async -> ScreenCommand {
