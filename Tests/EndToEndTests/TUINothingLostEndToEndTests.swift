@@ -142,6 +142,43 @@ struct TUINothingLostEndToEndTests {
         #expect(pollUntil { !FileManager.default.fileExists(atPath: queuePath) })
     }
 
+    @Test func anOfflineEditOfAMemoDeletedElsewhereOffersSaveAsNewAtReplay() throws {
+        let fixture = try FrontEndFixture()
+        let added = try fixture.add("곧 지워질 메모")
+        let command = fixture.frontEndCommand(["--timeout", "60"])
+        try runOnce(command, until: "곧 지워질 메모", "● ")
+
+        // Offline: the memo is edited, and the edit waits in the queue.
+        fixture.stopServer()
+        let offline = try TmuxSession(command: command)
+        defer { offline.kill() }
+        try offline.waitForScreen(containing: "곧 지워질 메모", "offline")
+        try offline.press("Enter")
+        try offline.press("e")
+        try offline.waitForScreen(containing: "Edit memo")
+        try offline.type("오프라인에서 고친 글 ")
+        try offline.press("C-s")
+        try offline.waitForScreen(containing: "오프라인에서 고친 글", "1 pending")
+        try offline.press("q")  // the detail back to the list
+        try offline.waitForScreen(containing: "Memos")
+        try offline.press("q")
+        try offline.waitForScreen(containing: "memo-client exited with 0")
+
+        // Meanwhile someone deletes it; at replay the edit is refused (not found): the front end offers to save
+        // the text as a new memo, as it does online, instead of throwing the text away.
+        try fixture.startServer()
+        #expect(try fixture.client("rm", added.id).status == 0)
+        let again = try TmuxSession(command: command)
+        defer { again.kill() }
+        try again.waitForScreen(containing: "o save as new")
+        try again.press("o")
+        try again.waitForScreen("the text saved as a new memo", seconds: 30) { lines in
+            lines.last?.contains("● ") == true && !lines.contains { $0.contains("pending") }
+        }
+        let listed = try fixture.client("list").out
+        #expect(listed.contains("오프라인에서 고친 글"), "\(listed)")
+    }
+
     /// Runs the front end with `command` until `texts` show, then quits it (and sees it exit 0): what a first run
     /// leaves behind, the cache above all.
     private func runOnce(_ command: String, until texts: String...) throws {
