@@ -35,22 +35,24 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
         store = try RemoteStore(
             client: client, cachePath: cachePath, queuePath: queuePath, identity: identity, holdQueue: true)
     } catch {
-        // The cache is only a copy of the server's list: a damaged one is dropped, not a reason to stop. A damaged
-        // queue holds the user's writes, so it is moved aside (and said where) rather than deleted.
-        FileHandle.standardError.write(Data("memo-client: ignoring the mirror cache: \(error)\n".utf8))
-        try? FileManager.default.removeItem(atPath: cachePath)
+        // Which file is damaged decides: the cache is only a copy of the server's list, so a damaged one is dropped,
+        // not a reason to stop; the queue and the not-saved list hold the user's writes, so a damaged one is moved
+        // aside (and said where), never deleted.
+        do {
+            _ = try MirrorCache.load(from: cachePath)
+        } catch {
+            FileHandle.standardError.write(Data("memo-client: ignoring the mirror cache: \(error)\n".utf8))
+            if unlink(cachePath) != 0 {
+                let reason = String(cString: strerror(errno))
+                FileHandle.standardError.write(Data("memo-client: cannot remove \(cachePath): \(reason)\n".utf8))
+            }
+        }
         if (try? WriteQueueFile.load(from: queuePath)) == nil {
-            let aside = queuePath + ".damaged"
-            try? FileManager.default.removeItem(atPath: aside)
-            try? FileManager.default.moveItem(atPath: queuePath, toPath: aside)
-            FileHandle.standardError.write(Data("memo-client: the offline write queue was moved to \(aside)\n".utf8))
+            moveAside(queuePath, what: "the offline write queue")
         }
         let notSavedPath = NotSavedFile.path(besideQueue: queuePath)
         if (try? NotSavedFile.load(from: notSavedPath)) == nil {
-            let aside = notSavedPath + ".damaged"
-            try? FileManager.default.removeItem(atPath: aside)
-            try? FileManager.default.moveItem(atPath: notSavedPath, toPath: aside)
-            FileHandle.standardError.write(Data("memo-client: the not-saved list was moved to \(aside)\n".utf8))
+            moveAside(notSavedPath, what: "the not-saved list")
         }
         do {
             store = try RemoteStore(
@@ -112,4 +114,18 @@ private func saveCache(_ store: RemoteStore) {
 
 private func report(_ error: any Error) {
     FileHandle.standardError.write(Data("memo-client: \(ExitCode.message(for: error))\n".utf8))
+}
+
+/// Moves a damaged file of the user's writes to PATH.damaged (replacing an older one) and says where; a move that
+/// fails is said too, in the system's words, and the file stays where it is (the next start finds it again): it is
+/// never deleted.
+private func moveAside(_ path: String, what: String) {
+    let aside = path + ".damaged"
+    if rename(path, aside) == 0 {
+        FileHandle.standardError.write(Data("memo-client: \(what) was moved to \(aside)\n".utf8))
+    } else {
+        let reason = String(cString: strerror(errno))
+        FileHandle.standardError.write(Data(
+            "memo-client: \(what) at \(path) is damaged and could not be moved aside (\(reason)); it stays there\n".utf8))
+    }
 }

@@ -179,6 +179,27 @@ struct TUINothingLostEndToEndTests {
         #expect(listed.contains("오프라인에서 고친 글"), "\(listed)")
     }
 
+    @Test func aDamagedQueueIsMovedAsideAndSaidWhereNeverDeleted() throws {
+        let fixture = try FrontEndFixture()
+        _ = try fixture.add("손상된 큐 옆의 메모")
+        let command = fixture.frontEndCommand()
+        try runOnce(command, until: "손상된 큐 옆의 메모", "● ")
+        let queuePath = try fixture.queuePath()
+        let damaged = Data("not a queue file: the user's writes may be in here".utf8)
+        try damaged.write(to: URL(fileURLWithPath: queuePath))
+
+        let tmux = try TmuxSession(command: command)
+        defer { tmux.kill() }
+        try tmux.waitForScreen(containing: "손상된 큐 옆의 메모", "● ")
+        try tmux.press("q")
+        // What the front end said before it took the screen shows again once it gives it back.
+        try tmux.waitForScreen(containing: "memo-client exited with 0")
+        let said = try tmux.waitForScreen(containing: "the offline write queue was moved to", ".damaged")
+        // The cache was sound: it is not blamed (nor dropped).
+        #expect(!said.contains { $0.contains("ignoring the mirror cache") }, "\(said)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: queuePath + ".damaged")) == damaged)
+    }
+
     /// Runs the front end with `command` until `texts` show, then quits it (and sees it exit 0): what a first run
     /// leaves behind, the cache above all.
     private func runOnce(_ command: String, until texts: String...) throws {
