@@ -3,7 +3,7 @@ import PackageDescription
 
 // Data flow, one target per concern:
 // bytes -> frames -> messages (MemoWire) -> store (MemoCore, MemoSQLite, MemoPostgres) -> subject (MemoCore)
-// TLS (MemoTLS) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
+// TLS (MemoTLS; its certificate authority in MemoPKI) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
 // The modules on the server's per-request path are built without Swift's dynamic exclusivity checks in release
 // builds. Why: `swift_beginAccess`/`swift_endAccess` on class properties and loop-bound values cost about 3,900
 // of the 31,000 instructions of a create on the event loops (callgrind; BENCHMARKS.md). Why it is safe: the
@@ -50,7 +50,10 @@ let package = Package(
             name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"], swiftSettings: hotPathSettings),
-        .target(name: "MemoTLS", dependencies: ["COpenSSL", "MemoSystem"], swiftSettings: hotPathSettings),
+        .target(name: "MemoTLS", dependencies: ["COpenSSL"], swiftSettings: hotPathSettings),
+        // The certificate authority `memo-server certs` runs: keys, certificates, the index and the revocation list
+        // it writes. What a connection needs to load certificates and lists stays in MemoTLS.
+        .target(name: "MemoPKI", dependencies: ["MemoTLS", "COpenSSL", "MemoSystem"]),
         // Linux calls Glibc's module leaves out, and wrappers for the GNU ones (its C file alone sets _GNU_SOURCE).
         .target(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
@@ -79,7 +82,8 @@ let package = Package(
         .executableTarget(
             name: "memo-server",
             dependencies: [
-                "MemoCore", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire",
+                "MemoCore", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoPKI", "MemoNet", "MemoCLI",
+                "MemoWire",
             ]),
         .executableTarget(
             name: "memo-client",
@@ -96,14 +100,16 @@ let package = Package(
             swiftSettings: hotPathSettings),
         .executableTarget(
             name: "memo-torture",
-            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite"]),
+            dependencies: [
+                "MemoCore", "MemoProbe", "MemoTLS", "MemoPKI", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite",
+            ]),
         // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
         // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
         .target(
             name: "MemoTestSupport",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe",
-                "MemoClient",
+                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
+                "MemoProbe", "MemoClient",
             ],
             path: "Tests/MemoTestSupport"
         ),
@@ -112,7 +118,8 @@ let package = Package(
         .testTarget(
             name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoTestSupport"]),
         .testTarget(name: "MemoWireTests", dependencies: ["MemoCore", "MemoWire", "MemoTestSupport"]),
-        .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "COpenSSL", "MemoTestSupport"]),
+        .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "MemoPKI", "MemoTestSupport"]),
+        .testTarget(name: "MemoPKITests", dependencies: ["MemoPKI", "MemoTLS", "COpenSSL", "MemoTestSupport"]),
         .testTarget(name: "MemoNetTests", dependencies: ["MemoNet", "CMemoLinux", "MemoTestSupport"]),
         .testTarget(
             name: "MemoTransportTests",
@@ -145,8 +152,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe", "MemoClient",
-                "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
+                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer", "MemoProbe",
+                "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
             ]
         ),
     ],
