@@ -89,7 +89,7 @@ let package = Package(
             name: "memo-client",
             dependencies: [
                 "MemoSystem", "MemoCore", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels",
-                "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet",
+                "MemoCLI", "MemoTLS", "MemoNet",
             ]),
         .executableTarget(
             name: "memo-bench",
