@@ -14,6 +14,8 @@ import PackageDescription
 // checks, so an overlapping access introduced later fails the tests instead of passing silently. memo-bench is
 // built the same way: its clients share the cores with the server they measure (each connection's driver is
 // confined to one thread), and `redis-benchmark`, which it is compared with, pays no such checks.
+// SwiftPM refuses `unsafeFlags` in a package another package depends on, so the package offers no library
+// product: its products are the four programs, and its modules are for them and its tests.
 let hotPathSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
 ]
@@ -21,7 +23,6 @@ let hotPathSettings: [SwiftSetting] = [
 let package = Package(
     name: "memo",
     products: [
-        .library(name: "MemoWire", targets: ["MemoWire"]),
         .executable(name: "memo-server", targets: ["memo-server"]),
         .executable(name: "memo-client", targets: ["memo-client"]),
         .executable(name: "memo-bench", targets: ["memo-bench"]),
