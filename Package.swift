@@ -3,7 +3,7 @@ import PackageDescription
 
 // Data flow, one target per concern:
 // bytes -> frames -> messages (MemoWire) -> store (MemoCore, MemoSQLite, MemoPostgres) -> subject (MemoCore)
-// TLS (MemoTLS) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
+// TLS (MemoTLS; its certificate authority in MemoPKI) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
 // The modules on the server's per-request path are built without Swift's dynamic exclusivity checks in release
 // builds. Why: `swift_beginAccess`/`swift_endAccess` on class properties and loop-bound values cost about 3,900
 // of the 31,000 instructions of a create on the event loops (callgrind; BENCHMARKS.md). Why it is safe: the
@@ -14,6 +14,8 @@ import PackageDescription
 // checks, so an overlapping access introduced later fails the tests instead of passing silently. memo-bench is
 // built the same way: its clients share the cores with the server they measure (each connection's driver is
 // confined to one thread), and `redis-benchmark`, which it is compared with, pays no such checks.
+// SwiftPM refuses `unsafeFlags` in a package another package depends on, so the package offers no library
+// product: its products are the four programs, and its modules are for them and its tests.
 let hotPathSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
 ]
@@ -21,7 +23,6 @@ let hotPathSettings: [SwiftSetting] = [
 let package = Package(
     name: "memo",
     products: [
-        .library(name: "MemoWire", targets: ["MemoWire"]),
         .executable(name: "memo-server", targets: ["memo-server"]),
         .executable(name: "memo-client", targets: ["memo-client"]),
         .executable(name: "memo-bench", targets: ["memo-bench"]),
@@ -50,7 +51,10 @@ let package = Package(
             name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
         .target(name: "MemoWire", dependencies: ["MemoCore"], swiftSettings: hotPathSettings),
-        .target(name: "MemoTLS", dependencies: ["COpenSSL", "MemoSystem"], swiftSettings: hotPathSettings),
+        .target(name: "MemoTLS", dependencies: ["COpenSSL"], swiftSettings: hotPathSettings),
+        // The certificate authority `memo-server certs` runs: keys, certificates, the index and the revocation list
+        // it writes. What a connection needs to load certificates and lists stays in MemoTLS.
+        .target(name: "MemoPKI", dependencies: ["MemoTLS", "COpenSSL", "MemoSystem"]),
         // Linux calls Glibc's module leaves out, and wrappers for the GNU ones (its C file alone sets _GNU_SOURCE).
         .target(name: "CMemoLinux"),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
@@ -79,13 +83,14 @@ let package = Package(
         .executableTarget(
             name: "memo-server",
             dependencies: [
-                "MemoCore", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoNet", "MemoCLI", "MemoWire",
+                "MemoCore", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoPKI", "MemoNet", "MemoCLI",
+                "MemoWire",
             ]),
         .executableTarget(
             name: "memo-client",
             dependencies: [
                 "MemoSystem", "MemoCore", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels",
-                "MemoCLI", "MemoSQLite", "MemoTLS", "MemoNet",
+                "MemoCLI", "MemoTLS", "MemoNet",
             ]),
         .executableTarget(
             name: "memo-bench",
@@ -96,14 +101,16 @@ let package = Package(
             swiftSettings: hotPathSettings),
         .executableTarget(
             name: "memo-torture",
-            dependencies: ["MemoCore", "MemoProbe", "MemoTLS", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite"]),
+            dependencies: [
+                "MemoCore", "MemoProbe", "MemoTLS", "MemoPKI", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite",
+            ]),
         // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
         // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
         .target(
             name: "MemoTestSupport",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe",
-                "MemoClient",
+                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
+                "MemoProbe", "MemoClient",
             ],
             path: "Tests/MemoTestSupport"
         ),
@@ -112,7 +119,8 @@ let package = Package(
         .testTarget(
             name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoTestSupport"]),
         .testTarget(name: "MemoWireTests", dependencies: ["MemoCore", "MemoWire", "MemoTestSupport"]),
-        .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "COpenSSL", "MemoTestSupport"]),
+        .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "MemoPKI", "MemoTestSupport"]),
+        .testTarget(name: "MemoPKITests", dependencies: ["MemoPKI", "MemoTLS", "COpenSSL", "MemoTestSupport"]),
         .testTarget(name: "MemoNetTests", dependencies: ["MemoNet", "CMemoLinux", "MemoTestSupport"]),
         .testTarget(
             name: "MemoTransportTests",
@@ -145,8 +153,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoNet", "MemoServer", "MemoProbe", "MemoClient",
-                "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
+                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer", "MemoProbe",
+                "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
             ]
         ),
     ],

@@ -33,7 +33,7 @@ mkdir -p "$build"
 # -package-name as SwiftPM passes it: MemoCore has `package` declarations (the Subject's deferred delivery).
 flags=(-sanitize=fuzzer,address -parse-as-library -O -package-name memo)
 
-# The libraries, instrumented, as modules as in the package: MemoSystem (the write loop) under MemoCore and MemoTLS.
+# The libraries, instrumented, as modules as in the package: MemoSystem (the write loop) under MemoCore.
 echo "building the fuzz targets in $build"
 swiftc "${flags[@]}" -module-name MemoSystem -emit-module -emit-module-path "$build/MemoSystem.swiftmodule" \
     -emit-library -static -o "$build/libMemoSystem.a" "$root"/Sources/MemoSystem/*.swift
@@ -45,7 +45,7 @@ for target in "${targets[@]}"; do
     # lld: the default gold linker warns about ASan's local symbols.
     if [ "$target" = record ]; then
         swiftc "${flags[@]}" -use-ld=lld -module-name MemoTLSFuzz -I "$root/Sources/COpenSSL" -I "$build" \
-            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" "$build/libMemoSystem.a" -lssl -lcrypto \
+            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" -lssl -lcrypto \
             -o "$build/$target"
         continue
     fi

@@ -254,7 +254,7 @@ public enum ClientCommandTable {
         OptionSpec(
             "--reference", scope: .only(["help"]),
             help: "the command reference README.md carries, made from the same table as this help"),
-        OptionSpec("--version", help: "the version, the protocol version, and the OpenSSL and SQLite versions"),
+        OptionSpec("--version", help: "the version, the protocol version and the OpenSSL version"),
         OptionSpec("--help", aliases: ["-h"], help: "this help (after a command: that command's help)"),
     ]
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The seeds' `MemoStorageType`, async instead of `Observable`.
+/// Where memos live, as the view models see it: async calls that throw `MemoError`, and subjects to follow the list.
 ///
 /// Three homes implement it: `MemoryStore`, `SQLiteStore` (the server's) and the client's remote store, so that a
 /// view model cannot tell them apart. Every method throws `MemoError`.
@@ -16,7 +16,7 @@ public protocol MemoStorage: AnyObject, Sendable {
     /// The memo with this id. - Throws: `MemoError.notFound`.
     func get(id: UUID) async throws -> Memo
 
-    /// The seeds' `memoList()`: a subject holding every memo, newest first, re-sent after every change. Building
+    /// A subject holding every memo, newest first, re-sent after every change. Building
     /// the whole list costs O(N): a store may do it only while someone holds a subscription to the subject (and
     /// once per call). For one memo, use `contains(id:)` or `get(id:)`; to follow the list, `watchList`.
     func memoList() -> Subject<[Memo]>
@@ -37,7 +37,8 @@ public protocol MemoStorage: AnyObject, Sendable {
     func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo
 
     /// Deletes a memo and returns it as it was.
-    /// - Throws: `notFound` (unlike the seeds' silent no-op), `conflict` on a revision mismatch.
+    /// - Throws: `notFound` (deleting a memo that is gone is an error, not a no-op), `conflict` on a revision
+    ///   mismatch.
     @discardableResult
     func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo
 }
@@ -52,19 +53,19 @@ extension MemoStorage {
         memoList().subscribe { handler(.reset($0)) }
     }
 
-    /// The seeds' `createMemo(content:)`.
+    /// Creates a memo with a new id, dated now.
     @discardableResult
     public func createMemo(content: String) async throws -> Memo {
         try await create(content: content, id: nil, insertDate: nil)
     }
 
-    /// The seeds' `update(memo:content:)`: last writer wins, as in the seeds.
+    /// Replaces `memo`'s content whatever its revision now is: the last writer wins.
     @discardableResult
     public func update(memo: Memo, content: String) async throws -> Memo {
         try await update(id: memo.id, content: content, expectedRevision: nil)
     }
 
-    /// The seeds' `delete(memo:)`.
+    /// Deletes `memo` whatever its revision now is.
     @discardableResult
     public func delete(memo: Memo) async throws -> Memo {
         try await delete(id: memo.id, expectedRevision: nil)

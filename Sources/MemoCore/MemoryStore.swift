@@ -1,8 +1,8 @@
 import Foundation
 
 /// Every memo in memory, for tests, view models and `--store memory`.
-public final class MemoryStore: CoreBackedStore {
-    public let core: StoreCore
+public final class MemoryStore: StateBackedStore {
+    public let storeState: StoreState
     private let clock: @Sendable () -> Int64
 
     /// - Parameters:
@@ -15,14 +15,14 @@ public final class MemoryStore: CoreBackedStore {
         clock: @escaping @Sendable () -> Int64 = { Date().unixMicros }
     ) {
         let revision = memos.map(\.revision).max() ?? 0
-        core = StoreCore(
+        storeState = StoreState(
             table: MemoTable(memos: memos, revision: revision),
             history: ChangeHistory(capacity: historyCapacity, head: revision))
         self.clock = clock
     }
 
     private func write(_ op: WriteOp) throws(MemoError) -> Memo {
-        switch core.planAndApply([op], nowMicros: clock())[0] {
+        switch storeState.planAndApply([op], nowMicros: clock())[0] {
         case .success(let outcome): return outcome.memo
         case .failure(let error): throw error
         }
@@ -41,11 +41,11 @@ public final class MemoryStore: CoreBackedStore {
     }
 
     public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
-        completion(core.planAndApply(ops, nowMicros: clock()))
+        completion(storeState.planAndApply(ops, nowMicros: clock()))
     }
 
     /// Stops the store; later calls throw `closed`.
     public func close() {
-        core.close()
+        storeState.close()
     }
 }

@@ -55,10 +55,10 @@ public struct SharedStoreStatus: Sendable, Hashable {
     }
 }
 
-extension CoreBackedStore {
+extension StateBackedStore {
     /// The memory store's: kind `memory`, no location. (SQLite and PostgreSQL say more.)
     public var storeStatus: StoreStatus {
         StoreStatus(
-            kind: "memory", location: nil, memoCount: core.memoCount, oldestRetained: core.oldestResumable)
+            kind: "memory", location: nil, memoCount: storeState.memoCount, oldestRetained: storeState.oldestResumable)
     }
 }

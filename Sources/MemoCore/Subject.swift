@@ -5,7 +5,8 @@ public protocol Cancellable: Sendable {
     func cancel()
 }
 
-/// The seeds' `BehaviorSubject` (and `PublishSubject`) without RxSwift.
+/// A value that changes over time, pushed to subscribers (an Rx `BehaviorSubject`, or a `PublishSubject` when made
+/// without an initial value).
 ///
 /// A subject made with an initial value replays its current value to each new subscriber, then every later value;
 /// one made without replays nothing. Each subscriber gets every value in the order `send` was called, exactly

@@ -3,7 +3,7 @@ import Foundation
 import MemoCore
 import Synchronization
 
-/// The one thread that applies changes to a server's `StoreCore`, strictly in revision order and never skipping.
+/// The one thread that applies changes to a server's `StoreState`, strictly in revision order and never skipping.
 ///
 /// Its connection LISTENs for the head revision other servers notify after they commit, and reads the changes
 /// table after the last applied revision on every notification and at least every second: a notification is only
@@ -45,7 +45,7 @@ final class PostgresFeed: Sendable {
     /// The deadline of a snapshot's read (at start, and when a server that fell behind reloads).
     static let snapshotTimeoutMillis = 60_000
 
-    private let core: StoreCore
+    private let storeState: StoreState
     private let link: PostgresLink
     private let historyCapacity: Int
     /// How often the table is read when no notification came: what a lost notification costs at most.
@@ -66,11 +66,11 @@ final class PostgresFeed: Sendable {
     private let stats: PostgresStats
 
     init(
-        core: StoreCore, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
+        storeState: StoreState, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
         recheckMillis: Int = 1_000, maxLagMillis: Int, stats: PostgresStats = PostgresStats(),
         log: @escaping @Sendable (LogRecord) -> Void
     ) throws(MemoError) {
-        self.core = core
+        self.storeState = storeState
         self.stats = stats
         self.link = link
         self.historyCapacity = historyCapacity
@@ -222,8 +222,8 @@ final class PostgresFeed: Sendable {
                         }
                         if recovered {
                             log(LogRecord(
-                                .info, "feed_caught_up", [("revision", "\(core.revision)")],
-                                text: "PostgreSQL feed caught up at revision \(core.revision)"))
+                                .info, "feed_caught_up", [("revision", "\(storeState.revision)")],
+                                text: "PostgreSQL feed caught up at revision \(storeState.revision)"))
                         }
                     case .belowHistory(let reason):
                         letGo(reason)
@@ -331,7 +331,7 @@ final class PostgresFeed: Sendable {
         defer { connection.callTimeoutMillis = timeout }
         do throws(MemoError) {
             let (table, history) = try PostgresSchema.load(from: connection, historyCapacity: historyCapacity)
-            core.reload(table: table, history: history)
+            storeState.reload(table: table, history: history)
         } catch {
             state.withLock { $0.reloading = false }
             link.lost(PGError(message: "cannot load a snapshot: \(error)", sqlState: nil, connectionLost: true))
@@ -347,8 +347,8 @@ final class PostgresFeed: Sendable {
         dueSince.store(0, ordering: .relaxed)
         serving.store(true, ordering: .releasing)
         log(LogRecord(
-            .info, "feed_reloaded", [("revision", "\(core.revision)")],
-            text: "reloaded a snapshot at revision \(core.revision); serving again"))
+            .info, "feed_reloaded", [("revision", "\(storeState.revision)")],
+            text: "reloaded a snapshot at revision \(storeState.revision); serving again"))
         _ = finishWaiters()
         return true
     }
@@ -358,7 +358,7 @@ final class PostgresFeed: Sendable {
     private func takeNotifications(_ connection: inout PGConnection?) -> Bool {
         guard let current = connection else { return false }
         do throws(PGError) {
-            let applied = core.revision
+            let applied = storeState.revision
             var due = false
             for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
                 if let head = UInt64(payload) { stats.saw(head: head) }
@@ -374,7 +374,7 @@ final class PostgresFeed: Sendable {
 
     /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
     private func hasHole() -> Bool {
-        let applied = core.revision
+        let applied = storeState.revision
         return state.withLock { state in !state.known.isEmpty && state.known[applied + 1] == nil }
     }
 
@@ -383,7 +383,7 @@ final class PostgresFeed: Sendable {
     private func catchUp(_ connection: PGConnection) throws(PGError) -> ReadEnd {
         while true {
             applyKnown()
-            let applied = core.revision
+            let applied = storeState.revision
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
             guard rows.rowCount > 0 else {
@@ -403,7 +403,7 @@ final class PostgresFeed: Sendable {
                 return .belowHistory(
                     "it applied revision \(applied), but the database keeps only the changes after \(floor)")
             }
-            core.apply(changes)
+            storeState.apply(changes)
             if let last = changes.last { stats.saw(head: last.revision) }
             if changes.count < Self.page {
                 stats.feedProgressed()
@@ -417,14 +417,14 @@ final class PostgresFeed: Sendable {
         var next: [Change] = []
         state.withLock { state in
             guard !state.known.isEmpty else { return }
-            var revision = core.revision
+            var revision = storeState.revision
             while let change = state.known[revision + 1] {
                 next.append(change)
                 revision += 1
             }
             state.known = state.known.filter { $0.key > revision }
         }
-        core.apply(next)
+        storeState.apply(next)
         if !next.isEmpty { stats.feedProgressed() }
     }
 
@@ -446,7 +446,7 @@ final class PostgresFeed: Sendable {
 
     /// Runs the waiters whose writes are applied (or out of time); returns whether the feed is stopping.
     private func finishWaiters() -> Bool {
-        let applied = core.revision
+        let applied = storeState.revision
         let now = DispatchTime.now()
         let (done, late, stopping) = state.withLock { state in
             let done = state.waiters.filter { $0.upTo <= applied }

@@ -37,7 +37,7 @@ final class PostgresStats: Sendable {
 extension PostgresStore {
     /// Kind `postgresql`, the URI without its password, and how this server follows the database.
     public var storeStatus: StoreStatus {
-        let applied = core.revision
+        let applied = storeState.revision
         let batches = stats.batches.load(ordering: .relaxed)
         let progress = stats.feedProgressNanos.load(ordering: .relaxed)
         let now = PostgresStats.now()
@@ -55,8 +55,8 @@ extension PostgresStore {
             lastBatchSize: batches == 0 ? nil : stats.lastBatchSize.load(ordering: .relaxed),
             lastCommitSeconds: lastCommit)
         return StoreStatus(
-            kind: "postgresql", location: Self.withoutPassword(uri), memoCount: core.memoCount,
-            oldestRetained: core.oldestResumable, shared: shared)
+            kind: "postgresql", location: Self.withoutPassword(uri), memoCount: storeState.memoCount,
+            oldestRetained: storeState.oldestResumable, shared: shared)
     }
 
     /// `uri` with any password taken out: the `user:password@` of a URI, and a `password=` parameter (of a URI's

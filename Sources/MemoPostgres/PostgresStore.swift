@@ -12,11 +12,11 @@ import Synchronization
 /// changes in revision order and notifies the other servers (a hint, in a transaction of its own); a write is
 /// answered once it is applied here, so a client reading back on this server sees it. The feed, not the writer,
 /// notifies the other servers, so that the writer's connection spends its time on writes only.
-public final class PostgresStore: CoreBackedStore {
+public final class PostgresStore: StateBackedStore {
     /// The largest number of writes sent in one call.
     public static let maxBatch = 256
 
-    public let core: StoreCore
+    public let storeState: StoreState
     private let queue = WriteQueue()
     private let clock: @Sendable () -> Int64
     private let historyCapacity: Int
@@ -76,9 +76,9 @@ public final class PostgresStore: CoreBackedStore {
         }
         let (table, history) = try PostgresSchema.load(from: feedConnection, historyCapacity: historyCapacity)
         feedConnection.callTimeoutMillis = feedLink.timeoutMillis
-        core = StoreCore(table: table, history: history)
+        storeState = StoreState(table: table, history: history)
         feed = try PostgresFeed(
-            core: core, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
+            storeState: storeState, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
             recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, stats: stats, log: log)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
@@ -111,7 +111,7 @@ public final class PostgresStore: CoreBackedStore {
     private func run(_ initial: PGConnection, prunedUpTo floor: UInt64) {
         var connection: PGConnection? = initial
         var prunedUpTo = floor
-        var handedOver = core.revision
+        var handedOver = storeState.revision
         // The earliest deadline of a committed write waiting to be applied here: it is answered then at the latest.
         var waiterDeadline: DispatchTime?
         while true {
@@ -160,7 +160,7 @@ public final class PostgresStore: CoreBackedStore {
             if finished { break }
         }
         feed.stop()
-        core.close()
+        storeState.close()
         queue.writerStopped()
     }
 
@@ -212,7 +212,7 @@ public final class PostgresStore: CoreBackedStore {
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
-                        sent.map { batch[$0].op }, clock(), after: max(core.revision, handedOver)),
+                        sent.map { batch[$0].op }, clock(), after: max(storeState.revision, handedOver)),
                     deadline: deadline)
                 stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
@@ -290,7 +290,7 @@ public final class PostgresStore: CoreBackedStore {
     /// - Returns: false when the connection broke (or timed out) meanwhile.
     private func prune(on connection: PGConnection, prunedUpTo: inout UInt64) -> Bool {
         let capacity = UInt64(historyCapacity)
-        let head = core.revision
+        let head = storeState.revision
         guard head > prunedUpTo + capacity + max(64, capacity / 16) else { return true }
         do throws(PGError) {
             let rows = try connection.execute("SELECT memo_prune($1::bigint)", [.text(String(capacity))])

@@ -3,6 +3,8 @@ import MemoCore
 extension SQLiteStore {
     /// Kind `sqlite`, the database file.
     public var storeStatus: StoreStatus {
-        StoreStatus(kind: "sqlite", location: path, memoCount: core.memoCount, oldestRetained: core.oldestResumable)
+        StoreStatus(
+            kind: "sqlite", location: path, memoCount: storeState.memoCount,
+            oldestRetained: storeState.oldestResumable)
     }
 }

@@ -10,12 +10,12 @@ import Synchronization
 /// commit), so fifty writers pay for one fsync rather than fifty. A write completes only after its transaction
 /// is committed; then it is applied to the in-memory table and published to watchers. The change history lives
 /// in the file too, so that watchers can resume across a restart.
-public final class SQLiteStore: CoreBackedStore {
+public final class SQLiteStore: StateBackedStore {
     /// The largest number of writes committed in one transaction.
     public static let maxBatch = 1024
 
     public let path: String
-    public let core: StoreCore
+    public let storeState: StoreState
     private let queue = WriteQueue()
     private let clock: @Sendable () -> Int64
     private let transactions = Atomic<Int>(0)
@@ -78,13 +78,13 @@ public final class SQLiteStore: CoreBackedStore {
         let database = try SQLiteDatabase(path: path)
         let schema = try SQLiteSchema(database: database, historyCapacity: historyCapacity)
         let loaded = try schema.load()
-        core = StoreCore(table: loaded.table, history: loaded.history)
+        storeState = StoreState(table: loaded.table, history: loaded.history)
         // Loading freed as much as it keeps (SQLite's rows, the list the table was built from); glibc keeps freed
         // pages below its heap top resident unless asked, and a server's memory is measured from here.
         malloc_trim(0)
         // The writer thread owns the connection from here on.
-        let writer = try SQLiteWriter(schema: schema, trimmed: loaded.trimmed) { [core] id in
-            (try? core.read { table in table.memo(id)?.revision }) ?? nil
+        let writer = try SQLiteWriter(schema: schema, trimmed: loaded.trimmed) { [storeState] id in
+            (try? storeState.read { table in table.memo(id)?.revision }) ?? nil
         }
         let thread = Thread { [self] in self.run(writer) }
         thread.name = "memo-sqlite-writer"
@@ -101,7 +101,7 @@ public final class SQLiteStore: CoreBackedStore {
         }
         writer.close()
         lock.release()
-        core.close()
+        storeState.close()
         queue.writerStopped()
     }
 
@@ -131,20 +131,20 @@ public final class SQLiteStore: CoreBackedStore {
             let refusal = MemoError.storageFull("\(path): database or disk is full; deletes still work, other writes "
                 + "resume once the disk has \(reserve.resumeBytes) bytes free")
             results = Array(repeating: .failure(refusal), count: ops.count)
-            for (index, result) in zip(deletes, core.plan(deletes.map { ops[$0] }, nowMicros: clock())) {
+            for (index, result) in zip(deletes, storeState.plan(deletes.map { ops[$0] }, nowMicros: clock())) {
                 results[index] = result
             }
         } else {
-            results = core.plan(ops, nowMicros: clock())
+            results = storeState.plan(ops, nowMicros: clock())
         }
         let changes = results.compactMap { result -> Change? in
             if case .success(.change(let change)) = result { return change }
             return nil
         }
         do throws(MemoError) {
-            try writer.write(changes, head: changes.last?.revision ?? core.revision)
+            try writer.write(changes, head: changes.last?.revision ?? storeState.revision)
             if !changes.isEmpty { transactions.add(1, ordering: .relaxed) }
-            core.apply(changes)
+            storeState.apply(changes)
             return (results, false)
         } catch {
             var failure = error

@@ -6,72 +6,11 @@ import MemoTLS
 import MemoWire
 import Synchronization
 
-/// What every connection of a server shares.
-final class ServerCore: Sendable {
-    let store: any ServingStore
-    let limits: ServerLimits
-    let serverName: String
-    let log: ServerLog
-    let trust: TrustStore
-    /// CLOCK_MONOTONIC nanoseconds when the server started (for uptime).
-    let startedAt = monotonicNanos()
-    /// Set when shutdown begins: the server is then not ready.
-    let shuttingDown = Atomic<Bool>(false)
-    /// Every loop's context, set once the loops are made: what `status` and `/metrics` read.
-    let loopContexts = Mutex<[LoopBound<LoopContext>]>([])
-    private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
-    #if DEBUG
-    /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
-    let connectionObjects = Atomic<Int>(0)
-    /// Connections whose TLS engine still holds its session's keys (debug builds): a test checks that a closed
-    /// connection lets go of them when it closes, though a timer may hold the object longer.
-    let sessionsHoldingKeys = Atomic<Int>(0)
-    #endif
-
-    init(store: any ServingStore, limits: ServerLimits, serverName: String, log: ServerLog, trust: TrustStore) {
-        self.store = store
-        self.limits = limits
-        self.serverName = serverName
-        self.log = log
-        self.trust = trust
-    }
-
-    /// Counts a new connection. - Returns: how many are open, this one included.
-    func connectionOpened() -> Int {
-        open.withLock { state in
-            state.count += 1
-            return state.count
-        }
-    }
-
-    func connectionClosed() {
-        let drained = open.withLock { state -> DispatchSemaphore? in
-            state.count -= 1
-            return state.count == 0 ? state.drained : nil
-        }
-        drained?.signal()
-    }
-
-    var connectionCount: Int { open.withLock { $0.count } }
-
-    /// Waits until no connection is open, or the timeout passes. - Returns: whether all closed.
-    func waitForNoConnections(timeout: Double) -> Bool {
-        let semaphore = DispatchSemaphore(value: 0)
-        let already = open.withLock { state -> Bool in
-            if state.count == 0 { return true }
-            state.drained = semaphore
-            return false
-        }
-        if already { return true }
-        return semaphore.wait(timeout: .now() + timeout) == .success
-    }
-}
-
 /// The memo server: TLS connections on a few epoll threads, serving one store and fanning its changes out.
 public final class MemoServer: Sendable {
     /// The address actually listened on (the real port when 0 was asked for).
     public let boundAddress: SocketAddress
-    private let core: ServerCore
+    private let shared: ServerShared
     private let group: EventLoopGroup
     private let contexts: [LoopBound<LoopContext>]
     private let acceptor: LoopBound<Acceptor?>
@@ -95,7 +34,7 @@ public final class MemoServer: Sendable {
         let address = try SocketAddress(parsing: configuration.listen)
         let listener = try ListeningSocket.bind(address, backlog: 4096)
         let group = try EventLoopGroup(threads: max(1, configuration.threads), name: "memo-io")
-        let core = ServerCore(
+        let shared = ServerShared(
             store: store, limits: configuration.limits, serverName: configuration.serverName, log: log, trust: trust)
         log(.info, "certificates_loaded", [("directory", trust.directory)],
             "loaded certificates from \(trust.directory): \(trust.current.summary)")
@@ -103,7 +42,7 @@ public final class MemoServer: Sendable {
         let metrics: MetricsListener?
         do {
             metrics = try configuration.metrics.map { address throws(NetError) in
-                try MetricsListener(address: address, core: core)
+                try MetricsListener(address: address, shared: shared)
             }
         } catch {
             group.shutdownGracefully()
@@ -111,7 +50,7 @@ public final class MemoServer: Sendable {
             throw error
         }
         do {
-            return try MemoServer(listener: listener, group: group, core: core, metrics: metrics)
+            return try MemoServer(listener: listener, group: group, shared: shared, metrics: metrics)
         } catch {
             metrics?.stop()
             group.shutdownGracefully()
@@ -120,54 +59,56 @@ public final class MemoServer: Sendable {
         }
     }
 
-    private init(listener: ListeningSocket, group: EventLoopGroup, core: ServerCore, metrics: MetricsListener?) throws {
+    private init(
+        listener: ListeningSocket, group: EventLoopGroup, shared: ServerShared, metrics: MetricsListener?
+    ) throws {
         self.group = group
-        self.core = core
+        self.shared = shared
         self.metrics = metrics
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
         contexts = group.loops.map { loop in
             loop.runAndWait { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
         }
-        broadcaster = Broadcaster(store: core.store, contexts: contexts, subscribers: subscriberCount)
+        broadcaster = Broadcaster(store: shared.store, contexts: contexts, subscribers: subscriberCount)
         let all = contexts
-        core.loopContexts.withLock { $0 = all }
+        shared.loopContexts.withLock { $0 = all }
         for context in contexts { scheduleSweep(context) }
-        scheduleExpiryCheck(core, on: group.loops[0])
+        scheduleExpiryCheck(shared, on: group.loops[0])
         let contexts = contexts
         let acceptLoop = group.loops[0]
         let counter = Atomic<UInt64>(0)
-        let limits = core.limits
+        let limits = shared.limits
         acceptor = try acceptLoop.runAndWait { () throws(NetError) -> LoopBound<Acceptor?> in
             let acceptor = try Acceptor(
                 listener: listener, eventLoop: acceptLoop,
                 onError: { error in
-                    core.log(.error, "accept_failed", [("reason", error.message)], "accept failed: \(error.message)")
+                    shared.log(.error, "accept_failed", [("reason", error.message)], "accept failed: \(error.message)")
                 },
                 onAccept: { accepted in
                     let number = counter.add(1, ordering: .relaxed).newValue
-                    let open = core.connectionOpened()
+                    let open = shared.connectionOpened()
                     if open > limits.maxConnections + 1024 {
                         // Far over the limit: not even a TLS handshake.
-                        core.log(
+                        shared.log(
                             .warn, "close",
                             [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", "too many connections")],
                             "close conn=\(number) peer=\(accepted.peer) reason=\"too many connections\"")
                         accepted.socket.close()
-                        core.connectionClosed()
+                        shared.connectionClosed()
                         return
                     }
                     let engine: TLSEngine
                     do {
                         // The trust loaded last: a reload applies to every handshake that starts after it.
-                        engine = try TLSEngine(context: core.trust.context)
+                        engine = try TLSEngine(context: shared.trust.context)
                     } catch {
                         let reason = "TLS setup failed: \(error)"
-                        core.log(
+                        shared.log(
                             .error, "close", [("conn", "\(number)"), ("peer", "\(accepted.peer)"), ("reason", reason)],
                             "close conn=\(number) peer=\(accepted.peer) reason=\"\(reason)\"")
                         accepted.socket.close()
-                        core.connectionClosed()
+                        shared.connectionClosed()
                         return
                     }
                     let target = contexts[Int(number % UInt64(contexts.count))]
@@ -176,7 +117,7 @@ public final class MemoServer: Sendable {
                     target.eventLoop.execute {
                         ServerConnection(
                             number: number, socket: accepted.socket, peer: accepted.peer, tls: handoff.engine,
-                            server: core, context: target, rejected: rejected
+                            server: shared, context: target, rejected: rejected
                         ).start()
                     }
                 })
@@ -185,7 +126,7 @@ public final class MemoServer: Sendable {
     }
 
     /// How many connections are open.
-    public var connectionCount: Int { core.connectionCount }
+    public var connectionCount: Int { shared.connectionCount }
 
     /// Runs `work` every `interval` on the loop that accepts connections, for as long as the server runs: a
     /// heartbeat for a supervisor (systemd's watchdog) that stops when that loop stops turning.
@@ -194,13 +135,13 @@ public final class MemoServer: Sendable {
     }
 
     /// Whether the server serves now (`ready`, or why not: the store's reason, or shutting down).
-    public var readiness: StoreReadiness { core.readiness }
+    public var readiness: StoreReadiness { shared.readiness }
 
     /// The answer a `status` request gets now. Waits for every loop to answer: not for use on a loop's thread.
     public func status() -> StatusReport {
         let result = Mutex<StatusReport?>(nil)
         let done = DispatchSemaphore(value: 0)
-        core.gatherStatus { report in
+        shared.gatherStatus { report in
             result.withLock { $0 = report }
             done.signal()
         }
@@ -210,9 +151,9 @@ public final class MemoServer: Sendable {
 
     #if DEBUG
     /// Connection objects not yet freed, closed ones included (debug builds, for tests).
-    var connectionObjects: Int { core.connectionObjects.load(ordering: .relaxed) }
+    var connectionObjects: Int { shared.connectionObjects.load(ordering: .relaxed) }
     /// Connections whose TLS session still holds its keys (debug builds, for tests).
-    var sessionsHoldingKeys: Int { core.sessionsHoldingKeys.load(ordering: .relaxed) }
+    var sessionsHoldingKeys: Int { shared.sessionsHoldingKeys.load(ordering: .relaxed) }
     #endif
 
     /// Loads the certificate folder again (server.crt, server.key, ca.crt, ca.crl) and logs what it loaded:
@@ -223,17 +164,17 @@ public final class MemoServer: Sendable {
     public func reloadCertificates() -> Bool {
         let material: TrustMaterial
         do {
-            material = try core.trust.reload()
+            material = try shared.trust.reload()
         } catch {
-            core.log(
+            shared.log(
                 .error, "reload_failed", [("reason", "\(error)")],
                 "reload failed, keeping the certificates loaded before: \(error)")
             return false
         }
-        core.log(
-            .info, "certificates_reloaded", [("directory", core.trust.directory)],
-            "reloaded certificates from \(core.trust.directory): \(material.summary)")
-        for warning in material.expiryWarnings() { core.log(.warn, "certificate_expiry", warning) }
+        shared.log(
+            .info, "certificates_reloaded", [("directory", shared.trust.directory)],
+            "reloaded certificates from \(shared.trust.directory): \(material.summary)")
+        for warning in material.expiryWarnings() { shared.log(.warn, "certificate_expiry", warning) }
         guard !material.revoked.isEmpty else { return true }
         for context in contexts {
             context.eventLoop.execute {
@@ -253,7 +194,7 @@ public final class MemoServer: Sendable {
             return !stopped
         }
         guard first else { return }
-        core.shuttingDown.store(true, ordering: .relaxed)
+        shared.shuttingDown.store(true, ordering: .relaxed)
         let acceptor = acceptor
         acceptor.eventLoop.runAndWait {
             acceptor.value?.stop()
@@ -266,10 +207,10 @@ public final class MemoServer: Sendable {
                 }
             }
         }
-        if !core.waitForNoConnections(timeout: timeout) {
-            core.log(
-                .warn, "shutdown_timeout", [("connections", "\(core.connectionCount)")],
-                "shutdown: \(core.connectionCount) connections still open after \(timeout) s; closing them")
+        if !shared.waitForNoConnections(timeout: timeout) {
+            shared.log(
+                .warn, "shutdown_timeout", [("connections", "\(shared.connectionCount)")],
+                "shutdown: \(shared.connectionCount) connections still open after \(timeout) s; closing them")
         }
         broadcaster.stop()
         metrics?.stop()
@@ -294,10 +235,10 @@ private func scheduleRepeating(on loop: EventLoop, every interval: Duration, _ w
 
 /// Repeats the expiry warnings every 12 hours, so that a server that runs for months says so before its
 /// certificate lapses, not only when it starts or reloads.
-private func scheduleExpiryCheck(_ core: ServerCore, on loop: EventLoop) {
+private func scheduleExpiryCheck(_ shared: ServerShared, on loop: EventLoop) {
     _ = loop.schedule(after: .seconds(12 * 3600)) {
-        for warning in core.trust.current.expiryWarnings() { core.log(.warn, "certificate_expiry", warning) }
-        scheduleExpiryCheck(core, on: loop)
+        for warning in shared.trust.current.expiryWarnings() { shared.log(.warn, "certificate_expiry", warning) }
+        scheduleExpiryCheck(shared, on: loop)
     }
 }
 

@@ -7,7 +7,7 @@ import MemoTLS
 enum MetricsExposition {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-    static func text(_ snapshot: ServerSnapshot, core: ServerCore) -> String {
+    static func text(_ snapshot: ServerSnapshot, shared: ServerShared) -> String {
         var out = Writer()
         let counters = snapshot.counters
         let gauges = snapshot.gauges
@@ -32,9 +32,9 @@ enum MetricsExposition {
         out.family("memo_queued_bytes", "gauge", "Bytes queued for clients that their sockets have not taken.")
         out.sample("memo_queued_bytes", [:], Double(gauges.queuedBytes))
 
-        let store = core.store.storeStatus
+        let store = shared.store.storeStatus
         out.family("memo_head_revision", "gauge", "The store's current revision.")
-        out.sample("memo_head_revision", [:], Double(core.store.revision))
+        out.sample("memo_head_revision", [:], Double(shared.store.revision))
         out.family("memo_oldest_retained_revision", "gauge", "The oldest revision a subscription may resume after.")
         out.sample("memo_oldest_retained_revision", [:], Double(store.oldestRetained))
         out.family("memo_memos", "gauge", "Memos in the store.")
@@ -49,7 +49,7 @@ enum MetricsExposition {
                        Double(shared.databaseHead &- min(shared.databaseHead, shared.appliedRevision)))
         }
         out.family("memo_ready", "gauge", "1 when the server is ready (as /readyz), 0 when not.")
-        out.sample("memo_ready", [:], core.readiness.isReady ? 1 : 0)
+        out.sample("memo_ready", [:], shared.readiness.isReady ? 1 : 0)
 
         out.histogram("memo_request_duration_seconds",
                       "Writes: from handing them to the store to their answer.", counters.requestDuration)
@@ -64,7 +64,7 @@ enum MetricsExposition {
         for reason in CloseReason.allCases {
             out.sample("memo_connection_closes_total", ["reason": reason.name], Double(counters.closes[reason.rawValue]))
         }
-        let trust = core.trust.current
+        let trust = shared.trust.current
         out.family("memo_certificate_expiry_timestamp_seconds", "gauge",
                    "notAfter of the server's and the CA's certificate, Unix seconds.")
         out.sample("memo_certificate_expiry_timestamp_seconds", ["which": "server"], Double(trust.server.notAfter))

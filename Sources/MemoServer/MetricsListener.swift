@@ -25,7 +25,7 @@ final class MetricsListener: Sendable {
 
     /// Binds `address` and starts serving on a new loop.
     /// - Throws: `NetError` when the address cannot be parsed or bound.
-    init(address: String, core: ServerCore) throws(NetError) {
+    init(address: String, shared: ServerShared) throws(NetError) {
         let listener = try ListeningSocket.bind(try SocketAddress(parsing: address), backlog: 64)
         boundAddress = try listener.localAddress()
         let loop = try EventLoop.start(name: "memo-metrics")
@@ -37,7 +37,7 @@ final class MetricsListener: Sendable {
                 state.value.acceptor = try Acceptor(
                     listener: listener, eventLoop: loop,
                     onError: { error in
-                        core.log(
+                        shared.log(
                             .error, "metrics_accept_failed", [("reason", error.message)],
                             "metrics: accept failed: \(error.message)")
                     },
@@ -46,7 +46,7 @@ final class MetricsListener: Sendable {
                             accepted.socket.close()
                             return
                         }
-                        let connection = MetricsConnection(socket: accepted.socket, state: state, core: core)
+                        let connection = MetricsConnection(socket: accepted.socket, state: state, shared: shared)
                         connection.start()
                     })
             }
@@ -73,7 +73,7 @@ final class MetricsListener: Sendable {
 final class MetricsConnection: EventHandler {
     private let socket: TCPSocket
     private let state: LoopBound<MetricsListener.ListenerState>
-    private let core: ServerCore
+    private let shared: ServerShared
     private var loop: EventLoop { state.eventLoop }
     private var registration: Registration?
     private var deadline: TimerHandle?
@@ -85,10 +85,10 @@ final class MetricsConnection: EventHandler {
     private var finished = false
     private var closed = false
 
-    init(socket: TCPSocket, state: LoopBound<MetricsListener.ListenerState>, core: ServerCore) {
+    init(socket: TCPSocket, state: LoopBound<MetricsListener.ListenerState>, shared: ServerShared) {
         self.socket = socket
         self.state = state
-        self.core = core
+        self.shared = shared
     }
 
     func start() {
@@ -184,9 +184,9 @@ final class MetricsConnection: EventHandler {
             answering = true
             setInterest(.readable)
             let bound = LoopBound(self, eventLoop: loop)
-            let core = self.core
-            core.gatherSnapshot { snapshot in
-                let text = MetricsExposition.text(snapshot, core: core)
+            let shared = self.shared
+            shared.gatherSnapshot { snapshot in
+                let text = MetricsExposition.text(snapshot, shared: shared)
                 bound.eventLoop.execute {
                     bound.value.respond(200, text, contentType: MetricsExposition.contentType)
                 }
@@ -194,7 +194,7 @@ final class MetricsConnection: EventHandler {
         case "/healthz":
             respond(200, "ok\n")
         case "/readyz":
-            switch core.readiness {
+            switch shared.readiness {
             case .ready: respond(200, "ready\n")
             case .notReady(let reason): respond(503, "not ready: \(reason)\n")
             }

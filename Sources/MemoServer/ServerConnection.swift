@@ -23,7 +23,7 @@ final class ServerConnection: EventHandler {
     /// The transport's engine, held here too: a `let`, so a call on it needs no retain, where one through the
     /// `var transport` would (the transport could be replaced during the call). The hot paths call it per request.
     let tls: TLSEngine
-    let server: ServerCore
+    let server: ServerShared
     let context: LoopBound<LoopContext>
     var loop: EventLoop { context.eventLoop }
     var registration: Registration?
@@ -48,7 +48,7 @@ final class ServerConnection: EventHandler {
 
     /// - Parameter rejected: accepted over the connection limit: told so once TLS is up, then closed.
     init(
-        number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerCore,
+        number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerShared,
         context: LoopBound<LoopContext>, rejected: Bool
     ) {
         self.number = number

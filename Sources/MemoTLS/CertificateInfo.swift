@@ -32,7 +32,7 @@ public struct CertificateInfo: Sendable, Hashable {
         self.init(try Certificate.load(path: path))
     }
 
-    init(_ certificate: Certificate) {
+    package init(_ certificate: Certificate) {
         let raw = certificate.pointer
         let subject = EstablishedSession.subject(X509_get_subject_name(raw), nid: NID_commonName)
         commonName = subject.last ?? ""
@@ -96,14 +96,6 @@ public enum CertificateSerial {
         guard let text = BN_bn2hex(number) else { return nil }
         defer { CMemoSSL_free(text) }
         return normalized(String(cString: text))
-    }
-
-    /// A new ASN1_INTEGER holding the hex `serial` (already normalised); the caller frees it.
-    static func integer(_ serial: String) -> UnsafeMutablePointer<ASN1_INTEGER>? {
-        var number: OpaquePointer?
-        guard BN_hex2bn(&number, serial) > 0, let number else { return nil }
-        defer { BN_free(number) }
-        return BN_to_ASN1_INTEGER(number, nil)
     }
 }
 

@@ -1,4 +1,7 @@
 internal import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A TLS protocol version.
 public enum TLSVersion: Sendable, Hashable, CaseIterable {
@@ -220,7 +223,8 @@ public final class TLSContext: @unchecked Sendable {
         + "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
     private static func requireFile(_ path: String, _ operation: String) throws(TLSError) {
-        guard CertificateFiles.exists(path) else {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
             throw TLSError(kind: .fileSystem, operation: operation, detail: "\(path): no such file")
         }
     }

@@ -92,7 +92,7 @@ public final class TLSEngine: @unchecked Sendable {
         SSL_set_connect_state(ssl)
         guard let serverName else { return }
         TLSError.clearQueue()
-        if CertificateAuthority.isIPAddress(serverName) {
+        if ServerName.isIPAddress(serverName) {
             guard X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName) == 1 else {
                 throw TLSError.openSSL(operation, kind: .invalidArgument, detail: "server address \(serverName)")
             }

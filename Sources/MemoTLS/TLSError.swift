@@ -119,7 +119,7 @@ struct OpenSSLErrorEntry {
 
 extension TLSError {
     /// Empties this thread's OpenSSL error queue; call right before an OpenSSL call whose failure we report.
-    static func clearQueue() {
+    package static func clearQueue() {
         ERR_clear_error()
     }
 
@@ -143,7 +143,7 @@ extension TLSError {
     }
 
     /// An error for a failed OpenSSL call outside a session, with the queue's reasons.
-    static func openSSL(_ operation: String, kind: Kind = .openSSL, detail: String? = nil) -> TLSError {
+    package static func openSSL(_ operation: String, kind: Kind = .openSSL, detail: String? = nil) -> TLSError {
         TLSError(kind: kind, operation: operation, detail: detail, reasons: drainQueue().map(\.text))
     }
 

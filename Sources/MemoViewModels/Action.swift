@@ -6,7 +6,8 @@ public enum ActionError: Error, Sendable, Equatable {
     case notEnabled
 }
 
-/// The seeds' `Action`: an input starts async work; its result, whether it is running, and its errors are subjects.
+/// A user action as a value: an input starts async work; its result, whether it is running, and its errors are
+/// subjects.
 ///
 /// One input runs at a time: executing while busy fails with `ActionError.notEnabled` (as RxSwift's Action does),
 /// so that a key pressed twice does not save twice. Front-end state (`@FrontEnd`): the work itself runs wherever

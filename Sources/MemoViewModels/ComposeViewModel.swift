@@ -60,7 +60,7 @@ public enum ComposeEvent: Sendable, Hashable {
     case finished(saved: Memo?)
 }
 
-/// The seeds' compose scene: a multi-line editor, save with a revision check, and the conflict choice.
+/// The compose scene's model: a multi-line editor, save with a revision check, and the conflict choice.
 ///
 /// A save never holds up the keys: Ctrl-S starts the store's write as a child task and returns; the scene shows
 /// `saving…` and goes on editing. A save with no answer within `saveTimeout` says so and offers to retry (wait

@@ -5,7 +5,7 @@ import MemoCore
 public struct DetailState: Sendable, Hashable {
     /// The memo as the store last sent it; nil before it was seen.
     public var memo: Memo?
-    /// The seeds' `contents`: the memo's text, then its insert date, then its revision and update date.
+    /// What the scene shows, line by line: the memo's text, then its insert date, then its revision and update date.
     public var contents: [String] = []
     /// True once the memo is no longer in the store.
     public var isGone = false
@@ -32,7 +32,7 @@ public enum DetailEvent: Sendable, Hashable {
     case copy(String)
 }
 
-/// The seeds' `MemoDetailViewModel`, live: an edit by anyone shows at once, a delete elsewhere is reported.
+/// The detail scene's model, live: an edit by anyone shows at once, a delete elsewhere is reported.
 @FrontEnd
 public final class DetailViewModel {
     public let memoID: UUID

@@ -45,7 +45,7 @@ public enum ListEvent: Sendable, Hashable {
     case quit
 }
 
-/// The seeds' `MemoListViewModel`: the live list, its selection and filter, and delete with confirmation.
+/// The list scene's model: the live list, its selection and filter, and delete with confirmation.
 ///
 /// The store's list arrives as position edits (`watchList`): one remote change costs O(log N) searches plus one
 /// chunk's move (`ChunkedArray`), not a rebuild of the list and of the filter's result.

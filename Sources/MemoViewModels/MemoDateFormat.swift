@@ -1,8 +1,8 @@
 import Foundation
 
-/// How the detail scene prints dates: the seeds' `DateFormatter` with medium date and time styles.
+/// How the detail scene prints dates: a `DateFormatter` with medium date and time styles in the user's locale.
 ///
-/// With `ko_KR` Foundation on Linux prints `2026. 11. 30. 오전 3:26:13`, as the seeds' iOS app did.
+/// With `ko_KR` Foundation on Linux prints `2026. 11. 30. 오전 3:26:13`.
 public struct MemoDateFormat: Sendable, Hashable {
     public var locale: Locale
     public var timeZone: TimeZone

@@ -19,8 +19,8 @@ public enum SceneModel: Sendable {
     }
 }
 
-/// The seeds' `SceneCoordinator`: keeps the scene stack and a view model per scene, and turns what the view
-/// models ask for into transitions.
+/// The navigation: keeps the scene stack and a view model per scene, and turns what the view models ask for into
+/// transitions.
 ///
 /// Front-end state (`@FrontEnd`): requests come from the view models and from the store's deliveries hopped onto
 /// the front end's loop, never from another thread. They are handled one at a time, in order: a request made

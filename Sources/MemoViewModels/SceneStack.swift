@@ -10,7 +10,7 @@ public enum Scene: Sendable, Hashable {
     case notSaved
 }
 
-/// How a scene comes on screen or goes away (the seeds' `TransitionStyle` plus the ways back).
+/// How a scene comes on screen (as the root, pushed or modal) or goes away (popped or dismissed).
 public enum Transition: Sendable, Hashable {
     /// Replaces everything with this scene.
     case root(Scene)
@@ -32,8 +32,8 @@ public enum NavigationError: Error, Sendable, Hashable {
     case noModalToDismiss
 }
 
-/// The scenes from the root up to the one on screen. The seeds' bug was to track a container (the navigation
-/// controller) instead of the scene shown; here the scene shown is always the last entry, modal or not.
+/// The scenes from the root up to the one on screen. It records the scenes themselves, not the containers they
+/// sit in, so the scene shown is always the last entry, modal or not.
 public struct SceneStack: Sendable, Hashable {
     public enum Presentation: Sendable, Hashable {
         case root, push, modal

@@ -69,7 +69,7 @@ struct LargeStoreBench {
     private func fill(_ path: String) throws -> Double? {
         let store = try SQLiteStore(path: path)
         defer { store.close() }
-        var missing = memos - (try store.core.read { $0.count })
+        var missing = memos - (try store.storeState.read { $0.count })
         guard missing > 0 else { return nil }
         let clock = ContinuousClock()
         let started = clock.now

@@ -3,7 +3,6 @@ import MemoCLI
 import MemoClient
 import MemoClientCLI
 import MemoNet
-import MemoSQLite
 import MemoSystem
 import MemoTLS
 import MemoTUI
@@ -77,7 +76,9 @@ func runMain(_ invocation: Invocation) async -> Int32 {
     case .version:
         return printChecked(MemoRelease.versionText(
             program: "memo-client",
-            libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)]))
+            // No SQLite line: the client keeps no database, and linking SQLite only to name its version would not
+            // be worth it.
+            libraries: [("OpenSSL", TLSLibrary.version)]))
     case .completion(let shell):
         return printChecked(ClientCommandTable.table.completionScript(shell: shell))
     case .completionIDs(let server):

@@ -1,5 +1,6 @@
 import Foundation
 import MemoCLI
+import MemoPKI
 import MemoTLS
 
 /// `memo-server certs init|client|server|revoke|list`.

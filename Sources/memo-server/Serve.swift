@@ -3,6 +3,7 @@ import Foundation
 import MemoCLI
 import MemoCore
 import MemoNet
+import MemoPKI
 import MemoPostgres
 import MemoServer
 import MemoSQLite

@@ -2,6 +2,7 @@ import Foundation
 import MemoCLI
 import MemoCore
 import MemoNet
+import MemoPKI
 import MemoProbe
 import MemoTLS
 import MemoWire

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCLI
 import MemoNet
+import MemoPKI
 import MemoProbe
 import MemoTLS
 import MemoWire

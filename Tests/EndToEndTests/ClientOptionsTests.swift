@@ -57,12 +57,16 @@ struct ClientOptionsTests {
             let version = try runTool(tool, ["--version"], environment: cleanEnvironment())
             #expect(version.status == 0)
             let lines = version.out.split(separator: "\n")
-            #expect(lines.count == 4, "\(version.out)")
+            let linksSQLite = tool != "memo-client"
+            #expect(lines.count == (linksSQLite ? 4 : 3), "\(version.out)")
             #expect(lines.first?.hasPrefix("\(tool) ") == true)
             #expect(lines.dropFirst().first == "protocol \(WireProtocol.version)")
             #expect(lines.contains { $0.hasPrefix("OpenSSL 3") })
-            #expect(lines.contains { $0.hasPrefix("SQLite 3") })
+            #expect(lines.contains { $0.hasPrefix("SQLite 3") } == linksSQLite, "\(version.out)")
         }
+        // The client keeps no database: its binary does not ask the dynamic linker for SQLite.
+        let client = try Data(contentsOf: URL(fileURLWithPath: builtExecutable("memo-client")))
+        #expect(client.range(of: Data("libsqlite3.so".utf8)) == nil)
 
         let whole = try runTool("memo-client", ["--help"], environment: cleanEnvironment()).out
         #expect(whole.contains("Commands:") && whole.contains("-- ends the options"))

@@ -1,5 +1,6 @@
 import Foundation
 import MemoNet
+import MemoPKI
 import MemoTestSupport
 import MemoTLS
 import Testing

@@ -51,7 +51,9 @@ struct CompletionTabTests {
     }
 
     /// zsh runs the same function through bashcompinit: a Tab there completes the ids of the --server given too.
-    @Test func tabInZshCompletesTheIDsOfTheServerGiven() throws {
+    /// Skipped when zsh is not installed, except in CI (CI=true), where a missing zsh fails it.
+    @Test(.enabled(if: InteropTools.runnable("zsh"), "zsh is not installed (apt-get install zsh)"))
+    func tabInZshCompletesTheIDsOfTheServerGiven() throws {
         let cache = try TemporaryDirectory()
         try MirrorCache.save(
             revision: 1,

@@ -3,6 +3,7 @@ import Glibc
 import MemoClient
 import MemoClientCLI
 import MemoCore
+import MemoPKI
 import MemoTestSupport
 import MemoTLS
 import MemoTUI

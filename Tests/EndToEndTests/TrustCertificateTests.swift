@@ -1,4 +1,5 @@
 import Foundation
+import MemoPKI
 import MemoTestSupport
 import MemoTLS
 import Testing

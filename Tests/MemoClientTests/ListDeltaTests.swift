@@ -6,7 +6,7 @@ import MemoTestSupport
 import Testing
 
 /// Position edits (`ListDelta`) applied to a plain array give the same list as rebuilding it whole, for the
-/// stores' list (StoreCore) and the client's mirror with its pending writes, on random operation sequences.
+/// stores' list (StoreState) and the client's mirror with its pending writes, on random operation sequences.
 @Suite("List position edits: applying them equals rebuilding the list")
 struct ListDeltaTests {
     /// Applies `delta` to `list` the way a watcher must: a reset replaces, edits go in order at their positions.

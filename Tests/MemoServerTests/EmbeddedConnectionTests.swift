@@ -23,7 +23,7 @@ final class EmbeddedConnection {
          rejected: Bool = false) throws {
         loop = try EventLoop.embedded()
         let trust = try TrustStore(directory: fixture.directory, settings: TLSConfiguration(role: .server))
-        let server = ServerCore(store: store, limits: limits, serverName: "embedded", log: .silent, trust: trust)
+        let server = ServerShared(store: store, limits: limits, serverName: "embedded", log: .silent, trust: trust)
         _ = server.connectionOpened()
         let (socket, peer) = TCPSocket.embedded()
         self.peer = peer

@@ -39,7 +39,7 @@ struct ListPageProtocolTests {
         defer { server.stop() }
         let big = String(repeating: "가", count: 600)  // 1,800 bytes: two per chunk of a 4 KiB frame
         for index in 0..<10 {
-            _ = store.core.planAndApply([.create(id: UUID(), content: "\(index) \(big)", insertMicros: nil)],
+            _ = store.storeState.planAndApply([.create(id: UUID(), content: "\(index) \(big)", insertMicros: nil)],
                                         nowMicros: 1_700_000_000_000_000)
         }
         let client = try server.connect(hello: false)

@@ -159,7 +159,9 @@ struct StatusMetricsTests {
         // A subscriber that never reads its snapshot (more than the socket buffers hold) keeps the shutdown
         // waiting for its closing deadline, about 5 seconds.
         let big = String(repeating: "가", count: 20_000)
-        for _ in 0..<300 { _ = store.core.planAndApply([.create(id: UUID(), content: big, insertMicros: nil)], nowMicros: 1) }
+        for _ in 0..<300 {
+            _ = store.storeState.planAndApply([.create(id: UUID(), content: big, insertMicros: nil)], nowMicros: 1)
+        }
         let stalled = try server.connect()
         _ = try stalled.send(.subscribe(after: nil))
         #expect(eventually { server.server.status()["queued.bytes"].map { $0 != .integer(0) } ?? false })

@@ -1,3 +1,4 @@
+import MemoPKI
 @testable import MemoTLS
 import MemoTestSupport
 import Testing

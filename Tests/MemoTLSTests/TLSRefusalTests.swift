@@ -1,3 +1,4 @@
+import MemoPKI
 import MemoTestSupport
 import MemoTLS
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCore
 import MemoNet
+import MemoPKI
 import MemoProbe
 import MemoServer
 import MemoTLS

@@ -1,4 +1,5 @@
 import Foundation
+import MemoPKI
 import MemoTLS
 import Testing
 

@@ -2,8 +2,7 @@ import MemoCore
 import MemoText
 import MemoViewModels
 
-/// The detail scene: the memo wrapped to the width, then its insert date (the seeds' two cells), its revision and
-/// update date.
+/// The detail scene: the memo wrapped to the width, then its insert date, its revision and update date.
 public enum DetailView {
     /// The lines the memo takes at `width`: its text, a blank line, the date, the revision and update date (or,
     /// while a write of it waits for the server, `pendingNote` in place of a revision that is about to change).

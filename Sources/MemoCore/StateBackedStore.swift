@@ -1,27 +1,27 @@
 import Foundation
 
-/// A store whose reads and change feed are those of its `StoreCore`: the memory store and the SQLite store differ
+/// A store whose reads and change feed are those of its `StoreState`: the memory store and the SQLite store differ
 /// only in how a write becomes durable, so everything else is written here once.
-public protocol CoreBackedStore: ServingStore {
-    var core: StoreCore { get }
+public protocol StateBackedStore: ServingStore {
+    var storeState: StoreState { get }
 }
 
-extension CoreBackedStore {
+extension StateBackedStore {
     public func get(id: UUID) async throws -> Memo {
-        try core.memo(id)
+        try storeState.memo(id)
     }
 
     public func memo(_ id: UUID) throws(MemoError) -> Memo {
-        try core.memo(id)
+        try storeState.memo(id)
     }
 
     public func memoList() -> Subject<[Memo]> {
-        core.memoList()
+        storeState.memoList()
     }
 
     public func contains(id: UUID) -> Bool {
         do {
-            _ = try core.memo(id)
+            _ = try storeState.memo(id)
             return true
         } catch {
             // Not found, or the store is closed: either way the list does not show it.
@@ -30,28 +30,28 @@ extension CoreBackedStore {
     }
 
     public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
-        core.watchList(handler)
+        storeState.watchList(handler)
     }
 
-    public var revision: UInt64 { core.revision }
+    public var revision: UInt64 { storeState.revision }
 
     public func watch(from start: WatchStart, _ handler: @escaping @Sendable (WatchEvent) -> Void) -> Subscription {
-        core.watch(from: start, handler)
+        storeState.watch(from: start, handler)
     }
 
     public func snapshot() -> (revision: UInt64, memos: [Memo]) {
-        core.snapshot()
+        storeState.snapshot()
     }
 
     public func page(after cursor: ListCursor?, limit: Int) -> ListPage {
-        core.page(after: cursor, limit: limit)
+        storeState.page(after: cursor, limit: limit)
     }
 
     public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
-        try core.changes(after: revision)
+        try storeState.changes(after: revision)
     }
 
     public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
-        core.observeChanges(handler)
+        storeState.observeChanges(handler)
     }
 }

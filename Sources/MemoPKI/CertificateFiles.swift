@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import MemoSystem
+import MemoTLS
 
 /// File-system helpers for certificate and key files: create-only writes with a fixed mode.
 enum CertificateFiles {

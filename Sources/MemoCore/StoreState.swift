@@ -6,7 +6,7 @@ import Synchronization
 /// A store plans writes against the table, makes them durable its own way, then applies them here. Applying
 /// queues each change for every watcher under the same lock that orders revisions, and delivers after the lock
 /// is released, so watchers see changes in revision order and a handler may call back into the store.
-public final class StoreCore: Sendable {
+public final class StoreState: Sendable {
     private struct Inner {
         var table: MemoTable
         var history: ChangeHistory

@@ -2,6 +2,7 @@ internal import COpenSSL
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemoTLS
 
 /// When a new certificate is valid, as offsets in seconds from the moment it is made.
 public struct CertificateValidity: Sendable, Hashable {
@@ -30,29 +31,6 @@ public struct CertificateValidity: Sendable, Hashable {
     public static let expired = CertificateValidity(notBeforeOffset: -2 * 86_400, notAfterOffset: -86_400)
     /// Valid only from tomorrow (for tests).
     public static let notYetValid = CertificateValidity(notBeforeOffset: 86_400, notAfterOffset: 2 * 86_400)
-}
-
-/// The access a client certificate grants.
-///
-/// The role travels inside the certificate: the subject's organizationalUnitName (OU) is
-/// "memo-role=read-only" or "memo-role=read-write". The server trusts it because only the CA can sign it.
-public enum CertificateRole: String, Sendable, Hashable {
-    case readOnly = "read-only"
-    case readWrite = "read-write"
-    /// The certificate carries no memo role (a server certificate, or one made elsewhere).
-    case unknown
-
-    /// The OU value that carries this role.
-    var organizationalUnit: String { "memo-role=\(rawValue)" }
-
-    /// The role named by an OU value, or nil when the OU is not a memo role.
-    init?(organizationalUnit: String) {
-        switch organizationalUnit {
-        case CertificateRole.readOnly.organizationalUnit: self = .readOnly
-        case CertificateRole.readWrite.organizationalUnit: self = .readWrite
-        default: return nil
-        }
-    }
 }
 
 /// The files written by `CertificateAuthority.initialize`.
@@ -237,7 +215,7 @@ public enum CertificateAuthority {
 
     /// "IP:addr" when `host` parses as an IPv4 or IPv6 address, else "DNS:host" after checking its characters.
     static func subjectAltName(for host: String) throws(TLSError) -> String {
-        if isIPAddress(host) { return "IP:" + host }
+        if ServerName.isIPAddress(host) { return "IP:" + host }
         let labelsOK = host.split(separator: ".", omittingEmptySubsequences: false).enumerated().allSatisfy {
             index, label in
             if index == 0, label == "*" { return true }
@@ -254,11 +232,5 @@ public enum CertificateAuthority {
                 detail: "\"\(host)\" is neither an IP address nor a DNS name")
         }
         return "DNS:" + host
-    }
-
-    /// Whether `host` is an IPv4 or IPv6 literal.
-    static func isIPAddress(_ host: String) -> Bool {
-        var buffer = in6_addr()
-        return inet_pton(AF_INET, host, &buffer) == 1 || inet_pton(AF_INET6, host, &buffer) == 1
     }
 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import MemoPKI
 import MemoTestSupport
 import MemoTLS
 import Testing

@@ -44,7 +44,7 @@ private final class SnapshotGathering: Sendable {
     }
 }
 
-extension ServerCore {
+extension ServerShared {
     /// Whether the server serves now: not while it shuts down, and not while its store says it cannot.
     var readiness: StoreReadiness {
         if shuttingDown.load(ordering: .relaxed) { return .notReady("shutting down") }

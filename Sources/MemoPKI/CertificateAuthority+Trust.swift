@@ -1,3 +1,5 @@
+import MemoTLS
+
 /// A server certificate written by `CertificateAuthority.issueServer`.
 public struct IssuedServerCertificate: Sendable, Hashable {
     public let certificatePath: String

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import MemoTLS
 
 /// The record of every certificate a memo CA issued, kept beside it as `ca.index`: what `certs list` shows
 /// and what `certs revoke NAME` looks names up in.
