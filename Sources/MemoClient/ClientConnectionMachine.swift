@@ -50,7 +50,7 @@ struct ClientConnectionMachine {
         case answer([Frame])
     }
 
-    /// The connection as the request table sees it when an event reaches it.
+    /// The connection as the request table is told of it: ready or not, its attempt, its welcome.
     struct Link {
         /// Welcomed, and the server has not said going-away: requests may be sent.
         var isReady: Bool
