@@ -78,8 +78,8 @@ final class ClientCore: @unchecked Sendable {
         table = RequestTable(configuration: configuration)
     }
 
-    /// Feeds one event to the machine and runs what it answers; an event that comes while that runs waits its
-    /// turn, so the machine always sees events one at a time and in order.
+    /// Feeds one event to the machines and runs what they answer; an event that comes while that runs waits its
+    /// turn, so the machines always see events one at a time and in order.
     private func handle(_ event: @escaping Event) {
         queued.append(event)
         guard !running else { return }
