@@ -118,6 +118,11 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         do throws(NetError) {
             // At most 4 MiB per wake-up; level-triggered epoll reports the rest.
             readEnd = try transport.read(from: socket, through: readBuffer, budget: 4 << 20)
+            // The transport's read stops at a short read. One more sees an end of stream right behind the last
+            // bytes (a server that answers, then goes), so that the end is taken in this wake-up, before any work
+            // queued meanwhile (a request to send) runs on a connection already gone: the read that says EAGAIN,
+            // which the client has always made.
+            if readEnd == .drained { readEnd = try transport.read(from: socket, through: readBuffer, budget: 4 << 20) }
         } catch {
             readError = error
         }
@@ -147,10 +152,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
 
     func hangup() {
         guard phase != .closed else { return }
-        // Read what is left: an alert or a going-away may explain the hang-up. A read stops at its first short
-        // read, so the second is the one that sees the end of stream (or the reset) behind the last bytes.
+        // Read what is left: an alert or a going-away may explain the hang-up.
         readable()
-        if phase != .closed { readable() }
         if phase != .closed { end(.hangUp) }
     }
 

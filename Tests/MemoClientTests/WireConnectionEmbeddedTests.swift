@@ -203,6 +203,25 @@ final class EmbeddedWire {
         }
     }
 
+    @Test func anEndOfStreamRightBehindTheLastFramesIsTakenInTheSameWakeUp() throws {
+        try withTemporaryDirectory { directory in
+            let wire = try EmbeddedWire(fixture: try TLSFixture(directory: directory))
+            try wire.handshake()
+            try wire.server.writePlaintext(Message.pong(nonce: 1).frame(requestID: 8))
+            var bytes: [UInt8] = []
+            wire.server.takeOutbound(into: &bytes)
+            wire.peer.write(bytes)
+            wire.peer.end()
+            // One readable event, as epoll reports it: the frame and the end both, before any other work runs.
+            wire.connection.readable()
+            #expect(wire.delivered.map(\.requestID) == [8])
+            guard case .endOfStream = try #require(wire.ends.first) else {
+                Issue.record("ended as \(wire.ends), not end of stream")
+                return
+            }
+        }
+    }
+
     @Test func aFrameOverTheReceiveLimitEndsTheConnectionAsABadFrame() throws {
         try withTemporaryDirectory { directory in
             let wire = try EmbeddedWire(fixture: try TLSFixture(directory: directory))
