@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Server instructions per fan-out delivery and per in-memory create (c50 P16), counted by callgrind. The counts are
-# deterministic, so a change to the hot paths can be judged without a quiet machine (the table's timings move by
-# 10% between runs). Each figure is the difference between two runs of different lengths, so that start-up and the
-# TLS handshakes cancel out, divided by the extra deliveries or creates. The server runs with one loop.
+# Server instructions per fan-out delivery and per in-memory create (c50 P16), counted by callgrind, and the
+# client's side: memo-client's CPU time per imported memo (64 creates in flight through its connection machine,
+# request table and WireConnection; timed, not counted: see client_cpu below). The counts are deterministic, so a
+# change to the hot paths can be judged without a quiet machine (the table's timings move by 10% between runs).
+# Each figure is the difference between two runs of different lengths, so that start-up and the TLS handshakes
+# cancel out, divided by the extra deliveries, creates or imported memos. The server runs with one loop.
 #
-#   bench/instructions.sh                      both figures (about a minute; needs valgrind)
+#   bench/instructions.sh                      the three figures (a few minutes; needs valgrind)
+#   FIGURES=server bench/instructions.sh       only the server's two (FIGURES=client: only memo-client's)
 #   SERVER=/path/to/memo-server bench/instructions.sh   another build's server, measured by this build's memo-bench
+#   CLIENT=/path/to/memo-client bench/instructions.sh   another build's memo-client, against this build's server
 #   SERVER_ARGS="--metrics 0" bench/instructions.sh     the server with more options (here: metrics on)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +19,8 @@ command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null \
 swift build -c release >&2
 BIN=.build/release
 SERVER=${SERVER:-$BIN/memo-server}
+CLIENT=${CLIENT:-$BIN/memo-client}
+FIGURES=${FIGURES:-all}
 
 source bench/common.sh
 bench_workdir memo-instructions
@@ -42,9 +48,46 @@ counted() {
     callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
 }
 
-short=$(counted fanout --subscribers 50 --changes 100 --rate 50)
-long=$(counted fanout --subscribers 50 --changes 500 --rate 50)
-echo "fan-out: $(( (long - short) / (50 * 400) )) server instructions per delivery (50 subscribers, 400 changes)"
-short=$(counted --clients 50 --pipeline 16 --requests 50000 --op create --json)
-long=$(counted --clients 50 --pipeline 16 --requests 150000 --op create --json)
-echo "in-memory create c50 P16: $(( (long - short) / 100000 )) server instructions per create"
+if [ "$FIGURES" != client ]; then
+    short=$(counted fanout --subscribers 50 --changes 100 --rate 50)
+    long=$(counted fanout --subscribers 50 --changes 500 --rate 50)
+    echo "fan-out: $(( (long - short) / (50 * 400) )) server instructions per delivery (50 subscribers, 400 changes)"
+    short=$(counted --clients 50 --pipeline 16 --requests 50000 --op create --json)
+    long=$(counted --clients 50 --pipeline 16 --requests 150000 --op create --json)
+    echo "in-memory create c50 P16: $(( (long - short) / 100000 )) server instructions per create"
+fi
+
+# memo-client's CPU time (user and system), start to stop, importing $1 new memos (ids from $2 on, the same in
+# every run) into an in-memory server. CPU time, not instructions: valgrind (3.19) stops with an internal error on
+# Swift programs with an async main, whose main thread parks in libdispatch's sigsuspend (memo-client, memo-bench),
+# so the client's side is timed; each figure is the median of five runs.
+client_cpu() {
+    python3 - "$CLIENT" "$MEMO_ADDR" "$CERTS" "$WORK" "$1" "$2" <<'PY'
+import os, resource, subprocess, sys, uuid
+client, address, certs, work, count, base = sys.argv[1:4] + [sys.argv[4], int(sys.argv[5]), int(sys.argv[6])]
+line = '{"id":"%s","content":"imported memo %d","insertDate":"2026-01-01T00:00:00Z",' \
+    '"updateDate":"2026-01-01T00:00:00Z","revision":1}\n'
+env = dict(os.environ, MEMO_EXPIRY_WARNING="0")
+times = []
+for run in range(5):
+    path = os.path.join(work, "import-%d-%d.jsonl" % (count, run))
+    start = base + run * count
+    with open(path, "w") as f:
+        for i in range(start, start + count):
+            f.write(line % (uuid.UUID(int=i * 0x9E3779B97F4A7C15F39CC0605CEDC835 % 2**128), i))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([client, "--server", address, "--certs", certs, "import", "--quiet", path], env=env, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    times.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+print(int(sorted(times)[2] * 1e6))
+PY
+}
+
+if [ "$FIGURES" != server ]; then
+    start_memo memory
+    short=$(client_cpu 2000 0)
+    long=$(client_cpu 20000 10000000)
+    stop_pid "$MEMO_PID"
+    echo "memo-client import: $(awk "BEGIN { printf \"%.2f\", ($long - $short) / 18000 }") µs of client CPU per" \
+        "imported memo (18,000 memos)"
+fi

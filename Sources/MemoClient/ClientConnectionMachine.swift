@@ -3,9 +3,10 @@ import MemoTLS
 import MemoWire
 
 /// The client connection's lifecycle as a value: one connection at a time (connecting, handshaking, awaiting
-/// the welcome, ready, going away), the attempts and their backoff, failover across addresses, the requests
-/// waiting for an answer (which are resent on the next connection and which never are) and the subscriptions
-/// restarted on every connection from where their owner says.
+/// the welcome, ready, going away), the attempts and their backoff, failover across addresses, and the keepalive
+/// that finds a server that stopped answering. The requests and subscriptions are `RequestTable`'s: this machine
+/// tells it of the connection's changes (`.requests` actions), and it asks this machine to close a connection
+/// whose server broke the conversation (`close(as:polite:now:)`); `ClientCore` composes the two.
 ///
 /// Its methods take an event with the time it happened and return what to do; `ClientCore` and
 /// `WireConnection` only do it. Nothing here touches a socket, a clock or a timer, so every transition is
@@ -33,6 +34,36 @@ struct ClientConnectionMachine {
         case keepalive(attempt: Int)
     }
 
+    /// What the request table is told, in order with the other actions.
+    enum TableEvent {
+        /// The connection is welcomed and ready: start the subscriptions, send the waiting requests.
+        case ready
+        /// The connection is over: nothing is on the wire any more (requests are resent on the next one).
+        case lost
+        /// Fail every waiting request with this error (a sent write as outcome-unknown).
+        case failAll(any Error)
+        /// The client closes for good: fail every request (`ClientError.closed`), forget the subscriptions.
+        case close
+        /// Send a keepalive ping, with an id no request in flight has.
+        case ping
+        /// The frames of one read after the welcome (going-away taken out): answers and subscription events.
+        case answer([Frame])
+    }
+
+    /// The connection as the request table is told of it: ready or not, its attempt, its welcome.
+    struct Link {
+        /// Welcomed, and the server has not said going-away: requests may be sent.
+        var isReady: Bool
+        /// A connection is under way or open (not between attempts, not closed).
+        var isConnected: Bool
+        /// The current attempt's number, which requests sent on it carry.
+        var attempt: Int
+        var welcome: Welcome?
+        /// Why the last attempt failed, for requests that time out while not connected.
+        var lastFailure: ConnectionEnd?
+        var closed: Bool
+    }
+
     enum Action {
         /// Open a connection to this address (`host:port`); its events come back to the machine with `attempt`,
         /// so that a late event of an earlier connection is told apart. The I/O side reports an address or TLS
@@ -40,19 +71,14 @@ struct ClientConnectionMachine {
         case connect(server: String, attempt: Int)
         /// Write one frame's bytes on the current connection.
         case send([UInt8])
-        /// Send `subscribe` with this id for subscription `token`, from where its owner says once every earlier
-        /// action has run (a delivered history-gone has reset it to a snapshot; a lost connection resumes after
-        /// the last revision applied).
-        case subscribe(token: Int, requestID: UInt32)
         /// Close the current connection without reporting its end (the machine has already taken it): with
         /// close_notify when `polite` and the handshake is done.
         case closeConnection(polite: Bool)
         case schedule(Deadline, after: Duration)
         case cancel(Deadline)
-        /// The request's answer (or failure), and how many times it was sent.
-        case complete(UInt32, Result<Reply, any Error>, attempts: Int)
-        /// The events of one read for one subscription, in order.
-        case deliver(token: Int, [SubscriptionEvent])
+        /// Tell the request table (`RequestTable.handle`), with the connection as it was when this was decided
+        /// (a welcome and a going-away in one read: the requests go out between the two, as they would have).
+        case requests(TableEvent, Link)
         case reportState(ConnectionState)
         /// Attempts since the connection was last live (0 while live).
         case reportAttempts(Int)
@@ -61,21 +87,6 @@ struct ClientConnectionMachine {
         case welcomed(Welcome)
         /// The outcome of the first connection, for a caller waiting on it (nil: live).
         case firstOutcome(ConnectionEnd?)
-    }
-
-    struct PendingRequest {
-        let message: Message
-        let frame: [UInt8]
-        let timeout: Duration
-        var attempts = 0
-        /// The attempt whose connection carried it; nil when it is still to be sent.
-        var sentOn: Int?
-        var chunks: [Memo] = []
-    }
-
-    struct Subscription {
-        /// The id of its current run on the server; nil while not running.
-        var requestID: UInt32?
     }
 
     /// The request id of `hello`; no other request is sent before `welcome` answers it.
@@ -91,7 +102,7 @@ struct ClientConnectionMachine {
     private(set) var phase = Phase.idle
     /// The server sent `going-away` with this code: nothing new may be sent, but answers still come until it
     /// closes.
-    var goingAwayCode: ErrorCode?
+    private(set) var goingAwayCode: ErrorCode?
     var goingAway: Bool { goingAwayCode != nil }
     private(set) var closed = false
     /// Counts attempts ever made; the current connection's number, which its deadlines and requests carry.
@@ -116,14 +127,10 @@ struct ClientConnectionMachine {
     private(set) var welcome: Welcome?
     /// When the current connection last delivered a frame (or was welcomed): any frame is a sign of life, so a
     /// busy connection is never pinged.
-    var lastHeard: ContinuousClock.Instant?
+    private(set) var lastHeard: ContinuousClock.Instant?
     /// When the keepalive ping still unanswered went out; nil when none is.
     private(set) var pingSentAt: ContinuousClock.Instant?
     private var reportedState = ConnectionState.connecting
-    var nextID: UInt32 = 2
-    var requests: [UInt32: PendingRequest] = [:]
-    var subscriptions: [Int: Subscription] = [:]
-    var subscriptionByRequest: [UInt32: Int] = [:]
 
     init(configuration: ClientConfiguration, random: @escaping () -> Double = { Double.random(in: 0.5...1) }) {
         self.configuration = configuration
@@ -133,6 +140,12 @@ struct ClientConnectionMachine {
 
     /// Ready for requests: welcomed, and the server has not said going-away.
     var isReady: Bool { phase == .ready && !goingAway }
+
+    /// The connection as the request table sees it now.
+    var link: Link {
+        Link(isReady: isReady, isConnected: phase != .idle, attempt: attempt, welcome: welcome,
+             lastFailure: lastFailure, closed: closed)
+    }
 
     // MARK: - Connecting
 
@@ -151,7 +164,7 @@ struct ClientConnectionMachine {
     /// The address the next attempt connects to: one of the configured servers, in turn.
     private var currentServer: String { servers[serverIndex % servers.count] }
 
-    mutating func makeAttempt(now: ContinuousClock.Instant, into actions: inout [Action]) {
+    private mutating func makeAttempt(now: ContinuousClock.Instant, into actions: inout [Action]) {
         guard !closed, phase == .idle else { return }
         if reconnectPending {
             reconnectPending = false
@@ -219,8 +232,9 @@ struct ClientConnectionMachine {
             guard reconnectPending else { return [] }
             reconnectPending = false
             makeAttempt(now: now, into: &actions)
-        case .request(let id):
-            expire(id, into: &actions)
+        case .request:
+            // The request table's deadline (`RequestTable.expire`); `ClientCore` gives it there.
+            return []
         case .keepalive(let number):
             guard number == attempt, phase == .ready else { return [] }
             checkLiveness(now: now, into: &actions)
@@ -253,10 +267,8 @@ struct ClientConnectionMachine {
             actions.append(.schedule(.keepalive(attempt: attempt), after: interval - silent))
             return
         }
-        // The pong's id is not a request's: `answer` drops it, and its arrival counts as life like any frame.
-        let id = allocateID()
         pingSentAt = now
-        actions.append(.send(Message.ping(nonce: UInt64(id)).frame(requestID: id)))
+        tell(.ping, into: &actions)
         actions.append(.schedule(.keepalive(attempt: attempt), after: timeout))
     }
 
@@ -273,8 +285,7 @@ struct ClientConnectionMachine {
             actions.append(.closeConnection(polite: true))
             ended(.closedByClient, now: nil, into: &actions)
         }
-        failAll(ClientError.closed, into: &actions)
-        subscriptions.removeAll()
+        tell(.close, into: &actions)
         report(.offline, into: &actions)
         if awaitingFirstOutcome {
             awaitingFirstOutcome = false
@@ -283,15 +294,73 @@ struct ClientConnectionMachine {
         return actions
     }
 
+    // MARK: - Frames
+
+    /// The frames of one read: the welcome first, a going-away wherever it comes, then the rest (answers and
+    /// subscription events) for the request table, in order.
+    mutating func received(_ frames: [Frame], attempt: Int, now: ContinuousClock.Instant) -> [Action] {
+        guard attempt == self.attempt else { return [] }
+        if phase == .ready { lastHeard = now }
+        var actions: [Action] = []
+        var rest: [Frame] = []
+        for frame in frames {
+            if phase == .awaitingWelcome {
+                handleFirst(frame, now: now, into: &actions)
+                continue
+            }
+            guard phase == .ready else { break }
+            // A going-away that does not decode is left in `rest`, whose decoding ends the connection as a bad frame.
+            if frame.type == Message.Kind.goingAway.rawValue, frame.requestID == 0,
+               case .goingAway(let code, _)? = try? Message(frame: frame) {
+                if goingAwayCode == nil {
+                    // The server closes once its writes in flight are answered; do not wait for ever if it does not.
+                    actions.append(.schedule(.goingAway(attempt: attempt), after: Self.goingAwayGrace))
+                }
+                goingAwayCode = code
+                report(.reconnecting, into: &actions)
+                continue
+            }
+            rest.append(frame)
+        }
+        if !rest.isEmpty, phase == .ready { tell(.answer(rest), into: &actions) }
+        return actions
+    }
+
+    private mutating func handleFirst(_ frame: Frame, now: ContinuousClock.Instant, into actions: inout [Action]) {
+        let message: Message
+        do throws(WireError) {
+            message = try Message(frame: frame)
+        } catch {
+            closeConnection(as: .lost("bad frame from the server: \(error)"), polite: false, now: now, into: &actions)
+            return
+        }
+        switch message {
+        case .welcome(let version, let revision, let maxFrameSize, let role, let server):
+            live(Welcome(version: version, revision: revision, maxFrameSize: maxFrameSize, role: role,
+                         serverName: server),
+                 now: now, into: &actions)
+        case .error(let code, let text), .goingAway(let code, let text):
+            closeConnection(as: .rejected(code, text), polite: false, now: now, into: &actions)
+        default:
+            closeConnection(
+                as: .lost("the server answered hello with \(message.kind)"), polite: false, now: now, into: &actions)
+        }
+    }
+
     // MARK: - Steps
 
-    mutating func report(_ state: ConnectionState, into actions: inout [Action]) {
+    /// Tells the request table of `event`, with the connection as it is now.
+    private func tell(_ event: TableEvent, into actions: inout [Action]) {
+        actions.append(.requests(event, link))
+    }
+
+    private mutating func report(_ state: ConnectionState, into actions: inout [Action]) {
         guard state != reportedState else { return }
         reportedState = state
         actions.append(.reportState(state))
     }
 
-    mutating func live(_ welcome: Welcome, now: ContinuousClock.Instant, into actions: inout [Action]) {
+    private mutating func live(_ welcome: Welcome, now: ContinuousClock.Instant, into actions: inout [Action]) {
         phase = .ready
         actions.append(.cancel(.connect(attempt: attempt)))
         everLive = true
@@ -312,12 +381,19 @@ struct ClientConnectionMachine {
             awaitingFirstOutcome = false
             actions.append(.firstOutcome(nil))
         }
-        for token in subscriptions.keys.sorted() { startSubscription(token, into: &actions) }
-        for id in requests.keys.sorted() { transmit(id, into: &actions) }
+        tell(.ready, into: &actions)
     }
 
-    /// Closes the current connection ourselves (with close_notify when `polite`) and takes its end as `reason`.
-    mutating func closeConnection(
+    /// Closes the current connection ourselves (with close_notify when `polite`) and takes its end as `reason`:
+    /// the request table's `closeConnection`.
+    mutating func close(as reason: ConnectionEnd, polite: Bool, now: ContinuousClock.Instant) -> [Action] {
+        guard phase != .idle else { return [] }
+        var actions: [Action] = []
+        closeConnection(as: reason, polite: polite, now: now, into: &actions)
+        return actions
+    }
+
+    private mutating func closeConnection(
         as reason: ConnectionEnd, polite: Bool = true, now: ContinuousClock.Instant, into actions: inout [Action]
     ) {
         actions.append(.closeConnection(polite: polite))
@@ -338,12 +414,7 @@ struct ClientConnectionMachine {
         goingAwayCode = nil
         liveSince = nil
         welcome = nil
-        subscriptionByRequest.removeAll()
-        for token in subscriptions.keys { subscriptions[token]?.requestID = nil }
-        for id in requests.keys {
-            requests[id]?.sentOn = nil
-            requests[id]?.chunks.removeAll()
-        }
+        tell(.lost, into: &actions)
         guard !closed, let now else { return }
         if case .closedByClient = end { return }
         lastFailure = end
@@ -377,7 +448,7 @@ struct ClientConnectionMachine {
         if case .tlsRefused(let error) = end {
             // Certificates and TLS do not fix themselves on a retry: the waiting requests get the reason now, and
             // the next try comes now and then, not several times a second.
-            failAll(ClientError.tlsRefused(server: configuration.server, error), into: &actions)
+            tell(.failAll(ClientError.tlsRefused(server: configuration.server, error)), into: &actions)
             delay = max(delay, configuration.reconnect.refusedDelay)
         }
         if delay != .zero {
@@ -394,8 +465,10 @@ struct ClientConnectionMachine {
 
     /// Someone is waiting for an answer before the first connection was ever made: try now rather than at the
     /// end of the backoff.
-    mutating func hurryFirstConnection(now: ContinuousClock.Instant, into actions: inout [Action]) {
-        guard phase == .idle, reconnectPending, !everLive else { return }
+    mutating func requestWaiting(now: ContinuousClock.Instant) -> [Action] {
+        guard phase == .idle, reconnectPending, !everLive else { return [] }
+        var actions: [Action] = []
         makeAttempt(now: now, into: &actions)
+        return actions
     }
 }

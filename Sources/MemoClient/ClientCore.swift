@@ -25,16 +25,18 @@ public enum SubscriptionEvent: Sendable, Hashable {
     case failed(code: ErrorCode, message: String)
 }
 
-/// The client's connection manager: runs what `ClientConnectionMachine` decides (connect, send, close, timers)
-/// and feeds it what happens (the connection's events, deadlines, requests and subscriptions from `MemoConnection`).
-/// It keeps only what a value cannot: the connection, the timers, the requests' completions and the
-/// subscriptions' handlers.
+/// The client's connection manager: composes the two machines, `ClientConnectionMachine` (connect, backoff,
+/// failover, keepalive) and `RequestTable` (requests, answers, subscriptions), carrying what each says to the other
+/// (`route`), runs what they decide (connect, send, close, timers) and feeds them what happens (the connection's
+/// events, deadlines, requests and subscriptions from `MemoConnection`). It keeps only what a value cannot: the
+/// connection, the timers, the requests' completions and the subscriptions' handlers.
 ///
 /// Confined to `loop`: every method runs on the loop's thread (`MemoConnection` hops there), so no state here
 /// needs a lock. `@unchecked Sendable` only so that closures scheduled on the loop may capture it.
 final class ClientCore: @unchecked Sendable {
-    typealias Action = ClientConnectionMachine.Action
     typealias Deadline = ClientConnectionMachine.Deadline
+    /// One event for the two machines: it returns what is left to do once they have told each other theirs.
+    typealias Event = (inout ClientConnectionMachine, inout RequestTable, ContinuousClock.Instant) -> [Action]
 
     let loop: EventLoop
     let configuration: ClientConfiguration
@@ -43,13 +45,14 @@ final class ClientCore: @unchecked Sendable {
     /// Attempts made since the connection was last live (0 while live), for a status bar.
     let attempts: Subject<Int>
     private var machine: ClientConnectionMachine
+    private var table: RequestTable
     private var connection: WireConnection?
     private var timers: [Deadline: TimerHandle] = [:]
     private var completions: [UInt32: (Result<Reply, any Error>, Int) -> Void] = [:]
     /// Each subscription's owner: where it starts (asked before each `subscribe`) and who gets its events.
     private var subscribers: [Int: (start: () -> UInt64?, handler: ([SubscriptionEvent]) -> Void)] = [:]
     /// Events that came while actions were being run (a connection that fails inside `send`), handled next.
-    private var queued: [(inout ClientConnectionMachine, ContinuousClock.Instant) -> [Action]] = []
+    private var queued: [Event] = []
     private var running = false
     /// Told of the first connection's outcome (`MemoConnection.connect` waits on it).
     private var onFirstOutcome: ((ConnectionEnd?) -> Void)?
@@ -72,18 +75,19 @@ final class ClientCore: @unchecked Sendable {
         self.state = state
         self.attempts = attempts
         machine = ClientConnectionMachine(configuration: configuration)
+        table = RequestTable(configuration: configuration)
     }
 
-    /// Feeds one event to the machine and runs what it answers; an event that comes while that runs waits its
-    /// turn, so the machine always sees events one at a time and in order.
-    private func handle(_ event: @escaping (inout ClientConnectionMachine, ContinuousClock.Instant) -> [Action]) {
+    /// Feeds one event to the machines and runs what they answer; an event that comes while that runs waits its
+    /// turn, so the machines always see events one at a time and in order.
+    private func handle(_ event: @escaping Event) {
         queued.append(event)
         guard !running else { return }
         running = true
         defer { running = false }
         while !queued.isEmpty {
             let next = queued.removeFirst()
-            run(next(&machine, .now))
+            run(next(&machine, &table, .now))
         }
     }
 
@@ -93,18 +97,22 @@ final class ClientCore: @unchecked Sendable {
     /// not reachable yet is tried again until `firstDeadline`.
     func start(firstDeadline: ContinuousClock.Instant? = nil, onFirstOutcome: ((ConnectionEnd?) -> Void)? = nil) {
         self.onFirstOutcome = onFirstOutcome
-        handle { machine, now in machine.start(firstDeadline: onFirstOutcome == nil ? nil : firstDeadline, now: now) }
+        handle { machine, table, now in
+            Self.route(
+                machine.start(firstDeadline: onFirstOutcome == nil ? nil : firstDeadline, now: now),
+                machine: &machine, table: &table, now: now)
+        }
     }
 
     func close() {
-        handle { machine, _ in machine.close() }
+        handle { machine, table, now in Self.route(machine.close(), machine: &machine, table: &table, now: now) }
     }
 
     func send(
         _ message: Message, timeout: Duration?, completion: @escaping (Result<Reply, any Error>, Int) -> Void
     ) {
-        handle { [unowned self] machine, now in
-            let (id, actions) = machine.submit(message, timeout: timeout, now: now)
+        handle { [unowned self] machine, table, now in
+            let (id, actions) = Self.submit(message, timeout: timeout, machine: &machine, table: &table, now: now)
             completions[id] = completion
             return actions
         }
@@ -114,23 +122,26 @@ final class ClientCore: @unchecked Sendable {
     func subscribe(start: @escaping () -> UInt64?, handler: @escaping ([SubscriptionEvent]) -> Void) -> Int {
         let token = nextToken
         nextToken += 1
-        handle { [unowned self] machine, _ in
-            let actions = machine.subscribe(token: token)
-            if machine.subscriptions[token] != nil { subscribers[token] = (start, handler) }
-            return actions
+        handle { [unowned self] machine, table, now in
+            let actions = table.subscribe(token: token, link: machine.link)
+            if table.isSubscribed(token) { subscribers[token] = (start, handler) }
+            return Self.route(table: actions, machine: &machine, table: &table, now: now)
         }
         return token
     }
 
     /// Ends the subscription's current run on the server and starts it again from where its owner now says.
     func restart(_ token: Int) {
-        handle { machine, now in machine.restart(token, now: now) }
+        handle { machine, table, now in
+            Self.route(table: table.restart(token, link: machine.link), machine: &machine, table: &table, now: now)
+        }
     }
 
     func unsubscribe(_ token: Int) {
-        handle { [unowned self] machine, now in
+        handle { [unowned self] machine, table, now in
             subscribers[token] = nil
-            return machine.unsubscribe(token, now: now)
+            return Self.route(
+                table: table.unsubscribe(token, link: machine.link), machine: &machine, table: &table, now: now)
         }
     }
 
@@ -152,7 +163,9 @@ final class ClientCore: @unchecked Sendable {
                 timers[deadline] = loop.schedule(after: delay) { [weak self] in
                     guard let self else { return }
                     self.timers[deadline] = nil
-                    self.handle { machine, now in machine.deadlinePassed(deadline, now: now) }
+                    self.handle { machine, table, now in
+                        Self.deadlinePassed(deadline, machine: &machine, table: &table, now: now)
+                    }
                 }
             case .cancel(let deadline):
                 timers.removeValue(forKey: deadline)?.cancel()
@@ -198,21 +211,153 @@ final class ClientCore: @unchecked Sendable {
         }
         let connection = WireConnection(loop: loop, address: address, engine: engine)
         self.connection = connection
-        connection.onConnected = { [unowned self] in handle { machine, _ in machine.connected(attempt: attempt) } }
+        connection.onConnected = { [unowned self] in
+            handle { machine, table, now in
+                Self.route(machine.connected(attempt: attempt), machine: &machine, table: &table, now: now)
+            }
+        }
         connection.onHandshakeDone = { [unowned self] in
-            handle { machine, _ in machine.handshakeDone(attempt: attempt) }
+            handle { machine, table, now in
+                Self.route(machine.handshakeDone(attempt: attempt), machine: &machine, table: &table, now: now)
+            }
         }
         connection.onFrames = { [unowned self] frames in
-            handle { machine, now in machine.received(frames, attempt: attempt, now: now) }
+            handle { machine, table, now in
+                Self.route(
+                    machine.received(frames, attempt: attempt, now: now), machine: &machine, table: &table, now: now)
+            }
         }
         connection.onEnd = { [unowned self, unowned connection] end in
             if self.connection === connection { self.connection = nil }
-            handle { machine, now in machine.transportEnded(end, attempt: attempt, now: now) }
+            handle { machine, table, now in
+                Self.route(
+                    machine.transportEnded(end, attempt: attempt, now: now), machine: &machine, table: &table,
+                    now: now)
+            }
         }
         connection.start()
     }
 
     private func attemptFailed(_ end: ConnectionEnd, attempt: Int) {
-        handle { machine, now in machine.attemptFailed(end, attempt: attempt, now: now) }
+        handle { machine, table, now in
+            Self.route(
+                machine.attemptFailed(end, attempt: attempt, now: now), machine: &machine, table: &table, now: now)
+        }
+    }
+}
+
+// MARK: - The two machines composed
+
+extension ClientCore {
+    /// What `ClientCore` does: either machine's actions, once those meant for the other machine have been given
+    /// to it.
+    enum Action {
+        /// Open a connection to this address (`host:port`) as attempt `attempt`.
+        case connect(server: String, attempt: Int)
+        /// Write one frame's bytes on the current connection.
+        case send([UInt8])
+        /// Send `subscribe` with this id for subscription `token`, from where its owner says now.
+        case subscribe(token: Int, requestID: UInt32)
+        /// Close the current connection without reporting its end: with close_notify when `polite`.
+        case closeConnection(polite: Bool)
+        case schedule(Deadline, after: Duration)
+        case cancel(Deadline)
+        /// The request's answer (or failure), and how many times it was sent.
+        case complete(UInt32, Result<Reply, any Error>, attempts: Int)
+        /// The events of one read for one subscription, in order.
+        case deliver(token: Int, [SubscriptionEvent])
+        case reportState(ConnectionState)
+        /// Attempts since the connection was last live (0 while live).
+        case reportAttempts(Int)
+        /// Why the last attempt failed or the connection was lost; nil once live again.
+        case reportFailure(ConnectionEnd?)
+        case welcomed(Welcome)
+        /// The outcome of the first connection, for a caller waiting on it (nil: live).
+        case firstOutcome(ConnectionEnd?)
+    }
+
+    /// The connection machine's actions, in order, with each `.requests` given to the table (with the connection
+    /// as it is at that point) and what the table answers put in its place.
+    static func route(
+        _ actions: [ClientConnectionMachine.Action], machine: inout ClientConnectionMachine,
+        table: inout RequestTable, now: ContinuousClock.Instant
+    ) -> [Action] {
+        var out: [Action] = []
+        route(actions, machine: &machine, table: &table, now: now, into: &out)
+        return out
+    }
+
+    /// The table's actions, in order, with each `closeConnection` given to the connection machine.
+    static func route(
+        table actions: [RequestTable.Action], machine: inout ClientConnectionMachine, table: inout RequestTable,
+        now: ContinuousClock.Instant
+    ) -> [Action] {
+        var out: [Action] = []
+        route(table: actions, machine: &machine, table: &table, now: now, into: &out)
+        return out
+    }
+
+    /// A request from `MemoConnection`: into the table, and a first connection not made yet is tried now.
+    static func submit(
+        _ message: Message, timeout: Duration?, machine: inout ClientConnectionMachine, table: inout RequestTable,
+        now: ContinuousClock.Instant
+    ) -> (id: UInt32, actions: [Action]) {
+        let (id, actions) = table.submit(message, timeout: timeout, link: machine.link)
+        var out = route(table: actions, machine: &machine, table: &table, now: now)
+        route(machine.requestWaiting(now: now), machine: &machine, table: &table, now: now, into: &out)
+        return (id, out)
+    }
+
+    /// A timer fired: a request's goes to the table, the others to the connection machine.
+    static func deadlinePassed(
+        _ deadline: Deadline, machine: inout ClientConnectionMachine, table: inout RequestTable,
+        now: ContinuousClock.Instant
+    ) -> [Action] {
+        if case .request(let id) = deadline {
+            return route(table: table.expire(id, link: machine.link), machine: &machine, table: &table, now: now)
+        }
+        return route(machine.deadlinePassed(deadline, now: now), machine: &machine, table: &table, now: now)
+    }
+
+    private static func route(
+        _ actions: [ClientConnectionMachine.Action], machine: inout ClientConnectionMachine,
+        table: inout RequestTable, now: ContinuousClock.Instant, into out: inout [Action]
+    ) {
+        for action in actions {
+            switch action {
+            case .connect(let server, let attempt): out.append(.connect(server: server, attempt: attempt))
+            case .send(let frame): out.append(.send(frame))
+            case .closeConnection(let polite): out.append(.closeConnection(polite: polite))
+            case .schedule(let deadline, let delay): out.append(.schedule(deadline, after: delay))
+            case .cancel(let deadline): out.append(.cancel(deadline))
+            case .requests(let event, let link):
+                let answered = table.handle(event, link: link)
+                route(table: answered, machine: &machine, table: &table, now: now, into: &out)
+            case .reportState(let state): out.append(.reportState(state))
+            case .reportAttempts(let count): out.append(.reportAttempts(count))
+            case .reportFailure(let end): out.append(.reportFailure(end))
+            case .welcomed(let welcome): out.append(.welcomed(welcome))
+            case .firstOutcome(let end): out.append(.firstOutcome(end))
+            }
+        }
+    }
+
+    private static func route(
+        table actions: [RequestTable.Action], machine: inout ClientConnectionMachine, table: inout RequestTable,
+        now: ContinuousClock.Instant, into out: inout [Action]
+    ) {
+        for action in actions {
+            switch action {
+            case .send(let frame): out.append(.send(frame))
+            case .subscribe(let token, let id): out.append(.subscribe(token: token, requestID: id))
+            case .schedule(let id, let delay): out.append(.schedule(.request(id), after: delay))
+            case .cancel(let id): out.append(.cancel(.request(id)))
+            case .complete(let id, let result, let attempts): out.append(.complete(id, result, attempts: attempts))
+            case .deliver(let token, let events): out.append(.deliver(token: token, events))
+            case .closeConnection(let reason, let polite):
+                let closing = machine.close(as: reason, polite: polite, now: now)
+                route(closing, machine: &machine, table: &table, now: now, into: &out)
+            }
+        }
     }
 }

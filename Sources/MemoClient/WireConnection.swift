@@ -4,8 +4,10 @@ import MemoTransport
 import MemoWire
 
 /// One TCP connection carrying TLS carrying frames, driven by an event loop: connect, TLS handshake, then frames
-/// both ways until it ends. It moves bytes only: what the frames mean, the hello and welcome, deadlines and
-/// going-away belong to `ClientConnectionMachine`, which `ClientCore` feeds with these callbacks.
+/// both ways until it ends. It drives a `FramedTLSTransport` (TLS, the frame decoder, the pump), as the server's
+/// connections and the probe do, and waits for its socket through the loop. It moves bytes only: what the frames
+/// mean, the hello and welcome, deadlines and going-away belong to `ClientConnectionMachine` and `RequestTable`,
+/// which `ClientCore` feeds with these callbacks.
 ///
 /// Confined to `loop`: it is made, used and ended on that loop's thread only, which is why it needs no locks.
 /// `@unchecked Sendable` only so that work it schedules on its own loop may capture it.
@@ -19,12 +21,14 @@ final class WireConnection: EventHandler, @unchecked Sendable {
 
     let loop: EventLoop
     private let address: SocketAddress
+    /// TLS, the frame decoder and the pump: the same transport the server's connections and the probe drive.
+    private var transport: FramedTLSTransport
+    /// The transport's engine, held here too: a `let`, so a call on it needs no retain of the transport's parts.
     private let engine: TLSEngine
     private var socket: TCPSocket?
     private var registration: Registration?
     private var phase = Phase.connecting
-    private var decoder = FrameDecoder(maxFrameSize: WireConnection.receiveLimit)
-    private var pump = TLSPump()
+    /// Plaintext lent to the transport on each advance, kept so that its capacity is reused.
     private var plaintext: [UInt8] = []
     /// Where reads land before the TLS engine takes them: one buffer for the connection's life, since allocating
     /// and freeing 64 KiB on every readable event was the largest allocation a request-response client made.
@@ -43,6 +47,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         self.loop = loop
         self.address = address
         self.engine = engine
+        transport = FramedTLSTransport(tls: engine, maxFrameSize: WireConnection.receiveLimit)
     }
 
     deinit {
@@ -53,21 +58,31 @@ final class WireConnection: EventHandler, @unchecked Sendable {
     func start() {
         do throws(NetError) {
             let (socket, state) = try TCPSocket.startConnect(to: address)
-            self.socket = socket
             // Both are tuning, and nothing is lost without them: without TCP_NODELAY small frames may wait up to a
             // round trip; without the kernel's dead-peer detection the keepalive ping still finds a dead server.
             try? socket.setNoDelay()
             // A server host that died or a network cut is found by the kernel; a stopped server process, which
             // still acknowledges, by the keepalive ping (`ClientConnectionMachine`).
             try? socket.detectDeadPeer()
-            registration = try loop.register(
-                fileDescriptor: socket.fileDescriptor, interest: state == .connected ? .readable : .writable,
-                handler: self)
-            if state == .connected {
-                loop.execute { [self] in self.connected() }
-            }
+            start(on: socket, connected: state == .connected)
         } catch {
             loop.execute { [self] in self.end(.io(error.message.lowercasedFirst)) }
+        }
+    }
+
+    /// Starts on a socket already made (connected, or with its connect under way): `start()`'s second half, and
+    /// how tests drive a connection over an embedded socket (`TCPSocket.embedded()`).
+    func start(on socket: TCPSocket, connected: Bool) {
+        self.socket = socket
+        do throws(NetError) {
+            registration = try loop.register(
+                socket: socket, interest: connected ? .readable : .writable, handler: self)
+        } catch {
+            loop.execute { [self] in self.end(.io(error.message.lowercasedFirst)) }
+            return
+        }
+        if connected {
+            loop.execute { [self] in self.connected() }
         }
     }
 
@@ -75,7 +90,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
     func send(_ frame: [UInt8]) {
         guard phase == .open else { return }
         do throws(TLSError) {
-            try engine.writePlaintext(frame)
+            try transport.write(frame)
         } catch {
             end(.tls(error))
             return
@@ -88,7 +103,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         guard phase != .closed else { return }
         clearCallbacks()
         if polite, engine.isHandshakeComplete {
-            engine.shutdown()
+            transport.closeNotify()
             flush()
         }
         release()
@@ -98,31 +113,24 @@ final class WireConnection: EventHandler, @unchecked Sendable {
 
     func readable() {
         guard let socket, phase != .closed, phase != .connecting else { return }
-        var sawEnd = false
+        var readEnd = FramedTLSTransport.ReadEnd.drained
         var readError: NetError?
-        var total = 0
-        let buffer = readBuffer
-        reading: while total < 4 << 20 {
-            do throws(NetError) {
-                switch try TLSPump.read(from: socket, into: buffer, feeding: engine) {
-                case .bytes(let count):
-                    total += count
-                case .wouldBlock:
-                    break reading
-                case .eof:
-                    sawEnd = true
-                    break reading
-                }
-            } catch {
-                readError = error
-                break reading
-            }
+        do throws(NetError) {
+            // At most 4 MiB per wake-up; level-triggered epoll reports the rest.
+            readEnd = try transport.read(from: socket, through: readBuffer, budget: 4 << 20)
+            // The transport's read stops at a short read. One more sees an end of stream right behind the last
+            // bytes (a server that answers, then goes), so that the end is taken in this wake-up, before any work
+            // queued meanwhile (a request to send) runs on a connection already gone: the read that says EAGAIN,
+            // which the client has always made.
+            if readEnd == .drained { readEnd = try transport.read(from: socket, through: readBuffer, budget: 4 << 20) }
+        } catch {
+            readError = error
         }
         withExtendedLifetime(self) { process() }
         guard phase != .closed else { return }
         if let readError {
             end(.io(readError.message.lowercasedFirst))
-        } else if sawEnd {
+        } else if readEnd == .endOfFile {
             end(.endOfStream)
         }
     }
@@ -161,29 +169,26 @@ final class WireConnection: EventHandler, @unchecked Sendable {
 
     /// Drives the handshake and decodes whatever plaintext the engine has.
     private func process() {
-        do throws(TLSError) {
-            if phase == .handshaking {
-                guard try engine.handshake() == .done else {
-                    flush()
-                    return
-                }
-                phase = .open
-                onHandshakeDone?()
-            }
-            // The handshake's callback may have closed the connection.
+        let inbound = transport.advance(scratch: &plaintext)
+        switch inbound {
+        case .handshaking:
+            break
+        case .handshakeCompleted:
+            phase = .open
+            onHandshakeDone?()
+            // The handshake's callback may have closed the connection; else read what followed the handshake.
             guard phase == .open else { return }
-            plaintext.removeAll(keepingCapacity: true)
-            let result = try engine.readPlaintext(into: &plaintext)
-            if !plaintext.isEmpty { decoder.append(plaintext) }
+            process()
+            return
+        case .delivered(let closeNotify):
             decodeFrames()
-            // close_notify may come in the same read as the last frames (the result then counts the bytes).
-            if result == .closed || engine.peerClosed, phase != .closed {
+            if closeNotify, phase != .closed {
                 // Answer the server's close_notify with ours (RFC 8446 §6.1) before the socket closes.
-                engine.shutdown()
+                transport.closeNotify()
                 flush()
                 end(.closeNotify)
             }
-        } catch {
+        case .failed(let error, _):
             flush()  // our alert, if any, should still reach the server
             end(.tls(error))
             return
@@ -196,7 +201,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         var failure: WireError?
         while true {
             do throws(WireError) {
-                guard let next = try decoder.next() else { break }
+                guard let next = try transport.frames.next() else { break }
                 batch.append(next)
             } catch {
                 failure = error
@@ -212,7 +217,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         // The read buffer lends itself as scratch: every read is fed to the engine before anything is flushed.
         let result: TLSPump.FlushResult
         do throws(NetError) {
-            result = try pump.flush(engine, to: socket, scratch: readBuffer)
+            result = try transport.flush(to: socket, scratch: readBuffer)
         } catch {
             end(.io(error.message.lowercasedFirst))
             return

@@ -6,8 +6,8 @@ import MemoWire
 /// goes into, and the pump that moves ciphertext to the socket. Events go in (bytes read, the socket writable, its
 /// end of stream), and each says what came of it (frames delivered, the peer's close_notify, a failure with its
 /// reason, records to write). It keeps no deadline and decides no policy: the connection that drives it (the
-/// server's `ServerConnection`, the probe's `TLSStream`) waits for its socket its own way (epoll, or `poll` with a
-/// deadline) and decides what a close_notify or a failure leads to.
+/// server's `ServerConnection`, the client's `WireConnection`, the probe's `TLSStream`) waits for its socket its own
+/// way (epoll, or `poll` with a deadline) and decides what a close_notify or a failure leads to.
 ///
 /// The one copy of the handshake → read plaintext → close_notify → flush loop; `TLSPump` is only its byte mover.
 public struct FramedTLSTransport {

@@ -1,11 +1,11 @@
 import MemoNet
 import MemoTLS
 
-/// Moves bytes between a non-blocking socket and a TLS engine: socket reads fed to the engine, the engine's records
-/// written to the socket, and what the socket refuses kept with its partial-write offset until it is writable.
+/// Moves a TLS engine's records to a non-blocking socket, keeping what the socket refuses with its partial-write
+/// offset until it is writable: `FramedTLSTransport`'s byte mover (its reads go through the transport).
 ///
-/// The one copy of this code for the server's connections, the client's connection and the probe; each decides
-/// for itself what to do when the socket would block (wait for epoll, or wait in `poll` with a deadline).
+/// Whoever drives the transport decides what to do when the socket would block (wait for epoll, or wait in `poll`
+/// with a deadline).
 public struct TLSPump {
     /// Ciphertext taken from TLS that the socket has not accepted yet; the first `pendingOffset` bytes are sent.
     @usableFromInline internal var pending: [UInt8] = []
@@ -19,19 +19,6 @@ public struct TLSPump {
     }
 
     public init() {}
-
-    /// Reads once from `socket` into `buffer` and feeds what came to `tls`.
-    /// - Returns: the socket's answer (`.bytes` were fed already).
-    /// - Throws: the socket's error.
-    public static func read(
-        from socket: TCPSocket, into buffer: UnsafeMutableRawBufferPointer, feeding tls: TLSEngine
-    ) throws(NetError) -> TCPSocket.ReadResult {
-        let result = try socket.read(into: buffer)
-        if case .bytes(let count) = result {
-            tls.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        }
-        return result
-    }
 
     /// Writes what the socket refused before, then the engine's records, straight from `scratch` (only what the
     /// socket refuses is copied), until everything is written or the socket would block.

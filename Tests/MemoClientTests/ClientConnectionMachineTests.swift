@@ -39,7 +39,7 @@ struct ClientConnectionMachineTests {
         #expect(welcomed.contains { if case .welcomed(let welcome) = $0 { welcome.revision == 42 } else { false } })
         #expect(welcomed.contains { if case .reportAttempts(0) = $0 { true } else { false } })
 
-        let closed = driver.machine.close()
+        let closed = driver.close()
         #expect(driver.closesConnection(closed) == true)
         #expect(driver.states(closed) == [.offline])
         #expect(driver.machine.phase == .idle)
@@ -84,7 +84,7 @@ struct ClientConnectionMachineTests {
         _ = driver.goLive()
         let request = driver.submit(.get(id: Driver.memo(1, revision: 1).id))
         _ = driver.receive([Driver.frame(.goingAway(code: .shuttingDown, message: "bye"), id: 0)])
-        let closed = driver.machine.close()
+        let closed = driver.close()
         let failed = driver.completions(closed)
         #expect(failed.map(\.id) == [request.id])
         #expect(failed.first.map { if case .failure(ClientError.closed) = $0.result { true } else { false } } == true)
@@ -98,7 +98,7 @@ struct ClientConnectionMachineTests {
         #expect(driver.end(.endOfStream).isEmpty)
         let late = driver.submit(.list)
         #expect(driver.completions(late.actions).map(\.attempts) == [0])
-        #expect(driver.machine.close().isEmpty)
+        #expect(driver.close().isEmpty)
     }
 
     @Test func lostConnectionResendsUnansweredRequestsAndRefusedFramesAreNeverResent() {
@@ -145,7 +145,7 @@ struct ClientConnectionMachineTests {
         #expect(driver.completions(refusedAll).map(\.attempts).sorted() == [1, 3])
         _ = driver.fire(.reconnect)
         #expect(driver.sentIDs(driver.goLive()) == [ClientConnectionMachine.helloRequestID])
-        #expect(driver.machine.requests.isEmpty)
+        #expect(driver.table.pendingCount == 0)
     }
 
     @Test func goingAwayDuringAResendStopsNewSendsUntilTheServerCloses() {
@@ -182,8 +182,8 @@ struct ClientConnectionMachineTests {
         _ = driver.fire(.reconnect)
         let next = driver.goLive()
         #expect(driver.sentIDs(next).filter { $0 != ClientConnectionMachine.helloRequestID } == [second.id, third.id])
-        #expect(driver.machine.requests[second.id]?.attempts == 3)
-        #expect(driver.machine.requests[third.id]?.attempts == 1)
+        #expect(driver.table.attempts(of: second.id) == 3)
+        #expect(driver.table.attempts(of: third.id) == 1)
     }
 
     @Test func lateEventsOfAnEarlierConnectionAreIgnored() {
@@ -195,15 +195,14 @@ struct ClientConnectionMachineTests {
         _ = driver.receive(.error(code: .internalError, message: "oops"), id: 0)
         _ = driver.fire(.reconnect)
         #expect(driver.machine.attempt == 2)
-        #expect(driver.machine.transportEnded(.endOfStream, attempt: 1, now: driver.now).isEmpty)
-        #expect(driver.machine.received([Driver.frame(.pong(nonce: 1), id: request.id)], attempt: 1, now: driver.now)
-            .isEmpty)
-        #expect(driver.machine.handshakeDone(attempt: 1).isEmpty)
+        #expect(driver.end(.endOfStream, attempt: 1).isEmpty)
+        #expect(driver.receive([Driver.frame(.pong(nonce: 1), id: request.id)], attempt: 1).isEmpty)
+        #expect(driver.handshakeDone(attempt: 1).isEmpty)
         #expect(driver.machine.phase == .connecting)
         // The request waits for the new connection, and is answered only by what comes on it.
         #expect(driver.sentIDs(driver.goLive()) == [ClientConnectionMachine.helloRequestID, request.id])
         let pong = Driver.frame(.pong(nonce: 1), id: request.id)
-        #expect(driver.machine.received([pong], attempt: 1, now: driver.now).isEmpty)
+        #expect(driver.receive([pong], attempt: 1).isEmpty)
         #expect(driver.completions(driver.receive([pong])).map(\.attempts) == [2])
     }
 
@@ -272,7 +271,7 @@ struct ClientConnectionMachineTests {
         var driver = Driver()
         _ = driver.start()
         driver.starts[7] = .some(nil)
-        #expect(driver.machine.subscribe(token: 7).isEmpty)  // not sent before the welcome
+        #expect(driver.subscribe(token: 7).isEmpty)  // not sent before the welcome
         let live = driver.goLive(revision: 3)
         let subscribe = driver.sent(live).filter { $0.id != ClientConnectionMachine.helloRequestID }
         #expect(subscribe.map(\.message) == [.subscribe(after: nil)])
@@ -303,7 +302,7 @@ struct ClientConnectionMachineTests {
             == [[.subscribed(head: 9)]])
 
         // Unsubscribed: the server is told, and nothing of it comes through any more.
-        let stop = driver.machine.unsubscribe(7, now: driver.now)
+        let stop = driver.unsubscribe(7)
         #expect(driver.sent(stop).map(\.message) == [.unsubscribe(subscription: again[0].id)])
         #expect(driver.deliveries(driver.receive(.change(change), id: again[0].id)).isEmpty)
     }
@@ -312,7 +311,7 @@ struct ClientConnectionMachineTests {
         var driver = Driver()
         _ = driver.start()
         driver.starts[1] = 5
-        _ = driver.machine.subscribe(token: 1)
+        _ = driver.subscribe(token: 1)
         let live = driver.goLive(revision: 900)
         let run = driver.sent(live).filter { $0.id != ClientConnectionMachine.helloRequestID }
         #expect(run.map(\.message) == [.subscribe(after: 5)])

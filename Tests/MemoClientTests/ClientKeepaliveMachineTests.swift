@@ -13,7 +13,7 @@ struct ClientKeepaliveMachineTests {
     typealias Driver = ClientMachineDriver
 
     /// The pings among the actions, by request id.
-    private func pings(_ driver: Driver, _ actions: [ClientConnectionMachine.Action]) -> [UInt32] {
+    private func pings(_ driver: Driver, _ actions: [Driver.Action]) -> [UInt32] {
         driver.sent(actions).compactMap { sent in
             if case .ping = sent.message { return sent.id }
             return nil
@@ -24,7 +24,7 @@ struct ClientKeepaliveMachineTests {
         var driver = Driver(servers: "beta:7420,alpha:7420", keepalive: .seconds(1))
         driver.starts[3] = .some(nil)
         _ = driver.start()
-        _ = driver.machine.subscribe(token: 3)
+        _ = driver.subscribe(token: 3)
         let live = driver.goLive(revision: 10)
         #expect(driver.scheduled(.keepalive(attempt: 1), in: live) == .seconds(1))
         let run = driver.sent(live).filter { $0.id != ClientConnectionMachine.helloRequestID }
@@ -66,7 +66,7 @@ struct ClientKeepaliveMachineTests {
         var driver = Driver(keepalive: .seconds(3))
         driver.starts[1] = .some(nil)
         _ = driver.start()
-        _ = driver.machine.subscribe(token: 1)
+        _ = driver.subscribe(token: 1)
         let live = driver.goLive()
         let run = driver.sent(live).filter { $0.id != ClientConnectionMachine.helloRequestID }
         _ = driver.receive(.subscribed(head: 0), id: run[0].id)

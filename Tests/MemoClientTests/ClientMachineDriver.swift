@@ -6,13 +6,15 @@ import Testing
 
 @testable import MemoClient
 
-/// Drives a `ClientConnectionMachine` event by event with a clock of its own, and reads its actions the way
+/// Drives the client's two machines, `ClientConnectionMachine` and `RequestTable`, composed as `ClientCore`
+/// composes them (`ClientCore.route`), event by event with a clock of its own, and reads their actions the way
 /// `ClientCore` runs them (no sockets, no timers: each test runs in microseconds).
 struct ClientMachineDriver {
-    typealias Action = ClientConnectionMachine.Action
+    typealias Action = ClientCore.Action
     typealias Deadline = ClientConnectionMachine.Deadline
 
     var machine: ClientConnectionMachine
+    var table: RequestTable
     var now = ContinuousClock.now
     /// Where each subscription starts when a `subscribe` action runs (the owner's last applied revision).
     var starts: [Int: UInt64?] = [:]
@@ -36,6 +38,17 @@ struct ClientMachineDriver {
         // A jitter factor of 1: delays are the policy's own, so growth can be checked exactly.
         let configuration = Self.configuration(servers: servers, policy: policy, keepalive: keepalive)
         machine = ClientConnectionMachine(configuration: configuration) { 1 }
+        table = RequestTable(configuration: configuration)
+    }
+
+    /// The connection machine's actions, with the table's part routed as `ClientCore` does.
+    mutating func route(_ actions: [ClientConnectionMachine.Action]) -> [Action] {
+        ClientCore.route(actions, machine: &machine, table: &table, now: now)
+    }
+
+    /// The table's actions, with its `closeConnection` routed as `ClientCore` does.
+    mutating func route(table actions: [RequestTable.Action]) -> [Action] {
+        ClientCore.route(table: actions, machine: &machine, table: &table, now: now)
     }
 
     mutating func advance(_ duration: Duration) {
@@ -45,7 +58,7 @@ struct ClientMachineDriver {
     // MARK: - Events
 
     mutating func start(waitingFor wait: Duration? = nil) -> [Action] {
-        machine.start(firstDeadline: wait.map { now + $0 }, now: now)
+        route(machine.start(firstDeadline: wait.map { now + $0 }, now: now))
     }
 
     /// TCP, TLS and the welcome in one read.
@@ -58,32 +71,48 @@ struct ClientMachineDriver {
 
     // The current connection's events (the machine's latest attempt).
 
-    mutating func connected() -> [Action] {
-        machine.connected(attempt: machine.attempt)
+    mutating func connected(attempt: Int? = nil) -> [Action] {
+        route(machine.connected(attempt: attempt ?? machine.attempt))
     }
 
-    mutating func handshakeDone() -> [Action] {
-        machine.handshakeDone(attempt: machine.attempt)
+    mutating func handshakeDone(attempt: Int? = nil) -> [Action] {
+        route(machine.handshakeDone(attempt: attempt ?? machine.attempt))
     }
 
-    mutating func receive(_ frames: [Frame]) -> [Action] {
-        machine.received(frames, attempt: machine.attempt, now: now)
+    mutating func receive(_ frames: [Frame], attempt: Int? = nil) -> [Action] {
+        route(machine.received(frames, attempt: attempt ?? machine.attempt, now: now))
     }
 
     mutating func receive(_ message: Message, id: UInt32) -> [Action] {
         receive([Self.frame(message, id: id)])
     }
 
-    mutating func end(_ end: TransportEnd) -> [Action] {
-        machine.transportEnded(end, attempt: machine.attempt, now: now)
+    mutating func end(_ end: TransportEnd, attempt: Int? = nil) -> [Action] {
+        route(machine.transportEnded(end, attempt: attempt ?? machine.attempt, now: now))
     }
 
     mutating func fire(_ deadline: Deadline) -> [Action] {
-        machine.deadlinePassed(deadline, now: now)
+        ClientCore.deadlinePassed(deadline, machine: &machine, table: &table, now: now)
     }
 
     mutating func submit(_ message: Message, timeout: Duration? = nil) -> (id: UInt32, actions: [Action]) {
-        machine.submit(message, timeout: timeout, now: now)
+        ClientCore.submit(message, timeout: timeout, machine: &machine, table: &table, now: now)
+    }
+
+    mutating func close() -> [Action] {
+        route(machine.close())
+    }
+
+    mutating func subscribe(token: Int) -> [Action] {
+        route(table: table.subscribe(token: token, link: machine.link))
+    }
+
+    mutating func unsubscribe(_ token: Int) -> [Action] {
+        route(table: table.unsubscribe(token, link: machine.link))
+    }
+
+    mutating func restart(_ token: Int) -> [Action] {
+        route(table: table.restart(token, link: machine.link))
     }
 
     // MARK: - Frames

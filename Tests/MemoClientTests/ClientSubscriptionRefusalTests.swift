@@ -18,7 +18,7 @@ struct ClientSubscriptionRefusalTests {
         var driver = Driver(servers: "beta:7420,alpha:7420")
         driver.starts[5] = .some(nil)
         _ = driver.start()
-        _ = driver.machine.subscribe(token: 5)
+        _ = driver.subscribe(token: 5)
         let live = driver.goLive(revision: 10)
         let run = driver.sent(live).filter { $0.id != ClientConnectionMachine.helloRequestID }
         _ = driver.receive(.subscribed(head: 10), id: run[0].id)
@@ -41,7 +41,7 @@ struct ClientSubscriptionRefusalTests {
         var driver = Driver()
         driver.starts[2] = .some(nil)
         _ = driver.start()
-        _ = driver.machine.subscribe(token: 2)
+        _ = driver.subscribe(token: 2)
         let live = driver.goLive()
         let run = driver.sent(live).filter { $0.id != ClientConnectionMachine.helloRequestID }
         let refused = driver.receive(

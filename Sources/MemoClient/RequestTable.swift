@@ -1,13 +1,108 @@
 import MemoCore
 import MemoWire
 
-/// Requests, the frames that answer them and the subscriptions: which request goes out when, which is resent
-/// on the next connection (any the connection died before answering) and which never is (one the server
-/// refused as a frame).
-extension ClientConnectionMachine {
+/// The requests waiting for an answer and the subscriptions, as a value: which request goes out when, which is
+/// resent on the next connection (any the connection died before answering) and which never is (one the server
+/// refused as a frame), the frames that answer them, and the subscriptions restarted on every connection from
+/// where their owner says.
+///
+/// It knows the connection only through a `ClientConnectionMachine.Link` given with each event (ready or not, its
+/// attempt, its welcome), and hears of its changes from the connection machine's `.requests` actions; `ClientCore`
+/// carries both ways. Like the connection machine it touches no socket, clock or timer (`RequestTableTests`).
+struct RequestTable {
+    /// What to do; `ClientCore` runs it (a `closeConnection` goes to the connection machine first).
+    enum Action {
+        /// Write one frame's bytes on the current connection.
+        case send([UInt8])
+        /// Send `subscribe` with this id for subscription `token`, from where its owner says once every earlier
+        /// action has run (a delivered history-gone has reset it to a snapshot; a lost connection resumes after
+        /// the last revision applied).
+        case subscribe(token: Int, requestID: UInt32)
+        /// The request's answer is due within `after`; `deadlinePassed` when it is not.
+        case schedule(request: UInt32, after: Duration)
+        case cancel(request: UInt32)
+        /// The request's answer (or failure), and how many times it was sent.
+        case complete(UInt32, Result<Reply, any Error>, attempts: Int)
+        /// The events of one read for one subscription, in order.
+        case deliver(token: Int, [SubscriptionEvent])
+        /// The server broke the conversation (a bad frame, a refused frame, its own trouble under a
+        /// subscription): close the current connection and take its end as `reason`.
+        case closeConnection(ConnectionEnd, polite: Bool)
+    }
+
+    struct PendingRequest {
+        let message: Message
+        let frame: [UInt8]
+        let timeout: Duration
+        var attempts = 0
+        /// The attempt whose connection carried it; nil when it is still to be sent.
+        var sentOn: Int?
+        var chunks: [Memo] = []
+    }
+
+    private struct Subscription {
+        /// The id of its current run on the server; nil while not running.
+        var requestID: UInt32?
+    }
+
+    typealias Link = ClientConnectionMachine.Link
+
+    private let configuration: ClientConfiguration
+    private var nextID: UInt32 = 2
+    private var requests: [UInt32: PendingRequest] = [:]
+    private var subscriptions: [Int: Subscription] = [:]
+    private var subscriptionByRequest: [UInt32: Int] = [:]
+
+    init(configuration: ClientConfiguration) {
+        self.configuration = configuration
+    }
+
+    // MARK: - Reading
+
+    /// How many requests wait for an answer.
+    var pendingCount: Int { requests.count }
+
+    /// How many times request `id` was sent; nil when it no longer waits.
+    func attempts(of id: UInt32) -> Int? { requests[id]?.attempts }
+
+    /// The subscription is held (subscribed and not ended).
+    func isSubscribed(_ token: Int) -> Bool { subscriptions[token] != nil }
+
+    // MARK: - The connection's news
+
+    /// What the connection machine's `.requests` action says, with the connection as it is now.
+    mutating func handle(_ event: ClientConnectionMachine.TableEvent, link: Link) -> [Action] {
+        var actions: [Action] = []
+        switch event {
+        case .ready:
+            for token in subscriptions.keys.sorted() { startSubscription(token, link: link, into: &actions) }
+            for id in requests.keys.sorted() { transmit(id, link: link, into: &actions) }
+        case .lost:
+            subscriptionByRequest.removeAll()
+            for token in subscriptions.keys { subscriptions[token]?.requestID = nil }
+            for id in requests.keys {
+                requests[id]?.sentOn = nil
+                requests[id]?.chunks.removeAll()
+            }
+        case .failAll(let error):
+            failAll(error, into: &actions)
+        case .close:
+            failAll(ClientError.closed, into: &actions)
+            subscriptions.removeAll()
+            subscriptionByRequest.removeAll()
+        case .ping:
+            // The pong's id is not a request's: `answer` drops it, and its arrival counts as life like any frame.
+            let id = allocateID()
+            actions.append(.send(Message.ping(nonce: UInt64(id)).frame(requestID: id)))
+        case .answer(let frames):
+            answer(frames, link: link, into: &actions)
+        }
+        return actions
+    }
+
     // MARK: - Requests
 
-    mutating func allocateID() -> UInt32 {
+    private mutating func allocateID() -> UInt32 {
         let id = nextID
         nextID = nextID == UInt32.max ? 2 : nextID + 1
         // Never 0 (no request) nor 1 (hello's id).
@@ -17,22 +112,19 @@ extension ClientConnectionMachine {
 
     /// A request to send now if the connection is ready, else on the next one, until its deadline.
     /// - Returns: the request's id (its `complete` action carries it) and what to do.
-    mutating func submit(
-        _ message: Message, timeout: Duration?, now: ContinuousClock.Instant
-    ) -> (id: UInt32, actions: [Action]) {
+    mutating func submit(_ message: Message, timeout: Duration?, link: Link) -> (id: UInt32, actions: [Action]) {
         let id = allocateID()
-        if closed { return (id, [.complete(id, .failure(ClientError.closed), attempts: 0)]) }
+        if link.closed { return (id, [.complete(id, .failure(ClientError.closed), attempts: 0)]) }
         let timeout = timeout ?? configuration.requestTimeout
         requests[id] = PendingRequest(message: message, frame: message.frame(requestID: id), timeout: timeout)
-        var actions: [Action] = [.schedule(.request(id), after: timeout)]
-        transmit(id, into: &actions)
-        hurryFirstConnection(now: now, into: &actions)
+        var actions: [Action] = [.schedule(request: id, after: timeout)]
+        transmit(id, link: link, into: &actions)
         return (id, actions)
     }
 
-    mutating func transmit(_ id: UInt32, into actions: inout [Action]) {
-        guard isReady, let request = requests[id], request.sentOn == nil else { return }
-        if let limit = welcome?.maxFrameSize, request.frame.count > Int(limit) {
+    private mutating func transmit(_ id: UInt32, link: Link, into actions: inout [Action]) {
+        guard link.isReady, let request = requests[id], request.sentOn == nil else { return }
+        if let limit = link.welcome?.maxFrameSize, request.frame.count > Int(limit) {
             // The server would refuse it and close; sending it again on every reconnect would refuse it again.
             finish(id, .failure(ClientError.server(
                 code: .frameTooLarge,
@@ -40,49 +132,48 @@ extension ClientConnectionMachine {
                 into: &actions)
             return
         }
-        if let version = welcome?.version, request.message.minimumVersion > version {
+        if let version = link.welcome?.version, request.message.minimumVersion > version {
             // Sent, it would be a type the server does not know, which closes the connection.
             finish(id, .failure(ServerTooOldError(
                 server: configuration.server, speaks: version, needs: request.message.minimumVersion)),
                 into: &actions)
             return
         }
-        let current = attempt
-        requests[id]?.sentOn = current
+        requests[id]?.sentOn = link.attempt
         requests[id]?.attempts += 1
         actions.append(.send(request.frame))
     }
 
-    mutating func expire(_ id: UInt32, into actions: inout [Action]) {
-        guard let request = requests.removeValue(forKey: id) else { return }
+    /// The request's deadline passed without an answer.
+    mutating func expire(_ id: UInt32, link: Link) -> [Action] {
+        guard let request = requests.removeValue(forKey: id) else { return [] }
         let server = configuration.server
         if request.message.isWrite, request.attempts > 0 {
             // It went out and no answer came: the server may have done it. Never "timed out", never success.
             let unknown = MemoError.outcomeUnknown(
                 "the write was sent to \(server) and no answer came within \(request.timeout.secondsText) s; "
                     + "it may or may not have been applied")
-            actions.append(.complete(id, .failure(unknown), attempts: request.attempts))
-            return
+            return [.complete(id, .failure(unknown), attempts: request.attempts)]
         }
         let error: ClientError
-        switch welcome == nil ? lastFailure : nil {
+        switch link.welcome == nil ? link.lastFailure : nil {
         case .unreachable(let reason)?, .unresolved(let reason)?: error = .unreachable(server: server, reason: reason)
         case .tlsRefused(let tlsError)?: error = .tlsRefused(server: server, tlsError)
         case .rejected(let code, let message)?: error = .server(code: code, message: message)
         default: error = .timedOut(server: server, seconds: request.timeout.seconds)
         }
-        actions.append(.complete(id, .failure(error), attempts: request.attempts))
+        return [.complete(id, .failure(error), attempts: request.attempts)]
     }
 
-    mutating func finish(_ id: UInt32, _ result: Result<Reply, any Error>, into actions: inout [Action]) {
+    private mutating func finish(_ id: UInt32, _ result: Result<Reply, any Error>, into actions: inout [Action]) {
         guard let request = requests.removeValue(forKey: id) else { return }
-        actions.append(.cancel(.request(id)))
+        actions.append(.cancel(request: id))
         actions.append(.complete(id, result, attempts: request.attempts))
     }
 
     /// Fails every waiting request with `error`, except that a write already sent fails as outcome-unknown: the
     /// server may have done it before the connection was lost.
-    mutating func failAll(_ error: any Error, into actions: inout [Action]) {
+    private mutating func failAll(_ error: any Error, into actions: inout [Action]) {
         for id in requests.keys.sorted() {
             guard let request = requests[id] else { continue }
             if request.message.isWrite, request.attempts > 0 {
@@ -98,73 +189,22 @@ extension ClientConnectionMachine {
 
     /// Fails the requests sent on the current connection, which the server refused without saying which frame
     /// broke the rules: resending them would break them again, on every reconnect.
-    private mutating func failSentRequests(_ error: any Error, into actions: inout [Action]) {
-        guard phase != .idle else { return }
-        let sent = requests.filter { $0.value.sentOn == attempt }.keys.sorted()
+    private mutating func failSentRequests(_ error: any Error, link: Link, into actions: inout [Action]) {
+        guard link.isConnected else { return }
+        let sent = requests.filter { $0.value.sentOn == link.attempt }.keys.sorted()
         for id in sent { finish(id, .failure(error), into: &actions) }
     }
 
     // MARK: - Frames
 
-    /// The frames of one read: the welcome first, a going-away wherever it comes, then answers and subscription
-    /// events in order (each subscription's events of the read delivered as one batch).
-    mutating func received(_ frames: [Frame], attempt: Int, now: ContinuousClock.Instant) -> [Action] {
-        guard attempt == self.attempt else { return [] }
-        if phase == .ready { lastHeard = now }
-        var actions: [Action] = []
-        var rest: [Frame] = []
-        for frame in frames {
-            if phase == .awaitingWelcome {
-                handleFirst(frame, now: now, into: &actions)
-                continue
-            }
-            guard phase == .ready else { break }
-            // A going-away that does not decode is left in `rest`, whose decoding ends the connection as a bad frame.
-            if frame.type == Message.Kind.goingAway.rawValue, frame.requestID == 0,
-               case .goingAway(let code, _)? = try? Message(frame: frame) {
-                if goingAwayCode == nil {
-                    // The server closes once its writes in flight are answered; do not wait for ever if it does not.
-                    actions.append(.schedule(.goingAway(attempt: attempt), after: Self.goingAwayGrace))
-                }
-                goingAwayCode = code
-                report(.reconnecting, into: &actions)
-                continue
-            }
-            rest.append(frame)
-        }
-        if !rest.isEmpty, phase == .ready { answer(rest, now: now, into: &actions) }
-        return actions
-    }
-
-    private mutating func handleFirst(_ frame: Frame, now: ContinuousClock.Instant, into actions: inout [Action]) {
-        let message: Message
-        do throws(WireError) {
-            message = try Message(frame: frame)
-        } catch {
-            closeConnection(as: .lost("bad frame from the server: \(error)"), polite: false, now: now, into: &actions)
-            return
-        }
-        switch message {
-        case .welcome(let version, let revision, let maxFrameSize, let role, let server):
-            live(Welcome(version: version, revision: revision, maxFrameSize: maxFrameSize, role: role,
-                         serverName: server),
-                 now: now, into: &actions)
-        case .error(let code, let text), .goingAway(let code, let text):
-            closeConnection(as: .rejected(code, text), polite: false, now: now, into: &actions)
-        default:
-            closeConnection(
-                as: .lost("the server answered hello with \(message.kind)"), polite: false, now: now, into: &actions)
-        }
-    }
-
-    private mutating func answer(_ frames: [Frame], now: ContinuousClock.Instant, into actions: inout [Action]) {
+    private mutating func answer(_ frames: [Frame], link: Link, into actions: inout [Action]) {
         var batches = SubscriptionBatches()
         for frame in frames {
             let message: Message
             do throws(WireError) {
                 message = try Message(frame: frame)
             } catch {
-                closeConnection(as: .lost("bad frame from the server: \(error)"), now: now, into: &actions)
+                actions.append(.closeConnection(.lost("bad frame from the server: \(error)"), polite: true))
                 return
             }
             if let token = subscriptionByRequest[frame.requestID] {
@@ -179,7 +219,7 @@ extension ClientConnectionMachine {
                     deliver(&batches, into: &actions)
                     subscriptionByRequest[frame.requestID] = nil
                     subscriptions[token]?.requestID = nil
-                    closeConnection(as: .lost("server error \(code): \(text)"), now: now, into: &actions)
+                    actions.append(.closeConnection(.lost("server error \(code): \(text)"), polite: true))
                     return
                 }
                 switch event {
@@ -188,7 +228,7 @@ extension ClientConnectionMachine {
                     subscriptionByRequest[frame.requestID] = nil
                     subscriptions[token]?.requestID = nil
                     deliver(&batches, into: &actions)
-                    if case .historyGone = event { startSubscription(token, into: &actions) }
+                    if case .historyGone = event { startSubscription(token, link: link, into: &actions) }
                 default:
                     break
                 }
@@ -197,9 +237,9 @@ extension ClientConnectionMachine {
             guard let request = requests[frame.requestID] else {
                 if frame.requestID == 0, case .error(let code, let text) = message {
                     if code.refusesTheFrame {
-                        failSentRequests(ClientError.server(code: code, message: text), into: &actions)
+                        failSentRequests(ClientError.server(code: code, message: text), link: link, into: &actions)
                     }
-                    closeConnection(as: .lost("server error \(code): \(text)"), now: now, into: &actions)
+                    actions.append(.closeConnection(.lost("server error \(code): \(text)"), polite: true))
                     return
                 }
                 continue  // the answer to a request that timed out
@@ -225,7 +265,7 @@ extension ClientConnectionMachine {
                     // The server closes now; the requests after this one in the pipeline did nothing wrong and are
                     // resent on the next connection.
                     deliver(&batches, into: &actions)
-                    closeConnection(as: .lost("server error \(code): \(text)"), now: now, into: &actions)
+                    actions.append(.closeConnection(.lost("server error \(code): \(text)"), polite: true))
                     return
                 }
             default:
@@ -244,41 +284,41 @@ extension ClientConnectionMachine {
     // MARK: - Subscriptions
 
     /// Subscribes on this and every later connection.
-    mutating func subscribe(token: Int) -> [Action] {
-        guard !closed else { return [] }
+    mutating func subscribe(token: Int, link: Link) -> [Action] {
+        guard !link.closed else { return [] }
         subscriptions[token] = Subscription(requestID: nil)
         var actions: [Action] = []
-        startSubscription(token, into: &actions)
+        startSubscription(token, link: link, into: &actions)
         return actions
     }
 
     /// Ends the subscription's current run on the server and starts it again from where its owner now says.
-    mutating func restart(_ token: Int, now: ContinuousClock.Instant) -> [Action] {
+    mutating func restart(_ token: Int, link: Link) -> [Action] {
         guard subscriptions[token] != nil else { return [] }
         var actions: [Action] = []
-        stopOnServer(token, now: now, into: &actions)
-        startSubscription(token, into: &actions)
+        stopOnServer(token, link: link, into: &actions)
+        startSubscription(token, link: link, into: &actions)
         return actions
     }
 
-    mutating func unsubscribe(_ token: Int, now: ContinuousClock.Instant) -> [Action] {
+    mutating func unsubscribe(_ token: Int, link: Link) -> [Action] {
         guard subscriptions[token] != nil else { return [] }
         var actions: [Action] = []
-        stopOnServer(token, now: now, into: &actions)
+        stopOnServer(token, link: link, into: &actions)
         subscriptions[token] = nil
         return actions
     }
 
-    private mutating func stopOnServer(_ token: Int, now: ContinuousClock.Instant, into actions: inout [Action]) {
+    private mutating func stopOnServer(_ token: Int, link: Link, into actions: inout [Action]) {
         guard let old = subscriptions[token]?.requestID else { return }
         subscriptions[token]?.requestID = nil
         subscriptionByRequest[old] = nil
-        guard isReady else { return }
-        actions.append(contentsOf: submit(.unsubscribe(subscription: old), timeout: nil, now: now).actions)
+        guard link.isReady else { return }
+        actions.append(contentsOf: submit(.unsubscribe(subscription: old), timeout: nil, link: link).actions)
     }
 
-    mutating func startSubscription(_ token: Int, into actions: inout [Action]) {
-        guard isReady, let subscription = subscriptions[token], subscription.requestID == nil else { return }
+    private mutating func startSubscription(_ token: Int, link: Link, into actions: inout [Action]) {
+        guard link.isReady, let subscription = subscriptions[token], subscription.requestID == nil else { return }
         let id = allocateID()
         subscriptions[token]?.requestID = id
         subscriptionByRequest[id] = token
