@@ -6,9 +6,9 @@ import MemoWire
 /// the welcome, ready, going away), the attempts and their backoff, failover across addresses, and the keepalive
 /// that finds a server that stopped answering. The requests and subscriptions are `RequestTable`'s: this machine
 /// tells it of the connection's changes (`.requests` actions), and it asks this machine to close a connection
-/// whose server broke the conversation (`close(as:polite:now:)`); `ClientCore` composes the two.
+/// whose server broke the conversation (`close(as:polite:now:)`); `ConnectionOwner` composes the two.
 ///
-/// Its methods take an event with the time it happened and return what to do; `ClientCore` and
+/// Its methods take an event with the time it happened and return what to do; `ConnectionOwner` and
 /// `WireConnection` only do it. Nothing here touches a socket, a clock or a timer, so every transition is
 /// tested event by event (`ClientConnectionMachineTests`).
 struct ClientConnectionMachine {
@@ -233,7 +233,7 @@ struct ClientConnectionMachine {
             reconnectPending = false
             makeAttempt(now: now, into: &actions)
         case .request:
-            // The request table's deadline (`RequestTable.expire`); `ClientCore` gives it there.
+            // The request table's deadline (`RequestTable.expire`); `ConnectionOwner` gives it there.
             return []
         case .keepalive(let number):
             guard number == attempt, phase == .ready else { return [] }

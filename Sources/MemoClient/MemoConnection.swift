@@ -20,7 +20,7 @@ public final class MemoConnection: Sendable {
     /// The role the server's last welcome gave our certificate; nil before the first welcome. Replays.
     public let role: Subject<Role?>
     private let loop: EventLoop
-    private let core: ClientCore
+    private let core: ConnectionOwner
 
     private init(configuration: ClientConfiguration) throws {
         self.configuration = configuration
@@ -34,7 +34,7 @@ public final class MemoConnection: Sendable {
         connectionFailure = Subject(nil)
         role = Subject(nil)
         loop = try EventLoop.start(name: "memo-client")
-        core = ClientCore(
+        core = ConnectionOwner(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let core = self.core
         let failure = connectionFailure

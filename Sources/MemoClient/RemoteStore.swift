@@ -12,7 +12,7 @@ import MemoWire
 /// up, in which case it is `stale` until the server has answered.
 ///
 /// One owner: the mirror, the offline queue and the not-saved list belong to the client's loop (the thread that
-/// runs `ClientCore`), and every change of them, a subscription's events or a local write, is an event run there
+/// runs `ConnectionOwner`), and every change of them, a subscription's events or a local write, is an event run there
 /// one at a time. So there is no lock, and every subject below is sent to from that one thread, in the order the
 /// mirror went through its states: observers get one ordered stream. Queue files are written off the loop by a
 /// `QueueFileWriter`; the outcome comes back to the loop.

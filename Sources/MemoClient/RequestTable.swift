@@ -7,10 +7,10 @@ import MemoWire
 /// where their owner says.
 ///
 /// It knows the connection only through a `ClientConnectionMachine.Link` given with each event (ready or not, its
-/// attempt, its welcome), and hears of its changes from the connection machine's `.requests` actions; `ClientCore`
+/// attempt, its welcome), and hears of its changes from the connection machine's `.requests` actions; `ConnectionOwner`
 /// carries both ways. Like the connection machine it touches no socket, clock or timer (`RequestTableTests`).
 struct RequestTable {
-    /// What to do; `ClientCore` runs it (a `closeConnection` goes to the connection machine first).
+    /// What to do; `ConnectionOwner` runs it (a `closeConnection` goes to the connection machine first).
     enum Action {
         /// Write one frame's bytes on the current connection.
         case send([UInt8])

@@ -7,7 +7,7 @@ import MemoWire
 /// both ways until it ends. It drives a `FramedTLSTransport` (TLS, the frame decoder, the pump), as the server's
 /// connections and the probe do, and waits for its socket through the loop. It moves bytes only: what the frames
 /// mean, the hello and welcome, deadlines and going-away belong to `ClientConnectionMachine` and `RequestTable`,
-/// which `ClientCore` feeds with these callbacks.
+/// which `ConnectionOwner` feeds with these callbacks.
 ///
 /// Confined to `loop`: it is made, used and ended on that loop's thread only, which is why it needs no locks.
 /// `@unchecked Sendable` only so that work it schedules on its own loop may capture it.

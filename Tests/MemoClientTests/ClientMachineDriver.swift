@@ -6,11 +6,11 @@ import Testing
 
 @testable import MemoClient
 
-/// Drives the client's two machines, `ClientConnectionMachine` and `RequestTable`, composed as `ClientCore`
-/// composes them (`ClientCore.route`), event by event with a clock of its own, and reads their actions the way
-/// `ClientCore` runs them (no sockets, no timers: each test runs in microseconds).
+/// Drives the client's two machines, `ClientConnectionMachine` and `RequestTable`, composed as `ConnectionOwner`
+/// composes them (`ConnectionOwner.route`), event by event with a clock of its own, and reads their actions the way
+/// `ConnectionOwner` runs them (no sockets, no timers: each test runs in microseconds).
 struct ClientMachineDriver {
-    typealias Action = ClientCore.Action
+    typealias Action = ConnectionOwner.Action
     typealias Deadline = ClientConnectionMachine.Deadline
 
     var machine: ClientConnectionMachine
@@ -41,14 +41,14 @@ struct ClientMachineDriver {
         table = RequestTable(configuration: configuration)
     }
 
-    /// The connection machine's actions, with the table's part routed as `ClientCore` does.
+    /// The connection machine's actions, with the table's part routed as `ConnectionOwner` does.
     mutating func route(_ actions: [ClientConnectionMachine.Action]) -> [Action] {
-        ClientCore.route(actions, machine: &machine, table: &table, now: now)
+        ConnectionOwner.route(actions, machine: &machine, table: &table, now: now)
     }
 
-    /// The table's actions, with its `closeConnection` routed as `ClientCore` does.
+    /// The table's actions, with its `closeConnection` routed as `ConnectionOwner` does.
     mutating func route(table actions: [RequestTable.Action]) -> [Action] {
-        ClientCore.route(table: actions, machine: &machine, table: &table, now: now)
+        ConnectionOwner.route(table: actions, machine: &machine, table: &table, now: now)
     }
 
     mutating func advance(_ duration: Duration) {
@@ -92,11 +92,11 @@ struct ClientMachineDriver {
     }
 
     mutating func fire(_ deadline: Deadline) -> [Action] {
-        ClientCore.deadlinePassed(deadline, machine: &machine, table: &table, now: now)
+        ConnectionOwner.deadlinePassed(deadline, machine: &machine, table: &table, now: now)
     }
 
     mutating func submit(_ message: Message, timeout: Duration? = nil) -> (id: UInt32, actions: [Action]) {
-        ClientCore.submit(message, timeout: timeout, machine: &machine, table: &table, now: now)
+        ConnectionOwner.submit(message, timeout: timeout, machine: &machine, table: &table, now: now)
     }
 
     mutating func close() -> [Action] {

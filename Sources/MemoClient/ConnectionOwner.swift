@@ -33,7 +33,7 @@ public enum SubscriptionEvent: Sendable, Hashable {
 ///
 /// Confined to `loop`: every method runs on the loop's thread (`MemoConnection` hops there), so no state here
 /// needs a lock. `@unchecked Sendable` only so that closures scheduled on the loop may capture it.
-final class ClientCore: @unchecked Sendable {
+final class ConnectionOwner: @unchecked Sendable {
     typealias Deadline = ClientConnectionMachine.Deadline
     /// One event for the two machines: it returns what is left to do once they have told each other theirs.
     typealias Event = (inout ClientConnectionMachine, inout RequestTable, ContinuousClock.Instant) -> [Action]
@@ -248,8 +248,8 @@ final class ClientCore: @unchecked Sendable {
 
 // MARK: - The two machines composed
 
-extension ClientCore {
-    /// What `ClientCore` does: either machine's actions, once those meant for the other machine have been given
+extension ConnectionOwner {
+    /// What `ConnectionOwner` does: either machine's actions, once those meant for the other machine have been given
     /// to it.
     enum Action {
         /// Open a connection to this address (`host:port`) as attempt `attempt`.
