@@ -172,11 +172,12 @@ struct TUINothingLostEndToEndTests {
         defer { again.kill() }
         try again.waitForScreen(containing: "o save as new")
         try again.press("o")
+        // The new memo on the list, confirmed (no longer pending), and on the server.
         try again.waitForScreen("the text saved as a new memo", seconds: 30) { lines in
-            lines.last?.contains("● ") == true && !lines.contains { $0.contains("pending") }
+            lines.contains { $0.contains("오프라인에서 고친 글") && !$0.contains("pending") }
+                && lines.last?.contains("● ") == true
         }
-        let listed = try fixture.client("list").out
-        #expect(listed.contains("오프라인에서 고친 글"), "\(listed)")
+        #expect(try pollUntil { try fixture.client("list").out.contains("오프라인에서 고친 글") })
     }
 
     @Test func aDamagedQueueIsMovedAsideAndSaidWhereNeverDeleted() throws {
