@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// Requests, the frames that answer them and the subscriptions: which request goes out when, which is resent

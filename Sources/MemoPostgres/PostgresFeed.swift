@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
+import MemoStore
 import Synchronization
 
 /// The one thread that applies changes to a server's `StoreCore`, strictly in revision order and never skipping.

@@ -1,11 +1,13 @@
 import Dispatch
 import Foundation
 import MemoCLI
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoPostgres
-import MemoServer
 import MemoSQLite
+import MemoServer
+import MemoStore
 import MemoTLS
 import MemoWire
 import Synchronization

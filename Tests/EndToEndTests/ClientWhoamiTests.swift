@@ -1,7 +1,8 @@
 import Foundation
 import MemoNet
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 @Suite("memo-client whoami and the certificate-expiry warning", .serialized)

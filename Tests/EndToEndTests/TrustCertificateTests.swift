@@ -1,6 +1,7 @@
 import Foundation
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 @Suite("The CA's index, revocation list and server re-issue")

@@ -1,9 +1,11 @@
+import ClientTestSupport
 import Foundation
 import MemoNet
 import MemoProbe
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// A certificate folder made by the built `memo-server certs` commands, as an operator makes one.

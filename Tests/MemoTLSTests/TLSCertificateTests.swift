@@ -1,7 +1,8 @@
 import COpenSSL
 import Foundation
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 @Suite("Certificate authority: files, modes and contents")

@@ -1,8 +1,9 @@
 import Foundation
 import MemoClient
-import MemoCore
-import MemoTestSupport
+import MemoModel
+import MemoStore
 import MemoTUI
+import MemoTestSupport
 import MemoViewModels
 import Testing
 

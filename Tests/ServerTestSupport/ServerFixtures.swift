@@ -1,9 +1,11 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoServer
+import MemoStore
 import MemoTLS
+import MemoTestSupport
 import MemoWire
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import MemoModel
 
 /// A store whose reads and change feed are those of its `StoreCore`: the memory store and the SQLite store differ
 /// only in how a write becomes durable, so everything else is written here once.
@@ -53,5 +54,13 @@ extension CoreBackedStore {
 
     public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
         core.observeChanges(handler)
+    }
+}
+
+extension CoreBackedStore {
+    /// The memory store's: kind `memory`, no location. (SQLite and PostgreSQL say more.)
+    public var storeStatus: StoreStatus {
+        StoreStatus(
+            kind: "memory", location: nil, memoCount: core.memoCount, oldestRetained: core.oldestResumable)
     }
 }
