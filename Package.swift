@@ -21,6 +21,13 @@ let hotPathSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
 ]
 
+// The model's generic code (the subject, its queues) runs on every change in the stores and the server, which are
+// other modules: without cross-module optimization it ran there unspecialised, looking up the subject's metadata
+// on each send (the cost is in BENCHMARKS.md, "Instruction counts behind the code's shape").
+let modelSettings: [SwiftSetting] = [
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))
+]
+
 let package = Package(
     name: "memo",
     products: [
@@ -50,7 +57,7 @@ let package = Package(
         .target(name: "MemoSystem"),
         // The model: memo, change, errors, limits, dates, the storage protocols, the table and its write planner,
         // the subject. Values and protocols only: no thread, no file, no clock of its own.
-        .target(name: "MemoModel", swiftSettings: hotPathSettings),
+        .target(name: "MemoModel", swiftSettings: hotPathSettings + modelSettings),
         // What a server tells its operators: log records (level, format, event, fields) and the stage trace.
         .target(name: "MemoDiagnostics", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
         // The machinery of the stores: the shared core (table, history, watchers under one lock), the memory
