@@ -2,8 +2,11 @@
 import PackageDescription
 
 // Data flow, one target per concern:
-// bytes -> frames -> messages (MemoWire) -> store (MemoCore, MemoSQLite, MemoPostgres) -> subject (MemoCore)
+// bytes -> frames -> messages (MemoWire) -> store (MemoStore, MemoSQLite, MemoPostgres) -> subject (MemoModel)
 // TLS (MemoTLS; its certificate authority in MemoPKI) and the epoll event loop (MemoNet) carry the bytes; the executables only wire parts together.
+// MemoModel holds the values and protocols everything shares (memo, change, errors, limits, the table, the
+// subject); the pieces that run (the stores' shared core and writer thread, logs and traces) are modules of
+// their own, so that code which only needs the model links nothing else.
 // The modules on the server's per-request path are built without Swift's dynamic exclusivity checks in release
 // builds. Why: `swift_beginAccess`/`swift_endAccess` on class properties and loop-bound values cost about 3,900
 // of the 31,000 instructions of a create on the event loops (callgrind; BENCHMARKS.md). Why it is safe: the
@@ -18,6 +21,13 @@ import PackageDescription
 // product: its products are the four programs, and its modules are for them and its tests.
 let hotPathSettings: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))
+]
+
+// The model's generic code (the subject, its queues) runs on every change in the stores and the server, which are
+// other modules: without cross-module optimization it ran there unspecialised, looking up the subject's metadata
+// on each send (the cost is in BENCHMARKS.md, "Instruction counts behind the code's shape").
+let modelSettings: [SwiftSetting] = [
+    .unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))
 ]
 
 let package = Package(
@@ -44,13 +54,21 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        // The write(2) loop every writer shares (EINTR, EAGAIN, short writes).
+        // The write(2) loop every writer shares (EINTR, EAGAIN, short writes), and files fsynced whole or not at all.
         .target(name: "MemoSystem"),
-        .target(name: "MemoCore", dependencies: ["MemoSystem"], swiftSettings: hotPathSettings),
+        // The model: memo, change, errors, limits, dates, the storage protocols, the table and its write planner,
+        // the subject. Values and protocols only: no thread, no file, no clock of its own.
+        .target(name: "MemoModel", swiftSettings: hotPathSettings + modelSettings),
+        // What a server tells its operators: log records (level, format, event, fields) and the stage trace.
+        .target(name: "MemoDiagnostics", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
+        // The machinery of the stores: the shared core (table, history, watchers under one lock), the memory
+        // store, and the writer thread's queue the durable stores share.
+        .target(name: "MemoStore", dependencies: ["MemoModel", "MemoDiagnostics"], swiftSettings: hotPathSettings),
         .target(
-            name: "MemoSQLite", dependencies: ["MemoCore", "CSQLite", "CMemoLinux"], swiftSettings: hotPathSettings),
-        .target(name: "MemoPostgres", dependencies: ["MemoCore", "CPostgres"]),
-        .target(name: "MemoWire", dependencies: ["MemoCore"], swiftSettings: hotPathSettings),
+            name: "MemoSQLite", dependencies: ["MemoModel", "MemoStore", "CSQLite", "CMemoLinux"],
+            swiftSettings: hotPathSettings),
+        .target(name: "MemoPostgres", dependencies: ["MemoModel", "MemoStore", "MemoDiagnostics", "CPostgres"]),
+        .target(name: "MemoWire", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
         .target(name: "MemoTLS", dependencies: ["COpenSSL"], swiftSettings: hotPathSettings),
         // The certificate authority `memo-server certs` runs: keys, certificates, the index and the revocation list
         // it writes. What a connection needs to load certificates and lists stays in MemoTLS.
@@ -64,97 +82,126 @@ let package = Package(
             name: "MemoTransport", dependencies: ["MemoTLS", "MemoNet", "MemoWire"], swiftSettings: hotPathSettings),
         .target(
             name: "MemoServer",
-            dependencies: ["MemoSystem", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
+            dependencies: [
+                "MemoSystem", "MemoModel", "MemoDiagnostics", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport",
+            ],
             swiftSettings: hotPathSettings),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
         .target(
             name: "MemoClient",
-            dependencies: ["MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
+            dependencies: ["MemoSystem", "MemoModel", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         // memo-client's command line and what it prints (parsing, JSON, tables, exit codes), tested without a process.
         .target(
             name: "MemoClientCLI",
             dependencies: [
-                "MemoSystem", "MemoCore", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
+                "MemoSystem", "MemoModel", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
             ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoNet"]),
-        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoCore", "MemoText", "MemoViewModels", "MemoNet"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoNet"]),
+        .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoViewModels", "MemoNet"]),
         .executableTarget(
             name: "memo-server",
             dependencies: [
-                "MemoCore", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS", "MemoPKI", "MemoNet", "MemoCLI",
-                "MemoWire",
+                "MemoModel", "MemoStore", "MemoDiagnostics", "MemoServer", "MemoSQLite", "MemoPostgres", "MemoTLS",
+                "MemoPKI", "MemoNet", "MemoCLI", "MemoWire",
             ]),
         .executableTarget(
             name: "memo-client",
             dependencies: [
-                "MemoSystem", "MemoCore", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels",
+                "MemoSystem", "MemoModel", "MemoWire", "MemoClient", "MemoClientCLI", "MemoTUI", "MemoViewModels",
                 "MemoCLI", "MemoTLS", "MemoNet",
             ]),
         .executableTarget(
             name: "memo-bench",
             dependencies: [
-                "MemoCore", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient", "MemoTLS", "MemoNet", "MemoCLI",
-                "MemoTUI", "MemoViewModels",
+                "MemoModel", "MemoStore", "MemoDiagnostics", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient",
+                "MemoTLS", "MemoNet", "MemoCLI", "MemoTUI", "MemoViewModels",
             ],
             swiftSettings: hotPathSettings),
         .executableTarget(
             name: "memo-torture",
             dependencies: [
-                "MemoCore", "MemoProbe", "MemoTLS", "MemoPKI", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite",
+                "MemoModel", "MemoProbe", "MemoTLS", "MemoPKI", "MemoNet", "MemoWire", "MemoCLI", "MemoSQLite",
             ]),
         // Tests: one target per module (`swift test --filter MemoNetTests` runs MemoNet's), one for whole
-        // processes (the built binaries, tmux, other TLS stacks), and the helpers several of them share.
+        // processes (the built binaries, tmux, other TLS stacks), and the fixtures they share, one target per
+        // fixture so that a module's tests link only what they use (MemoModelTests links no store, TLS, server
+        // or PostgreSQL code). MemoTestSupport: what needs none of the package (temporary folders, polling,
+        // deadlines, recorders, running a built binary); TLSTestSupport: certificates and in-memory handshakes;
+        // PostgresTestSupport: a throwaway PostgreSQL cluster; StoreTestSupport: the stores every storage test
+        // runs against; ServerTestSupport: test servers in process and as processes, probes, proxies, HTTP;
+        // ClientTestSupport: the client library against a test server, memo-client as a process.
+        .target(name: "MemoTestSupport", path: "Tests/MemoTestSupport"),
+        .target(name: "TLSTestSupport", dependencies: ["MemoTLS", "MemoPKI"], path: "Tests/TLSTestSupport"),
+        .target(name: "PostgresTestSupport", dependencies: ["MemoTestSupport"], path: "Tests/PostgresTestSupport"),
         .target(
-            name: "MemoTestSupport",
+            name: "StoreTestSupport",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoPostgres", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
-                "MemoProbe", "MemoClient",
+                "MemoModel", "MemoStore", "MemoSQLite", "MemoPostgres", "MemoTestSupport", "PostgresTestSupport",
             ],
-            path: "Tests/MemoTestSupport"
-        ),
+            path: "Tests/StoreTestSupport"),
+        .target(
+            name: "ServerTestSupport",
+            dependencies: [
+                "MemoModel", "MemoStore", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer", "MemoProbe",
+                "MemoTestSupport",
+            ],
+            path: "Tests/ServerTestSupport"),
+        .target(
+            name: "ClientTestSupport",
+            dependencies: ["MemoModel", "MemoNet", "MemoServer", "MemoClient", "MemoTestSupport", "ServerTestSupport"],
+            path: "Tests/ClientTestSupport"),
         .testTarget(name: "MemoSystemTests", dependencies: ["MemoSystem"]),
-        .testTarget(name: "MemoCoreTests", dependencies: ["MemoCore", "MemoTestSupport"]),
+        .testTarget(name: "MemoModelTests", dependencies: ["MemoModel", "MemoTestSupport"]),
         .testTarget(
-            name: "MemoStoreTests", dependencies: ["MemoCore", "MemoSQLite", "MemoTestSupport"]),
-        .testTarget(name: "MemoWireTests", dependencies: ["MemoCore", "MemoWire", "MemoTestSupport"]),
-        .testTarget(name: "MemoTLSTests", dependencies: ["MemoTLS", "MemoPKI", "MemoTestSupport"]),
-        .testTarget(name: "MemoPKITests", dependencies: ["MemoPKI", "MemoTLS", "COpenSSL", "MemoTestSupport"]),
+            name: "MemoStoreTests",
+            dependencies: ["MemoModel", "MemoStore", "MemoSQLite", "MemoTestSupport", "StoreTestSupport"]),
+        .testTarget(name: "MemoWireTests", dependencies: ["MemoModel", "MemoWire", "MemoTestSupport"]),
+        .testTarget(
+            name: "MemoTLSTests",
+            dependencies: ["MemoTLS", "MemoPKI", "COpenSSL", "MemoTestSupport", "TLSTestSupport"]),
+        .testTarget(
+            name: "MemoPKITests",
+            dependencies: ["MemoPKI", "MemoTLS", "COpenSSL", "MemoTestSupport", "TLSTestSupport"]),
         .testTarget(name: "MemoNetTests", dependencies: ["MemoNet", "CMemoLinux", "MemoTestSupport"]),
         .testTarget(
             name: "MemoTransportTests",
-            dependencies: ["MemoTransport", "MemoTLS", "MemoNet", "MemoWire", "MemoTestSupport"]),
+            dependencies: ["MemoTransport", "MemoTLS", "MemoNet", "MemoWire", "MemoTestSupport", "TLSTestSupport"]),
         .testTarget(
             name: "MemoServerTests",
             dependencies: [
-                "MemoServer", "MemoCore", "MemoWire", "MemoSQLite", "MemoPostgres", "MemoProbe", "MemoTLS", "MemoNet",
-                "MemoTestSupport",
+                "MemoServer", "MemoModel", "MemoStore", "MemoDiagnostics", "MemoWire", "MemoSQLite", "MemoPostgres",
+                "MemoProbe", "MemoTLS", "MemoNet", "MemoTestSupport", "TLSTestSupport", "PostgresTestSupport", "ServerTestSupport",
+                "ClientTestSupport",
             ]
         ),
         .testTarget(
             name: "MemoClientTests",
             dependencies: [
-                "MemoClient", "MemoClientCLI", "MemoCore", "MemoWire", "MemoTLS", "MemoNet", "MemoServer",
-                "MemoTestSupport",
+                "MemoClient", "MemoClientCLI", "MemoModel", "MemoStore", "MemoWire", "MemoTLS", "MemoNet", "MemoServer",
+                "MemoTestSupport", "TLSTestSupport", "ServerTestSupport", "ClientTestSupport",
             ]
         ),
         .testTarget(
             name: "MemoClientCLITests",
             dependencies: [
-                "MemoClientCLI", "MemoClient", "MemoCLI", "MemoCore", "MemoText", "MemoTLS", "MemoWire", "MemoTestSupport",
+                "MemoClientCLI", "MemoClient", "MemoCLI", "MemoModel", "MemoText", "MemoTLS", "MemoWire",
+                "MemoTestSupport",
             ]
         ),
         .testTarget(
             name: "MemoTUITests",
             dependencies: [
-                "MemoTUI", "MemoViewModels", "MemoCore", "MemoText", "MemoClient", "MemoNet", "MemoTestSupport",
+                "MemoTUI", "MemoViewModels", "MemoModel", "MemoStore", "MemoText", "MemoClient", "MemoNet",
+                "MemoTestSupport", "ServerTestSupport", "ClientTestSupport",
             ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "MemoCore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer", "MemoProbe",
-                "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
+                "MemoModel", "MemoStore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
+                "MemoProbe", "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
+                "TLSTestSupport", "PostgresTestSupport", "StoreTestSupport", "ServerTestSupport", "ClientTestSupport",
             ]
         ),
     ],

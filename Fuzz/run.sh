@@ -3,7 +3,7 @@
 #
 #   Fuzz/run.sh SECONDS [frame|message|record|all]
 #
-# The targets are compiled with the MemoCore and MemoWire sources (not through SwiftPM, so `swift build` never
+# The targets are compiled with the MemoModel and MemoWire sources (not through SwiftPM, so `swift build` never
 # sees them) into .build/fuzz; the record target is compiled into one module with the MemoTLS sources, whose
 # internal record layer it drives. Each run starts from the committed seeds in Fuzz/corpus/TARGET plus whatever
 # earlier runs found (.build/fuzz/corpus/TARGET). A crash leaves its input in Fuzz/crashes/TARGET/ and makes
@@ -30,15 +30,13 @@ esac
 
 build="$root/.build/fuzz"
 mkdir -p "$build"
-# -package-name as SwiftPM passes it: MemoCore has `package` declarations (the Subject's deferred delivery).
+# -package-name as SwiftPM passes it: MemoModel has `package` declarations (the Subject's deferred delivery).
 flags=(-sanitize=fuzzer,address -parse-as-library -O -package-name memo)
 
-# The libraries, instrumented, as modules as in the package: MemoSystem (the write loop) under MemoCore.
+# The libraries, instrumented, as modules as in the package: MemoModel under MemoWire.
 echo "building the fuzz targets in $build"
-swiftc "${flags[@]}" -module-name MemoSystem -emit-module -emit-module-path "$build/MemoSystem.swiftmodule" \
-    -emit-library -static -o "$build/libMemoSystem.a" "$root"/Sources/MemoSystem/*.swift
-swiftc "${flags[@]}" -module-name MemoCore -I "$build" -emit-module -emit-module-path "$build/MemoCore.swiftmodule" \
-    -emit-library -static -o "$build/libMemoCore.a" "$root"/Sources/MemoCore/*.swift
+swiftc "${flags[@]}" -module-name MemoModel -I "$build" -emit-module -emit-module-path "$build/MemoModel.swiftmodule" \
+    -emit-library -static -o "$build/libMemoModel.a" "$root"/Sources/MemoModel/*.swift
 swiftc "${flags[@]}" -module-name MemoWire -I "$build" -emit-module -emit-module-path "$build/MemoWire.swiftmodule" \
     -emit-library -static -o "$build/libMemoWire.a" "$root"/Sources/MemoWire/*.swift
 for target in "${targets[@]}"; do
@@ -50,7 +48,7 @@ for target in "${targets[@]}"; do
         continue
     fi
     swiftc "${flags[@]}" -use-ld=lld -I "$build" "$root/Fuzz/${sources[$target]}" \
-        "$build/libMemoWire.a" "$build/libMemoCore.a" "$build/libMemoSystem.a" -o "$build/$target"
+        "$build/libMemoWire.a" "$build/libMemoModel.a" -o "$build/$target"
 done
 
 failed=0

@@ -5,6 +5,9 @@ For each Swift target, the package's own modules it imports (any `import`, `@tes
 ...) must be exactly the package targets it lists in `dependencies`: an import that is not declared builds only by
 luck of the build order, and a declared module that is never imported links code nobody uses. Prints each
 difference and exits 1 if there is any. Run from the package root: `dist/check-imports.py`.
+
+It also checks that a few test targets link no more than they should, through every dependency of their
+dependencies (`LINKS_ONLY`): the model's tests link no store, TLS, server or PostgreSQL code.
 """
 import json
 import os
@@ -16,6 +19,21 @@ IMPORT = re.compile(
     r"^\s*(?:@testable\s+|@_implementationOnly\s+|@preconcurrency\s+|(?:public|package|internal|private|fileprivate)\s+)*"
     r"import\s+(?:(?:struct|class|enum|func|var|let|protocol|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)",
     re.MULTILINE)
+
+# Test targets whose whole dependency graph is fixed: what they may link, through any path.
+LINKS_ONLY = {
+    "MemoModelTests": {"MemoModel", "MemoTestSupport"},
+}
+
+
+def dependencies(target):
+    """The package targets `target` lists in `dependencies`."""
+    names = set()
+    for dependency in target.get("dependencies", []):
+        for kind in ("byName", "target"):
+            if kind in dependency:
+                names.add(dependency[kind][0])
+    return names
 
 
 def main() -> int:
@@ -47,6 +65,15 @@ def main() -> int:
             if targets[module]["type"] == "system":
                 continue
             problems.append(f"{name} declares {module} and never imports it")
+    for name, allowed in sorted(LINKS_ONLY.items()):
+        linked, waiting = set(), [name]
+        while waiting:
+            for module in dependencies(targets[waiting.pop()]) & set(targets):
+                if module not in linked:
+                    linked.add(module)
+                    waiting.append(module)
+        for module in sorted(linked - allowed):
+            problems.append(f"{name} links {module} (it may link only {', '.join(sorted(allowed))})")
     for problem in problems:
         print(f"check-imports: {problem}", file=sys.stderr)
     if problems:

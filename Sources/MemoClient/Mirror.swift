@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// What applying a batch of subscription events did to a mirror, in order.
 public enum MirrorEvent: Sendable, Hashable {
     /// The mirror was (re)built from a snapshot at `revision`. `resync` is false for the first base; true when

@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// The mirror saved to a file, so that a client can show the list before the server answers.

@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// A queued write the server refused when it was replayed: never deleted, it waits in the "not saved" list (kept on

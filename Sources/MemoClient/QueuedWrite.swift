@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoModel
+import MemoSystem
 import MemoTLS
 import MemoWire
 
@@ -127,7 +128,11 @@ public enum WriteQueueFile {
         try FileManager.default.createDirectory(
             at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
-        try DurableFile.replace(path, bytes)
+        do {
+            try DurableFile.replace(path, bytes)
+        } catch {
+            throw MemoError.storage(error.message)
+        }
     }
 
     /// The writes saved at `path`, oldest first, and the identity that wrote them (nil for a `MEMOWRQ1` file);

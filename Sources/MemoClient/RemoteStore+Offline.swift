@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// A queued write the server refused when it was sent; the store has rolled it back and kept it in `notSaved`.
 public struct RefusedWrite: Sendable, Hashable {
     /// The write as the user last made it (later queued writes of the same memo are folded in).

@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// The storage protocol over the wire: a view model cannot tell it from `MemoryStore`.

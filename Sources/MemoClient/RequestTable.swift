@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// The requests waiting for an answer and the subscriptions, as a value: which request goes out when, which is

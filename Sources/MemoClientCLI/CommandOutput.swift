@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MemoCore
+import MemoModel
 import MemoText
 
 /// How a command writes: for people on a terminal, or plain for scripts, or JSON lines.

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import MemoClient
-import MemoCore
+import MemoModel
 import Synchronization
 
 // memo-client import: line by line, up to `importWindow` creates in flight, errors in line order, a progress line

@@ -1,6 +1,5 @@
 import MemoClient
-import MemoCore
-
+import MemoModel
 /// `list`: the whole list in one answer, or (with `--limit` or `--after`) pages the server cuts from its ordered
 /// table, so that `list --limit 10` costs the server ten memos, not the whole list.
 extension CommandRunner {

@@ -1,6 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import Synchronization
 
 // watch's connection reports, its end when the reader goes away, and `watch --since REVISION`.

@@ -1,7 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
-
+import MemoModel
 /// `add`, `edit` and `rm`: each write is retried by `WriteRetry` while its outcome is unknown, as the same
 /// request by id, and what a retry meets is read for what it says about the first try.
 extension CommandRunner {

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoTLS
 
 /// Where a memo's text comes from.

@@ -1,7 +1,7 @@
 import Foundation
 import MemoCLI
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
 
 // memo-client's command line, read into an `Invocation` without running anything, so that tests can check it.

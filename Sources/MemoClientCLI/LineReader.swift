@@ -1,6 +1,5 @@
 import Glibc
-import MemoCore
-
+import MemoModel
 /// Reads a file descriptor line by line with plain `read(2)`, so that anything readable works the same (a regular
 /// file, a pipe, `/dev/stdin`, `/dev/null`, a process substitution's `/dev/fd/N`), and only one buffer of input is
 /// held at a time, however long the input.

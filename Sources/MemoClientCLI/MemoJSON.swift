@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// The command line's JSON: one object per memo with the fields `id`, `content`, `insertDate`, `updateDate`
 /// (ISO 8601, UTC, microseconds) and `revision`, always in that order.
 public enum MemoJSON {

@@ -1,7 +1,6 @@
 import Foundation
 import MemoCLI
-import MemoCore
-
+import MemoModel
 /// `-o`/`--output`: the form a command prints memos in, whatever stdout is. Without it, the form follows stdout
 /// (a table for people on a terminal, tab-separated text otherwise); `--json` is `-o json`.
 public enum OutputFormat: String, Sendable, Hashable, CaseIterable {

@@ -1,6 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// One server's line of `memo-client status`: its report, or why it could not be had.

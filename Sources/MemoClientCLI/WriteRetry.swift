@@ -1,7 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
-
+import MemoModel
 /// Runs one write until its outcome is known or `--timeout` is spent: a try whose outcome is unknown (sent and
 /// not answered, or answered 505 `outcome-unknown`) is made again, which is safe because every try is the same
 /// request by id (a create with its client-chosen id, an update with its expected revision, a delete by id).

@@ -1,8 +1,7 @@
 internal import CPostgres
 import Dispatch
 import Foundation
-import MemoCore
-
+import MemoModel
 /// An error from libpq or from PostgreSQL, with the server's SQLSTATE when it sent one.
 struct PGError: Error, CustomStringConvertible {
     let message: String

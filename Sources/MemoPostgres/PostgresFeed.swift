@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
+import MemoStore
 import Synchronization
 
 /// The one thread that applies changes to a server's `StoreState`, strictly in revision order and never skipping.

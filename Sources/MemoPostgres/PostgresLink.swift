@@ -1,5 +1,5 @@
 import Dispatch
-import MemoCore
+import MemoDiagnostics
 import Synchronization
 
 /// How one of a server's two PostgreSQL connections (the writer or the feed) is opened, lost and opened again:

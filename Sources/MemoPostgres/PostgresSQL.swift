@@ -1,5 +1,4 @@
-import MemoCore
-
+import MemoModel
 /// The tables and functions of a memo database, version 1.
 ///
 /// Revisions come from the one-row `memo_head`, locked first by every write (`memo_write`), so that commit order

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// Creates the schema on first start, refuses one newer than this binary, and reads the start snapshot.
 enum PostgresSchema {
     /// Creates the tables and functions when the database has none; several servers starting at once take turns

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoModel
+import MemoStore
 import Synchronization
 
 /// What the writer and the feed of a PostgreSQL store record for `status`: each figure written by one thread,

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
+import MemoStore
 import Synchronization
 
 /// A server's store over a PostgreSQL database that several memo-servers share; the memos are in memory too,

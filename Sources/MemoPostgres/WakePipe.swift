@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// A pipe that wakes a thread sleeping in `poll`, alone or beside another descriptor (a libpq socket).
 final class WakePipe: Sendable {
     private let readEnd: Int32

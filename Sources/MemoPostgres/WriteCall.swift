@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// The parameters of one `memo_write` call and the results it gives back, one row per write in order.
 enum WriteCall {
     private enum Status: Int64 {

@@ -1,7 +1,6 @@
 internal import CSQLite
 import Foundation
-import MemoCore
-
+import MemoModel
 /// One SQLite connection. It is used by one thread at a time: the store opens it, then hands it to its writer
 /// thread for good.
 final class SQLiteDatabase {

@@ -1,5 +1,4 @@
-import MemoCore
-
+import MemoModel
 /// Upgrades older files in place. The caller runs each step inside one transaction, so a crash or an error part
 /// way leaves the file as it was, at its old version.
 enum SQLiteMigration {

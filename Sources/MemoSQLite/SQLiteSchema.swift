@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// The file's tables, and reading them back into a table and a history.
 ///
 /// - `changes`: one row per change, by revision, with the memo as it was after the change. A memo's content is

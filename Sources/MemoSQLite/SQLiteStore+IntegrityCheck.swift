@@ -1,5 +1,4 @@
-import MemoCore
-
+import MemoModel
 extension SQLiteStore {
     /// Runs SQLite's `PRAGMA integrity_check` on the file at `path` through a read-only connection of its own, so
     /// it changes nothing and may run while a store has the file open.

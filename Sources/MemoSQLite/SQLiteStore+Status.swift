@@ -1,5 +1,5 @@
-import MemoCore
-
+import MemoModel
+import MemoStore
 extension SQLiteStore {
     /// Kind `sqlite`, the database file.
     public var storeStatus: StoreStatus {

@@ -1,7 +1,8 @@
 internal import CMemoLinux
 import Dispatch
 import Foundation
-import MemoCore
+import MemoModel
+import MemoStore
 import Synchronization
 
 /// The server's durable store: every memo in a SQLite file (WAL, `synchronous=FULL`), and in memory for reads.

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// Writes committed batches.
 ///
 /// Each change is one row written with its content; an update or a delete also clears the `current` mark of the

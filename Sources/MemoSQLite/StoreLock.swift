@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import Synchronization
 
 /// The exclusive lock that makes one SQLite file one server's: `flock` on `PATH.lock` beside the database, held

@@ -1,4 +1,4 @@
-import MemoCore
+import MemoDiagnostics
 import MemoNet
 import MemoWire
 import Synchronization

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoTLS
 import MemoWire

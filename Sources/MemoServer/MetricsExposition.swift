@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoTLS
 
 /// The Prometheus text exposition (format 0.0.4) of a server's counters, gauges and process figures. README's

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 
 /// The plain-HTTP listener of `--metrics`: `/metrics` (Prometheus text), `/healthz` and `/readyz`.

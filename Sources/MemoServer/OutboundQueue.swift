@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// A change frame encoded once for every subscriber; only the request id differs, patched as it is copied.

@@ -1,4 +1,5 @@
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoTLS
 import MemoTransport

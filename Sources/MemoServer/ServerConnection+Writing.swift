@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoTLS
 import MemoTransport

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoTLS
 import MemoTransport

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoSystem
 
 /// Where the server's log lines go: one line per event, written whole so lines from threads never interleave.

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoWire
 
 /// What a session asks its connection to do.

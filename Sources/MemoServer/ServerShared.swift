@@ -1,5 +1,5 @@
 import Dispatch
-import MemoCore
+import MemoModel
 import MemoNet
 import Synchronization
 

@@ -1,5 +1,4 @@
-import MemoCore
-
+import MemoModel
 /// Why an action did not run.
 public enum ActionError: Error, Sendable, Equatable {
     /// The action was still running its previous input.

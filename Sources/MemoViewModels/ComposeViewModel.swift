@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 
 /// What the compose scene writes: a new memo, or a new version of one.

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// What the detail scene shows.
 public struct DetailState: Sendable, Hashable {
     /// The memo as the store last sent it; nil before it was seen.

@@ -1,8 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import MemoCore
-
+import MemoModel
 /// The list's filter: a case-insensitive substring match decided on UTF-8 bytes (content and filter both
 /// lowercased, then compared byte for byte, so an NFD memo does not match an NFC filter).
 ///

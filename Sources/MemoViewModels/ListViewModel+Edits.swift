@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 extension ListViewModel {
     /// Applies what the store's list did: a reset rebuilds the rows (folding each memo once), edits touch only the
     /// rows they name. The visible rows stay the rows that pass `shownNeedle`, in the list's order.

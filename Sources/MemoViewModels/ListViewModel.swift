@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// What the list scene shows.
 public struct ListState: Sendable, Hashable {
     /// Every memo, newest first, as the store last sent them.

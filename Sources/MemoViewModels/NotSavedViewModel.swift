@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoText
 
 /// One write the server refused after the screen had shown it, kept (never deleted) until the user decides.

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// A screen of the app, as a value.
 public enum Scene: Sendable, Hashable {
     case list

@@ -1,5 +1,4 @@
-import MemoCore
-
+import MemoModel
 /// A view model's state, published through a subject after every change.
 ///
 /// Front-end state: only the front end's loop touches it (`@FrontEnd`), so no lock. A subscriber that changes the

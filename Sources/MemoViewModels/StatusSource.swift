@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// The state of the connection behind the store, as the status bar shows it (MemoClient has its own
 /// `ConnectionState`, the connection's; the front end maps one onto the other).
 public enum LinkState: Sendable, Hashable {

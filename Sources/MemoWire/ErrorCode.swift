@@ -1,5 +1,4 @@
-import MemoCore
-
+import MemoModel
 /// A numbered error code, stable on the wire. Unknown codes decode as themselves so that an older peer can still
 /// show a newer peer's message. Ranges: 1xx the frame or protocol, 2xx the request, 3xx limits, 5xx the server.
 public struct ErrorCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

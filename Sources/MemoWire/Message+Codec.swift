@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 extension Message {
     /// The whole frame for this message.
     public func frame(requestID: UInt32) -> [UInt8] {

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// The role a client's certificate gives it.
 public enum Role: UInt8, Sendable, Hashable {
     case readWrite = 1

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// Appends big-endian fields to a byte array.
 public struct WireWriter {
     public var bytes: [UInt8]

@@ -1,6 +1,5 @@
 import Foundation
-import MemoCore
-
+import MemoModel
 /// Memo ids for the benchmark's requests. Foundation's `UUID()` on Linux opens, reads and closes /dev/urandom
 /// for every id, which made the benchmark client spend most of its kernel time making ids; these come from
 /// xoshiro256** seeded once from the system generator. Unique, not unpredictable: fine for load, not for secrets.

@@ -1,6 +1,7 @@
 import Foundation
 import MemoCLI
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoWire

@@ -1,8 +1,9 @@
 import Foundation
 import MemoCLI
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoSQLite
+import MemoStore
 import MemoWire
 import Synchronization
 

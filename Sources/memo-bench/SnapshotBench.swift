@@ -1,7 +1,7 @@
 import Foundation
 import MemoCLI
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoProbe
 import MemoWire
 

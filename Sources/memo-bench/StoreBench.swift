@@ -1,7 +1,8 @@
 import Foundation
 import MemoCLI
-import MemoCore
+import MemoModel
 import MemoSQLite
+import MemoStore
 import MemoWire
 
 /// `memo-bench store`: creates per second straight into a store, no network, to measure group commit.

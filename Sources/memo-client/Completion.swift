@@ -1,7 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
-
+import MemoModel
 /// `memo-client completion ids`: the ids the completion scripts (ClientCommandTable) offer for show, edit and rm,
 /// from the mirror cache the terminal front end keeps, so that completing never connects.
 enum Completion {

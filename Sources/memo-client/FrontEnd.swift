@@ -1,7 +1,7 @@
 import Foundation
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoTUI
 
 /// Opens the terminal front end over a `RemoteStore` and returns the exit code.

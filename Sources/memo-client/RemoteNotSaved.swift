@@ -1,6 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoViewModels
 
 /// The remote store's not-saved list in the front end's terms.

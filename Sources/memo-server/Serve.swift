@@ -1,12 +1,14 @@
 import Dispatch
 import Foundation
 import MemoCLI
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoPKI
 import MemoPostgres
-import MemoServer
 import MemoSQLite
+import MemoServer
+import MemoStore
 import MemoTLS
 import MemoWire
 import Synchronization

@@ -1,8 +1,8 @@
 import Foundation
 import MemoCLI
-import MemoCore
-import MemoServer
+import MemoDiagnostics
 import MemoSQLite
+import MemoServer
 import MemoTLS
 import MemoWire
 

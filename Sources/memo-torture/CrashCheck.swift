@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// Checks a crash run after the fact: the writers' acknowledged writes and each watcher's stream against the

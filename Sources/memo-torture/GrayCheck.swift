@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoWire
 
 /// The invariants checked after each fault of `memo-torture gray`, against the final list and the history a

@@ -1,6 +1,6 @@
 import Foundation
 import MemoCLI
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoPKI
 import MemoProbe

@@ -2,6 +2,7 @@ import Foundation
 import MemoSQLite
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// Parses the last line of `output` as a JSON object.

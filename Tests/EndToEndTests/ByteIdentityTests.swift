@@ -1,13 +1,17 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoProbe
-import MemoServer
 import MemoSQLite
-import MemoTestSupport
+import MemoServer
+import MemoStore
 import MemoTUI
+import MemoTestSupport
 import MemoViewModels
 import MemoWire
+import ServerTestSupport
+import StoreTestSupport
 import Testing
 
 /// `가` composed (NFC, `ea b0 80`) and decomposed (NFD, `e1 84 80 e1 85 a1`): canonically equivalent, so Swift's

@@ -1,12 +1,14 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoServer
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

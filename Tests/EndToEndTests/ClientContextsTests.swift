@@ -1,6 +1,7 @@
 import Foundation
 import MemoNet
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 @Suite("memo-client --context: a named server and certificates from ~/.config/memo/config", .serialized)

@@ -1,11 +1,14 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoServer
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

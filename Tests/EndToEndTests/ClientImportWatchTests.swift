@@ -1,10 +1,12 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoTestSupport
+import ServerTestSupport
 import Synchronization
 import Testing
 

@@ -1,9 +1,13 @@
+import ClientTestSupport
 import Foundation
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoServer
 import MemoTestSupport
+import PostgresTestSupport
+import ServerTestSupport
+import StoreTestSupport
 import Testing
 
 /// A `memo-server` process over SQLite or PostgreSQL, with its certificates.

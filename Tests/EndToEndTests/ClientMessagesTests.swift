@@ -1,9 +1,11 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// Every documented failure, run through the binaries, says what went wrong in one line in the user's terms.

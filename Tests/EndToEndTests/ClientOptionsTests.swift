@@ -1,9 +1,11 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// The environment of a test's child process: the runner's, less every MEMO_ variable and the config folders.

@@ -1,13 +1,15 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
-import MemoServer
 import MemoSQLite
+import MemoServer
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

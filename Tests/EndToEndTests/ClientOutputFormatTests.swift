@@ -1,8 +1,9 @@
+import ClientTestSupport
 import Foundation
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
-import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 @Suite("memo-client -o json|tsv|ids|wide on the commands that print memos", .serialized)

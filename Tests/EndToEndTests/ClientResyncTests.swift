@@ -1,9 +1,11 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// A lost history made visible: `watch` says it resynced and prints the whole list, never a made-up diff.

@@ -1,9 +1,11 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// Runs `command` under /bin/sh with the built binaries first on PATH and `environment` added (MEMO_SERVER and

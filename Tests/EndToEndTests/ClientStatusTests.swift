@@ -1,7 +1,10 @@
+import ClientTestSupport
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoTestSupport
+import PostgresTestSupport
+import ServerTestSupport
 import Testing
 
 /// The JSON objects of `status --json`, one per line.

@@ -1,8 +1,9 @@
 import Foundation
 import MemoNet
 import MemoPKI
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 @Suite("memo-client whoami and the certificate-expiry warning", .serialized)

@@ -1,9 +1,10 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoNet
-import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 @Suite("export -> import into an empty server -> export keeps every date", .serialized)

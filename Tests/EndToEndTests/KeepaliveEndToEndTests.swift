@@ -1,6 +1,9 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoTestSupport
+import PostgresTestSupport
+import ServerTestSupport
 import Testing
 
 /// The local ports of the established TCP connections to `port` on loopback, the clients' ends.

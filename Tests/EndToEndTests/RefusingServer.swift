@@ -1,9 +1,9 @@
 import Foundation
 import Glibc
 import MemoNet
-import MemoTestSupport
 import MemoTLS
 import MemoWire
+import ServerTestSupport
 import Synchronization
 
 /// A TLS server on loopback that welcomes every client with a generous frame limit (16 MiB) and answers the first

@@ -1,9 +1,12 @@
+import ClientTestSupport
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
+import ServerTestSupport
 import Testing
 
 /// The lines of a log written with `--log-format json`, each parsed; a line that is not a JSON object fails.

@@ -1,9 +1,10 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 @Suite("memo-server as a process: shutdown, restart and crash", .serialized)

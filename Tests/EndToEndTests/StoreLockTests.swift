@@ -1,10 +1,12 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoSQLite
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// Runs a built executable that should exit by itself; one still running after `seconds` is killed and reported.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// A notification as the bytes systemd compares.

@@ -2,9 +2,10 @@ import Foundation
 import MemoNet
 import MemoProbe
 import MemoServer
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

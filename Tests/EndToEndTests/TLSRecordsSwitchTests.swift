@@ -1,8 +1,9 @@
 import Foundation
 import MemoNet
 import MemoServer
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// The record-layer switch from the command line: `memo-server serve --tls-records own|openssl` and

@@ -1,12 +1,14 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoTestSupport
-import MemoTUI
 import MemoTLS
+import MemoTUI
+import MemoTestSupport
 import MemoText
 import MemoViewModels
+import ServerTestSupport
 import Testing
 
 /// A tmux server of its own (a private socket, no config file) with one 100x30 session running a shell command.

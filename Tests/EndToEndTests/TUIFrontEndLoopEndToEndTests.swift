@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// The front end's own loop under tmux: keys keep reaching the screen while a save waits on a stopped server, Ctrl-L

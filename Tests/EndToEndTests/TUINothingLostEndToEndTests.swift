@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// The front end under tmux where a person's text could be lost offline: the role a read-only certificate has

@@ -2,11 +2,12 @@ import Foundation
 import Glibc
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoPKI
-import MemoTestSupport
 import MemoTLS
 import MemoTUI
+import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// The front end under tmux where the network or the terminal is the hard part: writes while the server is down,

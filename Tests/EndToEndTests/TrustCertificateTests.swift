@@ -1,7 +1,8 @@
 import Foundation
 import MemoPKI
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 @Suite("The CA's index, revocation list and server re-issue")

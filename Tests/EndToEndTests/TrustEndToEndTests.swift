@@ -1,10 +1,12 @@
+import ClientTestSupport
 import Foundation
 import MemoNet
 import MemoPKI
 import MemoProbe
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// A certificate folder made by the built `memo-server certs` commands, as an operator makes one.

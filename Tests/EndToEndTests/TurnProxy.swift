@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import MemoNet
-import MemoTestSupport
+import ServerTestSupport
 import Synchronization
 
 /// A loopback TCP proxy that counts the client's turns (a turn: what the client sends before the server answers)

@@ -1,10 +1,9 @@
 import Foundation
 import MemoClient
 import MemoClientCLI
-import MemoTestSupport
-import MemoText
-import MemoCore
+import MemoModel
 import MemoTLS
+import MemoText
 import MemoWire
 import Testing
 

@@ -1,7 +1,7 @@
 import MemoCLI
 import MemoClient
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import Testing
 
 /// memo-client's command line read into an `Invocation`, without a process or a server.

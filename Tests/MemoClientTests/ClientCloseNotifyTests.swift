@@ -1,9 +1,10 @@
 import Foundation
 import MemoClient
 import MemoNet
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

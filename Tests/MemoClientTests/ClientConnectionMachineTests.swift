@@ -1,6 +1,6 @@
 import Foundation
 import MemoClientCLI
-import MemoCore
+import MemoModel
 import MemoTLS
 import MemoWire
 import Testing

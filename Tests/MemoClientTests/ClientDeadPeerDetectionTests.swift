@@ -1,7 +1,8 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
 import MemoNet
-import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// Both ends of a memo connection ask the kernel to find a dead peer: keepalive probes and a user timeout. A

@@ -1,11 +1,14 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoServer
-import MemoTestSupport
+import MemoStore
 import MemoTLS
+import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 @Suite("Client library against a server on loopback")

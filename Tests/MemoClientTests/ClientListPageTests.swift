@@ -1,8 +1,9 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoServer
-import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 @Suite("MemoConnection.listPage against a server of protocol version 1")

@@ -1,8 +1,11 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoServer
+import MemoStore
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// Time from start to a ready mirror for a 100,000-memo store, from the server and from the cache file.

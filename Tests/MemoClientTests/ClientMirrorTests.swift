@@ -1,6 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import Testing
 
 /// Memos and changes for mirror tests: memo `n` is inserted at time `n`.

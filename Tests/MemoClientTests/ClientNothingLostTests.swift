@@ -1,11 +1,14 @@
+import ClientTestSupport
 import Foundation
 import Glibc
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoServer
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// A server that was there and stopped: its address (free again), its certificates, and client configurations

@@ -1,9 +1,12 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoServer
+import MemoStore
 import MemoTestSupport
+import ServerTestSupport
 import Testing
 
 /// A free address with nothing listening (a server that was there and stopped), its certificates, and a client

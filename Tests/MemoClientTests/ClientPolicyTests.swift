@@ -1,6 +1,6 @@
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoTestSupport
 import Testing
 

@@ -1,8 +1,9 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
-import MemoTestSupport
+import MemoModel
 import MemoWire
+import ServerTestSupport
 import Testing
 
 @Suite("MemoConnection: a refused certificate is not retried in a tight loop, and the reason and role are published")

@@ -1,8 +1,9 @@
 import Foundation
-import Synchronization
 import MemoClient
-import MemoCore
+import MemoModel
+import MemoStore
 import MemoTestSupport
+import Synchronization
 import Testing
 
 /// Position edits (`ListDelta`) applied to a plain array give the same list as rebuilding it whole, for the

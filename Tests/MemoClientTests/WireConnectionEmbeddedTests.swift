@@ -2,6 +2,7 @@ import MemoNet
 import MemoTestSupport
 import MemoTLS
 import MemoWire
+import TLSTestSupport
 import Testing
 
 @testable import MemoClient

@@ -1,8 +1,9 @@
 import COpenSSL
 import Foundation
 import MemoPKI
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 @Suite("Certificate authority: files, modes and contents")

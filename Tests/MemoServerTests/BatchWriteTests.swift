@@ -1,9 +1,11 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoProbe
 import MemoSQLite
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 @Suite("Batched writes and the table's key")

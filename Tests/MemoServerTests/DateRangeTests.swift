@@ -1,12 +1,15 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoPostgres
 import MemoProbe
 @testable import MemoSQLite
 import MemoServer
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
+import ServerTestSupport
 import Testing
 
 /// Dates a client gives are checked against the documented range (years 1970 to 9999), never move the server's

@@ -1,10 +1,12 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoProbe
 import MemoSQLite
 import MemoServer
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// A tmpfs of a few megabytes mounted on a fresh folder: a disk that fills up in a second. Mounting needs root

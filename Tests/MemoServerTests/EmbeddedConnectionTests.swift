@@ -1,9 +1,11 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
+import MemoStore
 import MemoTLS
 import MemoTestSupport
 import MemoWire
+import TLSTestSupport
 import Testing
 
 @testable import MemoServer

@@ -1,11 +1,13 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoPostgres
 import MemoProbe
 import MemoSQLite
 import MemoServer
 import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
+import ServerTestSupport
 import Testing
 
 /// Every numeric field of every frame a client can send, driven with extreme values over TLS to a real server:

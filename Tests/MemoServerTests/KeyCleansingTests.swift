@@ -4,6 +4,7 @@ import MemoProbe
 import MemoTLS
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// A closed connection's keys go when it closes, not when a timer that still holds the connection object fires

@@ -1,9 +1,10 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoProbe
 import MemoServer
-import MemoTestSupport
+import MemoStore
 import MemoWire
+import ServerTestSupport
 import Testing
 
 @Suite("Protocol version 2: list-page, agreed in hello; a version 1 connection or server never sees it")

@@ -1,9 +1,9 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoProbe
 import MemoServer
-import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// PROTOCOL.md, Conversation §2: a client that sends many requests before reading any answer is not dropped; the

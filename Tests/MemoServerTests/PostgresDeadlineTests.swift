@@ -1,10 +1,12 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoPostgres
 import MemoProbe
 import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
+import ServerTestSupport
 import Synchronization
 import Testing
 

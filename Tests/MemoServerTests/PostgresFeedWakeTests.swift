@@ -1,8 +1,8 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoProbe
-import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
 import Testing
 
 @Suite("A server's feed follows the other servers' writes on their notifications",

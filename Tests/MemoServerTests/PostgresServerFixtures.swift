@@ -1,12 +1,16 @@
 import Foundation
-import MemoCore
+import MemoDiagnostics
+import MemoModel
 import MemoNet
 import MemoPostgres
 import MemoProbe
 import MemoServer
 import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
+import ServerTestSupport
 import Synchronization
+import TLSTestSupport
 import Testing
 
 /// Several in-process memo-servers over one PostgreSQL database, sharing one CA as real deployments do.

@@ -1,11 +1,16 @@
+import ClientTestSupport
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoPostgres
 import MemoProbe
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import PostgresTestSupport
+import ServerTestSupport
 import Synchronization
+import TLSTestSupport
 import Testing
 
 /// The memo a reply carries, or nil.

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoServer
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// A real Prometheus server on loopback with a throwaway configuration and data folder, scraping one target every

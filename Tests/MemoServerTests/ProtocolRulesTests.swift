@@ -1,9 +1,11 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoProbe
 import MemoServer
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// Whether `message` is an error frame with `code`.

@@ -1,11 +1,12 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
 import MemoServer
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

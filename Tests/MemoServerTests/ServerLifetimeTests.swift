@@ -1,8 +1,8 @@
 import Foundation
-@testable import MemoServer
 import MemoProbe
-import MemoTestSupport
+@testable import MemoServer
 import MemoWire
+import ServerTestSupport
 import Testing
 
 @Suite("Server: a closed connection is freed")

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoModel
+import MemoStore
 import MemoWire
 import Synchronization
 import Testing

@@ -1,12 +1,13 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoProbe
-import MemoServer
 import MemoSQLite
-import MemoTestSupport
+import MemoServer
+import MemoStore
 import MemoTLS
 import MemoWire
+import ServerTestSupport
 import Testing
 
 /// Waits for the next `change` on subscription `id`.

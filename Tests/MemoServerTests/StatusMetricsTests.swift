@@ -1,12 +1,14 @@
 import Foundation
 import Glibc
-import MemoCore
+import MemoModel
 import MemoNet
-import MemoProbe
 @testable import MemoPostgres
+import MemoProbe
 @testable import MemoServer
+import MemoStore
 import MemoTestSupport
 import MemoWire
+import ServerTestSupport
 import Synchronization
 import Testing
 

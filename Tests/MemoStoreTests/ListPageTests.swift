@@ -1,6 +1,6 @@
 import Foundation
-import MemoCore
-import MemoTestSupport
+import MemoModel
+import StoreTestSupport
 import Testing
 
 @Suite("List pages: the list cut after a cursor, the same from every store")

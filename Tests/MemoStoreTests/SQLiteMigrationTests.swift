@@ -1,6 +1,7 @@
 import Foundation
-import MemoCore
+import MemoModel
 @testable import MemoSQLite
+import MemoStore
 import MemoTestSupport
 import Testing
 

@@ -1,7 +1,8 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoSQLite
 import MemoTestSupport
+import StoreTestSupport
 import Testing
 
 @Suite("Storage: the same behaviour from the memory, SQLite and PostgreSQL stores")

@@ -1,5 +1,6 @@
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 @Suite("TLS handshake and data in memory")

@@ -1,6 +1,7 @@
 import MemoPKI
 @testable import MemoTLS
 import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 /// What a peer can make the record layer do after the handshake: bounded work for KeyUpdates, the right alert

@@ -1,6 +1,7 @@
 import MemoPKI
 @testable import MemoTLS
 import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 /// The engine's own TLS 1.3 record layer (after the hand-off) against OpenSSL's, in every pairing.

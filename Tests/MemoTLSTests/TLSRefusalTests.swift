@@ -1,6 +1,7 @@
 import MemoPKI
-import MemoTestSupport
 import MemoTLS
+import MemoTestSupport
+import TLSTestSupport
 import Testing
 
 @Suite("TLS handshakes that must fail, and how they are reported")

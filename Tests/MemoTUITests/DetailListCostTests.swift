@@ -1,8 +1,10 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoTestSupport
 import MemoViewModels
+import ServerTestSupport
 import Testing
 
 /// The whole-list subject of a real `RemoteStore` costs O(N) per change only while someone holds a subscription

@@ -1,10 +1,13 @@
+import ClientTestSupport
 import Foundation
 import MemoClient
-import MemoCore
+import MemoModel
 import MemoNet
-import MemoTestSupport
+import MemoStore
 import MemoTUI
+import MemoTestSupport
 import MemoViewModels
+import ServerTestSupport
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
-import MemoCore
-import MemoTestSupport
+import MemoModel
 @testable import MemoTUI
+import MemoTestSupport
 import MemoViewModels
 import Testing
 

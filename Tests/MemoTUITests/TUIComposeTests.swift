@@ -1,7 +1,8 @@
 import Foundation
-import MemoCore
-import MemoTestSupport
+import MemoModel
+import MemoStore
 import MemoTUI
+import MemoTestSupport
 import MemoViewModels
 import Testing
 

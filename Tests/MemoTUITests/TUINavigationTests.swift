@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoTUI
 import MemoViewModels
 import Testing

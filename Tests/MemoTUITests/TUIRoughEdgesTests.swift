@@ -1,9 +1,9 @@
 import Foundation
 import Glibc
-import MemoCore
+import MemoModel
+import MemoTUI
 import MemoTestSupport
 import MemoText
-import MemoTUI
 import MemoViewModels
 import Testing
 

@@ -1,7 +1,8 @@
 import Foundation
-import MemoCore
-import MemoText
+import MemoModel
+import MemoStore
 import MemoTUI
+import MemoText
 import MemoViewModels
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoModel
+import MemoStore
 import MemoTUI
 import MemoViewModels
 import Synchronization

@@ -1,8 +1,9 @@
 import Foundation
 import MemoClient
-import MemoCore
-import MemoTestSupport
+import MemoModel
+import MemoStore
 import MemoTUI
+import MemoTestSupport
 import MemoViewModels
 import Testing
 
@@ -200,5 +201,18 @@ struct TUIWordsFieldsAndRefusalsTests {
         #expect(try WriteQueueFile.load(from: path).writes == [])
         try Data("MEMOWRQ1\u{0}\u{0}\u{0}\u{1}".utf8).write(to: URL(fileURLWithPath: path))
         #expect(throws: MemoError.self) { try WriteQueueFile.load(from: path) }
+    }
+
+    /// DurableFile (MemoSystem) has its own error; the queue file still fails with the storage error it always did.
+    @Test func aWriteQueueFileThatCannotBeReplacedIsAStorageErrorSayingWhichCallFailed() throws {
+        let folder = try TemporaryDirectory()
+        let path = folder.path + "/in-the-way.queue"
+        try FileManager.default.createDirectory(atPath: path + "/full", withIntermediateDirectories: true)
+        let identity = ClientIdentity(server: "h:1", fingerprint: String(repeating: "ab", count: 32))
+        let write = QueuedWrite(kind: .create, memo: TUIFixtures.memo(1, "메모"), expectedRevision: nil, afterQueued: false)
+        #expect(throws: MemoError.storage("renaming to \(path): Is a directory")) {
+            try WriteQueueFile.save([write], identity: identity, to: path)
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "/full"))
     }
 }

@@ -3,6 +3,7 @@ import MemoTLS
 import MemoTestSupport
 import MemoTransport
 import MemoWire
+import TLSTestSupport
 import Testing
 
 /// Two `FramedTLSTransport`s, a server's and a client's, over embedded sockets: real TLS with certificates made

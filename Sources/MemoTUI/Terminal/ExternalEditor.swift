@@ -1,5 +1,6 @@
 import Foundation
-import MemoCore
+import MemoModel
+import MemoSystem
 import MemoViewModels
 
 #if canImport(Glibc)
@@ -49,7 +50,11 @@ enum ExternalEditor {
             try? FileManager.default.removeItem(atPath: directory)
         }
         let path = directory + "/memo.txt"
-        try DurableFile.create(path, Array((text + "\n").utf8), mode: 0o600)
+        do {
+            try DurableFile.create(path, Array((text + "\n").utf8), mode: 0o600)
+        } catch {
+            throw MemoError.storage(error.message)
+        }
 
         reader.pause()
         terminal.leave()

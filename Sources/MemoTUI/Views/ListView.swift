@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoText
 import MemoViewModels
 

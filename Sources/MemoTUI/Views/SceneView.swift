@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoViewModels
 
 /// Draws whichever scene is on screen and routes keys to it: the glue between the coordinator and the terminal,

@@ -1,10 +1,12 @@
 import Foundation
-import MemoCore
+import MemoModel
 import MemoNet
 import MemoPKI
 import MemoProbe
 import MemoServer
+import MemoStore
 import MemoTLS
+import MemoTestSupport
 import MemoWire
 import Testing
 

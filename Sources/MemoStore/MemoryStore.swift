@@ -1,4 +1,5 @@
 import Foundation
+import MemoModel
 
 /// Every memo in memory, for tests, view models and `--store memory`.
 public final class MemoryStore: StateBackedStore {

@@ -1,4 +1,5 @@
 import Dispatch
+import MemoModel
 import Synchronization
 
 /// The writes a durable store's writer thread takes in batches: submitters append and go, the writer waits for

@@ -1,5 +1,4 @@
 import Foundation
-import MemoSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -8,9 +7,19 @@ import Glibc
 /// Small files written so that they survive a crash or a power cut whole or not at all: the offline write queue,
 /// and files that must be created private (mode 0600) from their first byte.
 public enum DurableFile {
+    /// A call that failed, and on which file: `creating PATH: No space left on device`. The client wraps it in
+    /// `MemoError.storage`, so its messages read as before this type moved here.
+    public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
+        public let message: String
+
+        public init(_ message: String) { self.message = message }
+
+        public var description: String { message }
+    }
+
     /// Creates `path`, which must not exist, with `mode`, writes `bytes` and flushes them to disk.
-    /// - Throws: `MemoError.storage` saying which call failed.
-    public static func create(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws {
+    /// - Throws: `Failure` saying which call failed.
+    public static func create(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(Failure) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw failure("creating", path) }
         defer { close(fd) }
@@ -20,10 +29,10 @@ public enum DurableFile {
 
     /// Replaces `path` with `bytes`: written to a temporary file beside it, flushed, renamed over it, and the folder
     /// flushed, so that a reader finds the old file or the new one, never half of one.
-    public static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws {
+    public static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(Failure) {
         let temporary = path + ".tmp-\(getpid())"
         unlink(temporary)
-        do {
+        do throws(Failure) {
             try create(temporary, bytes, mode: mode)
             guard rename(temporary, path) == 0 else { throw failure("renaming to", path) }
         } catch {
@@ -39,15 +48,15 @@ public enum DurableFile {
         }
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ path: String) throws {
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], _ path: String) throws(Failure) {
         do {
             try FileDescriptor.writeAll(fd, bytes)
         } catch {
-            throw MemoError.storage("writing \(path): \(error.reason)")
+            throw Failure("writing \(path): \(error.reason)")
         }
     }
 
-    private static func failure(_ what: String, _ path: String) -> MemoError {
-        .storage("\(what) \(path): \(String(cString: strerror(errno)))")
+    private static func failure(_ what: String, _ path: String) -> Failure {
+        Failure("\(what) \(path): \(String(cString: strerror(errno)))")
     }
 }

@@ -1,3 +1,4 @@
+import MemoModel
 import Synchronization
 
 /// Collects the results of a batch whose writes complete one by one (perhaps in different transactions), and

@@ -1,4 +1,5 @@
 import Foundation
+import MemoTestSupport
 import Synchronization
 import Testing
 

@@ -1,4 +1,6 @@
 import Foundation
+import MemoDiagnostics
+import MemoModel
 import Synchronization
 
 /// The part every store shares: the table, the change history, the list subject and the watchers.

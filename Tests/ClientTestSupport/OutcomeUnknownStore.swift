@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import Synchronization
 
 /// A test hook standing in for a shared store whose connection broke after a commit: it wraps a real store and

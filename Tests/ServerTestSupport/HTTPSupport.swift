@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import MemoNet
+import MemoTestSupport
 import Testing
 
 /// An HTTP answer as a test reads it.
@@ -100,29 +101,6 @@ package struct TestHTTPError: Error, CustomStringConvertible {
     package let message: String
     package init(message: String) { self.message = message }
     package var description: String { message }
-}
-
-/// A loopback port nobody listens on now (bound and released), for a program that cannot be told port 0.
-package func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { Glibc.close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-        }
-    }
-    guard bound else { throw TestHTTPError(message: "cannot find a free port") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-/// The path of a program on PATH, if installed.
-package func installedTool(_ name: String) -> String? {
-    let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-    return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 }
 
 /// Whether the Prometheus tests run: when `promtool` and `prometheus` are installed, and always in CI (CI=true),

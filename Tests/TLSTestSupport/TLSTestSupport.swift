@@ -3,16 +3,6 @@ import MemoPKI
 import MemoTLS
 import Testing
 
-/// Runs `body` with a fresh temporary directory that is removed afterwards.
-package func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
-    let template = NSTemporaryDirectory() + "memo-tls-XXXXXX"
-    var bytes = Array(template.utf8CString)
-    let created = bytes.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    let path = String(cString: try #require(created))
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try body(path)
-}
-
 /// A CA, server and first client made in a temporary directory with one-day validity.
 package struct TLSFixture {
     package let directory: String

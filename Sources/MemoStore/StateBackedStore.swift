@@ -1,4 +1,5 @@
 import Foundation
+import MemoModel
 
 /// A store whose reads and change feed are those of its `StoreState`: the memory store and the SQLite store differ
 /// only in how a write becomes durable, so everything else is written here once.
@@ -53,5 +54,13 @@ extension StateBackedStore {
 
     public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
         storeState.observeChanges(handler)
+    }
+}
+
+extension StateBackedStore {
+    /// The memory store's: kind `memory`, no location. (SQLite and PostgreSQL say more.)
+    public var storeStatus: StoreStatus {
+        StoreStatus(
+            kind: "memory", location: nil, memoCount: storeState.memoCount, oldestRetained: storeState.oldestResumable)
     }
 }

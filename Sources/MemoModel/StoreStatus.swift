@@ -54,11 +54,3 @@ public struct SharedStoreStatus: Sendable, Hashable {
         self.lastCommitSeconds = lastCommitSeconds
     }
 }
-
-extension StateBackedStore {
-    /// The memory store's: kind `memory`, no location. (SQLite and PostgreSQL say more.)
-    public var storeStatus: StoreStatus {
-        StoreStatus(
-            kind: "memory", location: nil, memoCount: storeState.memoCount, oldestRetained: storeState.oldestResumable)
-    }
-}

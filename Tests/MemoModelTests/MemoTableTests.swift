@@ -1,5 +1,5 @@
 import Foundation
-import MemoCore
+import MemoModel
 import Testing
 
 @Suite("MemoTable: one slot per memo, reused after a delete")

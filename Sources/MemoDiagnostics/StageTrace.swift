@@ -1,4 +1,5 @@
 import Foundation
+import MemoModel
 import Synchronization
 
 /// Per-revision timestamps of a change's way through a server, for benchmarks: which stage (commit, notification,

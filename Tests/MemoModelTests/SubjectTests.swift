@@ -1,4 +1,4 @@
-import MemoCore
+import MemoModel
 import MemoTestSupport
 import Synchronization
 import Testing

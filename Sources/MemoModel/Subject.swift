@@ -172,7 +172,8 @@ extension Subject {
 public final class Subscription: Cancellable {
     private let onCancel: Mutex<(@Sendable () -> Void)?>
 
-    init(_ onCancel: @escaping @Sendable () -> Void) {
+    /// For the package's stores (MemoStore's core), whose watchers are not a subject's.
+    package init(_ onCancel: @escaping @Sendable () -> Void) {
         self.onCancel = Mutex(onCancel)
     }
 

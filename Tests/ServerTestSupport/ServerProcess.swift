@@ -2,13 +2,8 @@ import Foundation
 import Glibc
 import MemoNet
 import MemoProbe
+import MemoTestSupport
 import MemoWire
-
-/// The built executables sit next to the test bundle.
-package func builtExecutable(_ name: String) -> String {
-    let runner = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    return runner.deletingLastPathComponent().appendingPathComponent(name).path
-}
 
 /// A `memo-server serve` process; `address` is read from its one stdout line.
 package final class ServerProcess {
@@ -74,7 +69,3 @@ package final class ServerProcess {
     }
 }
 
-/// Runs a built executable to completion. - Returns: exit status, stdout, stderr.
-package func runTool(_ name: String, _ arguments: [String], stdin: String? = nil) throws -> (Int32, String, String) {
-    try runTool(name, arguments, environment: nil, stdin: stdin)
-}
