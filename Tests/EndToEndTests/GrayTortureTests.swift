@@ -100,8 +100,18 @@ struct GrayTortureTests {
     private func expectNothingLeftBehind(_ out: String) throws {
         let prefix = try #require(networkPrefix(out), "\(out)")
         #expect(try namespaces(prefix).isEmpty)
+        // This run's folder only: another run on the machine (a second checkout's suite) has its own mounts.
+        let folder = try #require(runFolder(out), "\(out)")
         let mounts = (try? String(contentsOfFile: "/proc/mounts", encoding: .utf8)) ?? ""
-        #expect(!mounts.contains("memo-gray-"), "\(mounts)")
+        #expect(!mounts.contains(folder + "/"), "\(mounts)")
+    }
+
+    /// The run's folder, from `gray: PostgreSQL on ADDRESS, data in FOLDER/pg/data`.
+    private func runFolder(_ out: String) -> String? {
+        guard let line = out.split(separator: "\n").first(where: { $0.hasPrefix("gray: PostgreSQL on ") }),
+            let range = line.range(of: "data in "), let end = line.range(of: "/pg/data", options: .backwards)
+        else { return nil }
+        return String(line[range.upperBound..<end.lowerBound])
     }
 
     /// Processes whose command line names the data folder (the postmaster: `postgres -D DATA`).
