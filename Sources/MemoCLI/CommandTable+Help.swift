@@ -1,3 +1,5 @@
+import Glibc
+
 // The help pages made from a `CommandTable`: the whole help (`PROGRAM --help`), one command's
 // (`PROGRAM COMMAND --help`), and the command reference README.md carries (checked by a test against this).
 
@@ -201,4 +203,11 @@ extension CommandTable {
         }
         return text
     }
+}
+
+/// Prints an answer of the table (help, a version) on standard output with one final newline, and exits 0: what
+/// memo-server, memo-bench and memo-torture do with `CommandTable.answer`'s text.
+public func showAndExit(_ text: String) -> Never {
+    print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+    exit(0)
 }

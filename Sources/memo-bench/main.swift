@@ -8,21 +8,16 @@ import MemoWire
 // mode) and prints the help; each mode then reads its own options' values.
 let table = BenchCommandTable.table
 
-/// Prints `text` on standard output with one final newline, and exits 0.
-func show(_ text: String) -> Never {
-    print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
-    exit(0)
-}
 
 do {
     let line = try table.parse(Array(CommandLine.arguments.dropFirst()))
-    if line.flag("--help-requests") { show(BenchCommandTable.requestsHelp) }
+    if line.flag("--help-requests") { showAndExit(BenchCommandTable.requestsHelp) }
     if let text = try table.answer(line, version: {
         MemoRelease.versionText(
             program: "memo-bench", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
     }) {
         // The whole help ends with the requests' (what memo-bench does with no mode).
-        show(line.wantsHelp && line.helpTopic == nil ? text + "\n" + BenchCommandTable.requestsHelp : text)
+        showAndExit(line.wantsHelp && line.helpTopic == nil ? text + "\n" + BenchCommandTable.requestsHelp : text)
     }
     var arguments = line.arguments
     switch line.commandName {

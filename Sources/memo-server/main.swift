@@ -16,11 +16,6 @@ func fail(_ message: String, code: Int32) -> Never {
     exit(code)
 }
 
-/// Prints `text` on standard output with one final newline.
-func show(_ text: String) -> Never {
-    print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
-    exit(0)
-}
 
 // ServerCommandTable checks the line (unknown commands and options, missing values, choices, options of another
 // command); each command then reads its own options' values.
@@ -31,7 +26,7 @@ do {
         MemoRelease.versionText(
             program: "memo-server", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
     }) {
-        show(text)
+        showAndExit(text)
     }
     var arguments = line.arguments
     switch line.commandName {
@@ -57,19 +52,19 @@ do {
         guard CommandTable.completionShells.contains(shell) else {
             throw UsageError("completion takes bash, zsh or fish, not '\(shell)'")
         }
-        show(table.completionScript(shell: shell))
+        showAndExit(table.completionScript(shell: shell))
     case "help":
         let topic = arguments.positional()
         let reference = arguments.flag("--reference")
         try arguments.finish()
         if reference {
             if let topic { throw UsageError("help --reference takes no COMMAND, not '\(topic)'") }
-            show(table.reference)
+            showAndExit(table.reference)
         }
         guard let text = table.helpText(for: topic) else {
             throw UsageError("no help for '\(topic ?? "")': it is not a command")
         }
-        show(text)
+        showAndExit(text)
     default:
         // The table and this switch name the same commands.
         throw UsageError("unknown command '\(line.commandName)'")

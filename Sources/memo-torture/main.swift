@@ -8,11 +8,6 @@ import MemoWire
 // prints the help; each mode then reads its own options' values.
 let table = TortureCommandTable.table
 
-/// Prints `text` on standard output with one final newline, and exits 0.
-func show(_ text: String) -> Never {
-    print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
-    exit(0)
-}
 
 do {
     let line = try table.parse(Array(CommandLine.arguments.dropFirst()))
@@ -20,7 +15,7 @@ do {
         MemoRelease.versionText(
             program: "memo-torture", libraries: [("OpenSSL", TLSLibrary.version), ("SQLite", SQLiteLibrary.version)])
     }) {
-        show(text)
+        showAndExit(text)
     }
     var arguments = line.arguments
     switch line.commandName {
