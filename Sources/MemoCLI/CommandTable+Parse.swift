@@ -138,8 +138,15 @@ extension CommandTable {
                 continue
             }
             let (spelling, inline): (String, String?) = {
-                guard item.hasPrefix("--"), let equals = item.firstIndex(of: "=") else { return (item, nil) }
-                return (String(item[..<equals]), String(item[item.index(after: equals)...]))
+                if item.hasPrefix("--") {
+                    guard let equals = item.firstIndex(of: "=") else { return (item, nil) }
+                    return (String(item[..<equals]), String(item[item.index(after: equals)...]))
+                }
+                // A short option's value may be attached, as getopt takes it (`-otsv`), or after `=` (`-o=tsv`).
+                let short = String(item.prefix(2))
+                guard item.count > 2, option(named: short)?.takesValue == true else { return (item, nil) }
+                let rest = item.dropFirst(2)
+                return (short, String(rest.first == "=" ? rest.dropFirst() : rest))
             }()
             guard let option = option(named: spelling) else {
                 fail(Self.withSuggestion("unknown option \(spelling)", for: spelling, among: optionSpellings))

@@ -89,6 +89,8 @@ struct CommandTableTests {
         #expect(usageError(client, "-o yaml list") == "--output takes json, tsv, ids or wide, not 'yaml'")
         #expect(usageError(client, "show x --after y") == "--after is only for list")
         #expect(usageError(client, "list --filter=a=b") == nil)
+        #expect(usageError(client, "-o=yaml list") == "--output takes json, tsv, ids or wide, not 'yaml'")
+        #expect(usageError(client, "-q=x list") == "unknown option -q=x")
         #expect(usageError(client, "list -q") == "--quiet is only for add, edit, rm and import")
 
         let server = ServerCommandTable.table

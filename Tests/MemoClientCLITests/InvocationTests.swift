@@ -103,6 +103,8 @@ struct InvocationTests {
         #expect(try output("-o ids list") == .ids)
         #expect(try output("list --output wide") == .wide)
         #expect(try output("show abc --output=tsv") == .tsv)
+        #expect(try output("show abc -o=tsv") == .tsv)
+        #expect(try output("list -owide") == .wide)
         #expect(try output("--json list") == nil)
         guard case .run(_, _, let json, _, _, _) = try parse("-o json list") else { throw UsageError("not run") }
         #expect(json)
