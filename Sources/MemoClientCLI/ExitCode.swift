@@ -140,6 +140,20 @@ extension ExitCode {
             }
             return "TLS with \(server) failed: the server's certificate is not signed by your CA"
                 + (certificates.map { " (\($0.ca))" } ?? "")
+        case ClientError.tlsRefused(let server, let tls) where tls.isPeersVerdict:
+            // The server's alert is its verdict on this client's certificate: said as such, with the file and the fix.
+            let why: String
+            switch tls.kind {
+            case .certificateRevoked: why = "it has been revoked"
+            case .certificateExpired: why = "it has expired"
+            case .certificateNotYetValid: why = "it is not valid yet"
+            case .noClientCertificate: why = "none was sent"
+            default: why = tls.kind.summary
+            }
+            let fix = [TLSError.Kind.certificateRevoked, .certificateExpired].contains(tls.kind)
+                ? "; ask the server's operator for a new one" : ""
+            return "TLS with \(server) failed: the server refused your certificate: \(why)"
+                + (certificates.map { " (\($0.own))" } ?? "") + fix
         case let error as CustomStringConvertible:
             return error.description
         default:

@@ -1,9 +1,11 @@
 import ClientTestSupport
 import Foundation
 import Glibc
+import MemoClient
 import MemoClientCLI
 import MemoModel
 import MemoNet
+import MemoTLS
 import MemoTestSupport
 import ServerTestSupport
 import Testing
@@ -133,6 +135,21 @@ struct ClientMessagesTests {
         #expect(ExitCode.message(for: wrapped) == "invalid argument: the update date is before the insert date")
         // The message itself is kept whatever it says.
         #expect(ExitCode.message(for: MemoError.invalidArgument("x: x")) == "invalid argument: x: x")
+    }
+
+    @Test func theServersVerdictOnOurCertificateIsSaidAsItsRefusalWithTheFileAndTheFix() {
+        func refused(_ kind: TLSError.Kind) -> String {
+            let tls = TLSError(kind: kind, operation: "TLS handshake (client)", detail: TLSError.peerAlertDetail,
+                               reasons: ["peer sent alert"])
+            return ExitCode.message(for: ClientError.tlsRefused(server: "h:1", tls),
+                                    certificates: (ca: "c/ca.crt", own: "c/bob.crt"))
+        }
+        #expect(refused(.certificateRevoked) == "TLS with h:1 failed: the server refused your certificate: it has been "
+            + "revoked (c/bob.crt); ask the server's operator for a new one")
+        #expect(refused(.certificateExpired) == "TLS with h:1 failed: the server refused your certificate: it has "
+            + "expired (c/bob.crt); ask the server's operator for a new one")
+        #expect(refused(.certificateRejected) == "TLS with h:1 failed: the server refused your certificate: "
+            + "certificate rejected (c/bob.crt)")
     }
 
     @Test func revokingOneCertificateSaysCertificateInTheSingular() throws {
