@@ -1,7 +1,8 @@
 import Foundation
 import MemoCLI
 
-/// A memo-server process started on a SQLite file, timed from exec to its `listening on` line.
+/// A memo-server process started on a store (`sqlite:PATH`, a PostgreSQL URI), timed from exec to its
+/// `listening on` line.
 final class StartedServer {
     let process = Process()
     let address: String
@@ -12,7 +13,7 @@ final class StartedServer {
 
     init(binary: String, store: String, certs: String) throws {
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--store", "sqlite:" + store, "--certs", certs]
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--store", store, "--certs", certs]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
