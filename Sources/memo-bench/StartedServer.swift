@@ -16,7 +16,11 @@ final class StartedServer {
         process.arguments = ["serve", "--listen", "127.0.0.1:0", "--store", store, "--certs", certs]
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        // Kept in a file (a pipe nobody reads could fill and stop the server): its last line explains a failed start.
+        let errors = NSTemporaryDirectory() + "memo-bench-server-\(UUID().uuidString).err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errors) }
+        process.standardError = FileHandle(forWritingAtPath: errors)
         let clock = ContinuousClock()
         let started = clock.now
         try process.run()
@@ -26,7 +30,9 @@ final class StartedServer {
             let chunk = output.fileHandleForReading.availableData
             guard !chunk.isEmpty else {
                 process.waitUntilExit()
-                throw UsageError("memo-server exited with \(process.terminationStatus) before listening")
+                let said = (try? String(contentsOfFile: errors, encoding: .utf8))?.split(separator: "\n").last
+                throw UsageError("memo-server exited with \(process.terminationStatus) before listening"
+                    + (said.map { ": " + $0 } ?? ""))
             }
             line += chunk
         }
