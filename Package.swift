@@ -67,7 +67,8 @@ let package = Package(
         .target(
             name: "MemoSQLite", dependencies: ["MemoModel", "MemoStore", "CSQLite", "CMemoLinux"],
             swiftSettings: hotPathSettings),
-        .target(name: "MemoPostgres", dependencies: ["MemoModel", "MemoStore", "MemoDiagnostics", "CPostgres"]),
+        .target(
+            name: "MemoPostgres", dependencies: ["MemoModel", "MemoStore", "MemoDiagnostics", "CPostgres", "CMemoLinux"]),
         .target(name: "MemoWire", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
         .target(name: "MemoTLS", dependencies: ["COpenSSL"], swiftSettings: hotPathSettings),
         // The certificate authority `memo-server certs` runs: keys, certificates, the index and the revocation list

@@ -171,15 +171,7 @@ final class PGConnection: @unchecked Sendable {
         var failure: PGError?
         var last: PGResult?
         while true {
-            while PQisBusy(handle) != 0 {
-                if !Self.waitFor(socket, Int16(POLLIN), until: deadline) { throw timeout(sent: true) }
-                if PQconsumeInput(handle) == 0 {
-                    var error = PGError(
-                        message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
-                    error.sent = true
-                    throw error
-                }
-            }
+            try waitUntilNotBusy(until: deadline)
             guard let result = PQgetResult(handle) else { break }
             do throws(PGError) {
                 last = try check(result)
@@ -264,6 +256,82 @@ final class PGConnection: @unchecked Sendable {
         }
         try flush(until: deadline)
         return try results(until: deadline)
+    }
+
+    /// Runs `sql`, a `COPY ... TO STDOUT (FORMAT binary)`, and hands `row` each row as libpq receives it: the rows
+    /// are never all held at once, as a result of `execute` holds them (with a per-value overhead) until it is
+    /// freed. A failure of `row` or a malformed stream drops the connection (it is left in the middle of a copy).
+    func copyOut(
+        _ sql: String, deadline: DispatchTime? = nil, row: (inout PGCopyRow) throws(PGError) -> Void
+    ) throws(PGError) {
+        let deadline = deadline ?? defaultDeadline
+        try send(sql, deadline: deadline)
+        // The first result says whether the copy began; anything else is the statement's error.
+        try waitUntilNotBusy(until: deadline)
+        guard let started = PQgetResult(handle) else {
+            throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+        }
+        if PQresultStatus(started) != PGRES_COPY_OUT {
+            do throws(PGError) {
+                _ = try check(started)
+            } catch {
+                _ = try? results(until: deadline)
+                throw error
+            }
+            _ = try? results(until: deadline)
+            throw PGError(message: "the statement is not a COPY TO STDOUT", sqlState: nil, connectionLost: false)
+        }
+        PQclear(started)
+        var headerSeen = false
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 1)
+            if length > 0, let buffer {
+                defer { PQfreemem(buffer) }
+                var message = UnsafeRawBufferPointer(start: buffer, count: Int(length))
+                do throws(PGError) {
+                    if !headerSeen {
+                        message = try PGCopyRow.skipHeader(message)
+                        headerSeen = true
+                    }
+                    // One row per message (libpq's promise for COPY TO), or the trailer.
+                    var copied = try PGCopyRow(message)
+                    if copied.isTrailer { continue }
+                    try row(&copied)
+                } catch {
+                    abandoned = true
+                    throw error
+                }
+            } else if length == 0 {
+                if !Self.waitFor(socket, Int16(POLLIN), until: deadline) { throw timeout(sent: true) }
+                if PQconsumeInput(handle) == 0 {
+                    var error = PGError(
+                        message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
+                    error.sent = true
+                    throw error
+                }
+            } else if length == -1 {
+                _ = try results(until: deadline)
+                return
+            } else {
+                var error = PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
+                error.sent = true
+                abandoned = true
+                throw error
+            }
+        }
+    }
+
+    /// Reads from the socket until libpq holds a whole result, or the deadline passes.
+    private func waitUntilNotBusy(until deadline: DispatchTime) throws(PGError) {
+        while PQisBusy(handle) != 0 {
+            if !Self.waitFor(socket, Int16(POLLIN), until: deadline) { throw timeout(sent: true) }
+            if PQconsumeInput(handle) == 0 {
+                var error = PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
+                error.sent = true
+                throw error
+            }
+        }
     }
 
     /// Reads what arrived on the socket and returns the payloads of the notifications it held.
@@ -359,4 +427,87 @@ private func withCStrings<Result>(
     let copies = strings.map { strdup($0) } + [nil]
     defer { for copy in copies { free(copy) } }
     return copies.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// One row of a binary `COPY ... TO STDOUT`: a 16-bit field count, then each field as a 32-bit length (-1: NULL)
+/// and its bytes, all big-endian. Fields are read in order.
+struct PGCopyRow {
+    private let bytes: UnsafeRawBufferPointer
+    private var at = 2
+    /// The fields the row holds.
+    let fieldCount: Int
+
+    /// The 11-byte signature, the flags and the header extension that precede the first row.
+    static let signature: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00]
+
+    init(_ bytes: UnsafeRawBufferPointer) throws(PGError) {
+        guard bytes.count >= 2 else { throw Self.malformed("a row shorter than its field count") }
+        self.bytes = bytes
+        fieldCount = Int(Int16(bitPattern: UInt16(bytes[0]) << 8 | UInt16(bytes[1])))
+    }
+
+    /// The stream's end: a field count of -1.
+    var isTrailer: Bool { fieldCount == -1 }
+
+    /// `message` after the copy's header.
+    static func skipHeader(_ message: UnsafeRawBufferPointer) throws(PGError) -> UnsafeRawBufferPointer {
+        let fixed = signature.count + 8
+        guard message.count >= fixed, message.prefix(signature.count).elementsEqual(signature) else {
+            throw malformed("no binary COPY signature")
+        }
+        let extensionLength = Int(bigEndian(message, at: signature.count + 4, width: 4))
+        guard extensionLength >= 0, message.count >= fixed + extensionLength else {
+            throw malformed("a header extension longer than the message")
+        }
+        return UnsafeRawBufferPointer(rebasing: message[(fixed + extensionLength)...])
+    }
+
+    /// The next field's bytes; nil for NULL.
+    mutating func field() throws(PGError) -> UnsafeRawBufferPointer? {
+        guard at + 4 <= bytes.count else { throw Self.malformed("a row with fewer fields than it says") }
+        let length = Int(Int32(truncatingIfNeeded: Self.bigEndian(bytes, at: at, width: 4)))
+        at += 4
+        if length < 0 { return nil }
+        guard at + length <= bytes.count else { throw Self.malformed("a field longer than its row") }
+        defer { at += length }
+        return UnsafeRawBufferPointer(rebasing: bytes[at..<(at + length)])
+    }
+
+    /// The next field, which must not be NULL.
+    mutating func value() throws(PGError) -> UnsafeRawBufferPointer {
+        guard let field = try field() else { throw Self.malformed("NULL in a NOT NULL column") }
+        return field
+    }
+
+    /// A big-endian integer field (int2, int4 or int8), sign-extended.
+    mutating func integer() throws(PGError) -> Int64 {
+        let field = try value()
+        guard [2, 4, 8].contains(field.count) else { throw Self.malformed("an integer of \(field.count) bytes") }
+        let width = field.count * 8
+        let value = Int64(bitPattern: Self.bigEndian(field, at: 0, width: field.count))
+        return width < 64 ? (value << (64 - width)) >> (64 - width) : value
+    }
+
+    mutating func uuid() throws(PGError) -> UUID {
+        let field = try value()
+        guard field.count == 16 else { throw Self.malformed("a uuid of \(field.count) bytes") }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: field) }
+        return UUID(uuid: value)
+    }
+
+    /// A bytea or text field as a string (UTF-8 decoded, as `PGResult.text` does).
+    mutating func text() throws(PGError) -> String {
+        String(decoding: try value(), as: UTF8.self)
+    }
+
+    private static func bigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int, width: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for index in offset..<(offset + width) { value = value << 8 | UInt64(bytes[index]) }
+        return value
+    }
+
+    private static func malformed(_ what: String) -> PGError {
+        PGError(message: "PostgreSQL's binary COPY: \(what)", sqlState: nil, connectionLost: true)
+    }
 }

@@ -39,44 +39,85 @@ enum PostgresSchema {
 
     /// The memos, the head and the last changes (at most `historyCapacity`, none at or below the stored floor),
     /// read in one repeatable-read transaction so that they describe one instant.
+    ///
+    /// Both tables are streamed (`COPY ... TO STDOUT` in binary) and decoded row by row as they arrive, and the
+    /// transaction ends before the table is built: a result of a million rows held whole by libpq cost about 200
+    /// bytes a memo more at its peak, and decoding it between the two reads left the transaction idle for longer
+    /// than the connection's `idle_in_transaction_session_timeout` (10 s) on a loaded machine, which ended the
+    /// start. A change that made its memo as it is shares the table's content instead of holding a second copy.
     static func load(
         from connection: PGConnection, historyCapacity: Int
     ) throws(MemoError) -> (table: MemoTable, history: ChangeHistory) {
+        let head: UInt64
+        let start: UInt64
+        var memos: [Memo] = []
+        var changes: [Change] = []
         do {
             try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            defer { _ = try? connection.execute("COMMIT") }
+            var open = true
+            defer { if open { _ = try? connection.execute("ROLLBACK") } }
             let heads = try connection.execute(
-                "SELECT h.revision, f.revision FROM memo_head h, memo_floor f WHERE h.one AND f.one", [])
-            let head = UInt64(heads.integer(0, 0))
+                "SELECT h.revision, f.revision, c.reltuples::bigint FROM memo_head h, memo_floor f, pg_class c "
+                    + "WHERE h.one AND f.one AND c.oid = 'memos'::regclass", [])
+            head = UInt64(heads.integer(0, 0))
             let floor = UInt64(heads.integer(0, 1))
-            let memoRows = try connection.execute(
-                "SELECT id, content, insert_micros, update_micros, revision FROM memos", [])
-            var memos: [Memo] = []
-            memos.reserveCapacity(memoRows.rowCount)
-            for row in 0..<memoRows.rowCount {
+            // The planner's estimate (-1 before the table was first analysed), to size the list once: grown by
+            // doubling, it copied itself about 20 times for a million memos.
+            memos.reserveCapacity(Int(min(max(heads.integer(0, 2), 0), 100_000_000)) + 1024)
+            try connection.copyOut(
+                "COPY memos (id, content, insert_micros, update_micros, revision) TO STDOUT (FORMAT binary)"
+            ) { row throws(PGError) in
                 memos.append(
                     Memo(
-                        id: memoRows.uuid(row, 0), content: memoRows.text(row, 1),
-                        insertMicros: memoRows.integer(row, 2), updateMicros: memoRows.integer(row, 3),
-                        revision: UInt64(memoRows.integer(row, 4))))
+                        id: try row.uuid(), content: try row.text(), insertMicros: try row.integer(),
+                        updateMicros: try row.integer(), revision: UInt64(try row.integer())))
             }
-            let start = max(floor, head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0)
-            let changeRows = try connection.execute(
-                "SELECT revision, kind, id, content, insert_micros, update_micros FROM memo_changes "
-                    + "WHERE revision > $1::bigint ORDER BY revision", [.text(String(start))])
-            var history = ChangeHistory(capacity: historyCapacity, head: start)
-            for row in 0..<changeRows.rowCount {
-                history.append(try change(changeRows, row, from: 0))
+            start = max(floor, head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0)
+            changes.reserveCapacity(Int(min(head - min(start, head), UInt64(historyCapacity))))
+            var problem: String?
+            try connection.copyOut(
+                "COPY (SELECT revision, kind, id, content, insert_micros, update_micros FROM memo_changes "
+                    + "WHERE revision > \(start) ORDER BY revision) TO STDOUT (FORMAT binary)"
+            ) { row throws(PGError) in
+                guard problem == nil else { return }
+                let revision = UInt64(try row.integer())
+                guard revision == start + UInt64(changes.count) + 1 else {
+                    problem = "the changes table has no change \(start + UInt64(changes.count) + 1)"
+                    return
+                }
+                guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: try row.integer())) else {
+                    problem = "change \(revision) has an unknown kind"
+                    return
+                }
+                let memo = Memo(
+                    id: try row.uuid(), content: try row.text(), insertMicros: try row.integer(),
+                    updateMicros: try row.integer(), revision: revision)
+                changes.append(Change(revision: revision, kind: kind, memo: memo))
             }
-            guard history.head == head else {
-                throw MemoError.storage("the changes table ends at \(history.head), not at the head \(head)")
-            }
-            return (MemoTable(memos: memos, revision: head), history)
+            try connection.execute("COMMIT")
+            open = false
+            if let problem { throw MemoError.storage(problem) }
         } catch let error as MemoError {
             throw error
         } catch {
             throw .storage("cannot read the memos: \(error)")
         }
+        let table = MemoTable(memos: memos, revision: head)
+        memos = []
+        var history = ChangeHistory(capacity: historyCapacity, head: start)
+        for var change in changes {
+            if let current = table.memo(change.memo.id), current.revision == change.revision,
+                current.content.hasSameBytes(as: change.memo.content)
+            {
+                change.memo.content = current.content
+            }
+            history.append(change)
+        }
+        changes = []
+        guard history.head == head else {
+            throw .storage("the changes table ends at \(history.head), not at the head \(head)")
+        }
+        return (table, history)
     }
 
     /// Decodes a `memo_changes` row whose columns start at `first`: revision, kind, id, content, insert, update.

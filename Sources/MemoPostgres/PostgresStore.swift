@@ -1,3 +1,4 @@
+internal import CMemoLinux
 import Dispatch
 import Foundation
 import MemoDiagnostics
@@ -79,6 +80,9 @@ public final class PostgresStore: StateBackedStore {
         let (table, history) = try PostgresSchema.load(from: feedConnection, historyCapacity: historyCapacity)
         feedConnection.callTimeoutMillis = feedLink.timeoutMillis
         storeState = StoreState(table: table, history: history)
+        // Loading freed as much as it keeps (libpq's rows, the list the table was built from); glibc keeps freed
+        // pages below its heap top resident unless asked, and a server's memory is measured from here.
+        malloc_trim(0)
         feed = try PostgresFeed(
             storeState: storeState, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
             recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, stats: stats, log: log)

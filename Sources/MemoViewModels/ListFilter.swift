@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 import MemoModel
 /// The list's filter: a case-insensitive substring match decided on UTF-8 bytes (content and filter both
 /// lowercased, then compared byte for byte, so an NFD memo does not match an NFC filter).
@@ -75,22 +76,24 @@ enum ListFilter {
         return false
     }
 
-    /// The rows of `rows` (in order) that match `needle`; nil as soon as `superseded` says a newer keystroke has
-    /// arrived (asked once per chunk of rows), so that no keystroke waits for the work of one it replaced.
+    /// The slots of `rows` (in order) whose rows match `needle`; nil as soon as `superseded` says a newer keystroke
+    /// has arrived (asked once per chunk of rows), so that no keystroke waits for the work of one it replaced.
     static func filter(
-        _ rows: ChunkedArray<ListRow>, _ needle: [UInt8], superseded: () -> Bool
-    ) -> ChunkedArray<ListRow>? {
+        _ rows: ChunkedArray<Int32>, in slots: RowSlots, _ needle: [UInt8], superseded: () -> Bool
+    ) -> ChunkedArray<Int32>? {
         guard !needle.isEmpty else { return rows }
-        var result = ChunkedArray<ListRow>()
-        var chunk: [ListRow] = []
+        var result = ChunkedArray<Int32>()
+        var chunk: [Int32] = []
+        chunk.reserveCapacity(ChunkedArray<Int32>.chunkSize)
         let finished = needle.withUnsafeBufferPointer { pin -> Bool in
             for source in rows.chunks {
                 if superseded() { return false }
-                for row in source where row.matches(pin) {
-                    chunk.append(row)
-                    if chunk.count == ChunkedArray<ListRow>.chunkSize {
+                for slot in source where slots.matches(slot, pin) {
+                    chunk.append(slot)
+                    if chunk.count == ChunkedArray<Int32>.chunkSize {
                         result.append(chunk: chunk)
-                        chunk.removeAll(keepingCapacity: true)
+                        chunk = []
+                        chunk.reserveCapacity(ChunkedArray<Int32>.chunkSize)
                     }
                 }
             }
@@ -115,7 +118,7 @@ struct ListRow: Sendable, Hashable {
 
     func matches(_ needle: UnsafeBufferPointer<UInt8>) -> Bool {
         guard !needle.isEmpty else { return true }
-        if let folded { return folded.withUnsafeBufferPointer { ListFilter.contains($0, needle) } }
+        if let found = folded?.withUnsafeBufferPointer({ ListFilter.contains($0, needle) }) { return found }
         if let found = memo.content.utf8.withContiguousStorageIfAvailable({ ListFilter.contains($0, needle) }) {
             return found
         }
@@ -126,26 +129,43 @@ struct ListRow: Sendable, Hashable {
         needle.withUnsafeBufferPointer { matches($0) }
     }
 
+    /// What a slot holds once its memo is removed (until the slot is reused).
+    static let vacant = ListRow(Memo(
+        id: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), content: "", insertMicros: 0,
+        updateMicros: 0, revision: 0))
+
     static func == (lhs: ListRow, rhs: ListRow) -> Bool { lhs.memo == rhs.memo }
     func hash(into hasher: inout Hasher) { hasher.combine(memo) }
 }
 
-/// Memos of the list, newest first, as the view reads them: a view of the rows, made without copying.
+/// Memos of the list, newest first, as the view reads them: a view of the rows' slots, made without copying.
 public struct MemoRows: RandomAccessCollection, Sendable, Hashable {
-    var rows: ChunkedArray<ListRow>
+    var rows: ChunkedArray<Int32>
+    var slots: RowSlots
 
     public var startIndex: Int { 0 }
     public var endIndex: Int { rows.count }
-    public subscript(index: Int) -> Memo { rows[index].memo }
+    public subscript(index: Int) -> Memo { slots[rows[index]].memo }
 
     public struct Iterator: IteratorProtocol {
-        var rows: FlattenSequence<[[ListRow]]>.Iterator
+        var rows: FlattenSequence<[[Int32]]>.Iterator
+        let slots: RowSlots
 
-        public mutating func next() -> Memo? { rows.next()?.memo }
+        public mutating func next() -> Memo? { rows.next().map { slots[$0].memo } }
     }
 
     /// Walks chunk by chunk: no search per memo.
-    public func makeIterator() -> Iterator { Iterator(rows: rows.makeIterator()) }
+    public func makeIterator() -> Iterator { Iterator(rows: rows.makeIterator(), slots: slots) }
+
+    /// The same memos in the same order.
+    public static func == (lhs: MemoRows, rhs: MemoRows) -> Bool {
+        lhs.count == rhs.count && lhs.elementsEqual(rhs)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+        for memo in self { hasher.combine(memo) }
+    }
 
     /// The same memos in the same order as `memos`.
     public static func == (lhs: MemoRows, rhs: [Memo]) -> Bool {

@@ -6,11 +6,14 @@ extension ListViewModel {
     static func apply(_ delta: ListDelta, to state: inout ListState) {
         switch delta {
         case .reset(let memos):
-            let previous = state.shown
-            state.all = ChunkedArray(memos.lazy.map(ListRow.init))
-            state.shown = ListFilter.filter(state.all, state.shownNeedle) { false } ?? state.all
+            let previous = state
+            state.slots = RowSlots(memos.lazy.map(ListRow.init))
+            state.all = ChunkedArray((0..<Int32(memos.count)))
+            state.shown = ListFilter.filter(state.all, in: state.slots, state.shownNeedle) { false } ?? state.all
             keepSelection(&state, previous: previous)
-            if let wanted = state.wantedSelection, state.shown.firstOffset(where: { $0.memo.id == wanted }) != nil {
+            if let wanted = state.wantedSelection,
+                state.shown.firstOffset(where: { state.memo($0).id == wanted }) != nil
+            {
                 state.selectedID = wanted
                 state.wantedSelection = nil
             }
@@ -19,19 +22,20 @@ extension ListViewModel {
             }
         case .edits(let edits):
             for edit in edits { apply(edit, to: &state) }
-            if state.selectedID == nil { state.selectedID = state.shown.first?.memo.id }
+            if state.selectedID == nil { state.selectedID = state.shown.first.map { state.memo($0).id } }
         }
     }
 
-    /// One edit: the row at its position in every memo, and the visible row found by the memo's place in the
-    /// order (both lists are newest first), in O(log N) plus one chunk.
+    /// One edit: the row in its slot, the slot at its position in every memo, and the visible slot found by the
+    /// memo's place in the order (both lists are newest first), in O(log N) plus one chunk.
     private static func apply(_ edit: ListEdit, to state: inout ListState) {
         switch edit {
         case .insert(let memo, let position):
             let row = ListRow(memo)
-            state.all.insert(row, at: position)
+            let slot = state.slots.add(row)
+            state.all.insert(slot, at: position)
             if row.matches(state.shownNeedle) {
-                state.shown.insert(row, at: shownPosition(of: memo, in: state.shown))
+                state.shown.insert(slot, at: shownPosition(of: memo, in: state))
                 if state.wantedSelection == memo.id {
                     state.selectedID = memo.id
                     state.wantedSelection = nil
@@ -39,38 +43,44 @@ extension ListViewModel {
             }
         case .update(let memo, let position):
             let row = ListRow(memo)
-            state.all[position] = row
-            let place = shownPosition(of: memo, in: state.shown)
-            let wasShown = place < state.shown.count && state.shown[place].memo.id == memo.id
+            let slot = state.all[position]
+            state.slots[slot] = row
+            let place = shownPosition(of: memo, in: state)
+            let wasShown = place < state.shown.count && state.shown[place] == slot
             switch (wasShown, row.matches(state.shownNeedle)) {
-            case (true, true): state.shown[place] = row
             case (true, false): removeShown(at: place, from: &state)
-            case (false, true): state.shown.insert(row, at: place)
-            case (false, false): break
+            case (false, true): state.shown.insert(slot, at: place)
+            case (true, true), (false, false): break
             }
         case .remove(_, let position):
-            let memo = state.all.remove(at: position).memo
-            let place = shownPosition(of: memo, in: state.shown)
-            if place < state.shown.count, state.shown[place].memo.id == memo.id {
+            let slot = state.all.remove(at: position)
+            let memo = state.memo(slot)
+            let place = shownPosition(of: memo, in: state)
+            if place < state.shown.count, state.shown[place] == slot {
                 removeShown(at: place, from: &state)
             }
+            state.slots.remove(slot)
             if state.pendingDelete?.id == memo.id { state.pendingDelete = nil }
         }
     }
 
     /// Where `memo` stands, or would stand, among the visible rows.
-    private static func shownPosition(of memo: Memo, in rows: ChunkedArray<ListRow>) -> Int {
-        rows.partitionIndex { $0.memo.isNewer(than: memo) }
+    private static func shownPosition(of memo: Memo, in state: ListState) -> Int {
+        shownPosition(of: memo, in: state.shown, state.slots)
+    }
+
+    private static func shownPosition(of memo: Memo, in rows: ChunkedArray<Int32>, _ slots: RowSlots) -> Int {
+        rows.partitionIndex { slots[$0].memo.isNewer(than: memo) }
     }
 
     /// Removes a visible row; a selection on it moves to the row that followed it (or preceded it, at the end).
     private static func removeShown(at place: Int, from state: inout ListState) {
-        let removed = state.shown.remove(at: place)
-        guard state.selectedID == removed.memo.id else { return }
+        let removed = state.memo(state.shown.remove(at: place))
+        guard state.selectedID == removed.id else { return }
         if place < state.shown.count {
-            state.selectedID = state.shown[place].memo.id
+            state.selectedID = state.memo(state.shown[place]).id
         } else {
-            state.selectedID = place > 0 ? state.shown[place - 1].memo.id : nil
+            state.selectedID = place > 0 ? state.memo(state.shown[place - 1]).id : nil
         }
     }
 
@@ -82,10 +92,12 @@ extension ListViewModel {
         let needle = ListFilter.needle(state.filter.text)
         guard needle != state.shownNeedle else { return true }
         let narrows = ListFilter.contains(needle, state.shownNeedle)
-        guard let result = ListFilter.filter(narrows ? state.shown : state.all, needle, superseded: superseded) else {
+        guard let result = ListFilter.filter(
+            narrows ? state.shown : state.all, in: state.slots, needle, superseded: superseded)
+        else {
             return false
         }
-        let previous = state.shown
+        let previous = state
         state.shown = result
         state.shownNeedle = needle
         keepSelection(&state, previous: previous)
@@ -94,21 +106,21 @@ extension ListViewModel {
 
     /// Keeps the selection on the same memo; when that memo is no longer visible, selects the visible memo that
     /// followed it in the list (or preceded it, at the end).
-    private static func keepSelection(_ state: inout ListState, previous: ChunkedArray<ListRow>) {
+    private static func keepSelection(_ state: inout ListState, previous: ListState) {
         guard let id = state.selectedID else {
-            state.selectedID = state.shown.first?.memo.id
+            state.selectedID = state.shown.first.map { state.memo($0).id }
             return
         }
-        if state.shown.firstOffset(where: { $0.memo.id == id }) != nil { return }
-        guard let old = previous.firstOffset(where: { $0.memo.id == id }) else {
-            state.selectedID = state.shown.first?.memo.id
+        if state.shown.firstOffset(where: { state.memo($0).id == id }) != nil { return }
+        guard let old = previous.shown.firstOffset(where: { previous.memo($0).id == id }) else {
+            state.selectedID = state.shown.first.map { state.memo($0).id }
             return
         }
-        let place = shownPosition(of: previous[old].memo, in: state.shown)
+        let place = shownPosition(of: previous.memo(previous.shown[old]), in: state)
         if place < state.shown.count {
-            state.selectedID = state.shown[place].memo.id
+            state.selectedID = state.memo(state.shown[place]).id
         } else {
-            state.selectedID = state.shown.last?.memo.id
+            state.selectedID = state.shown.last.map { state.memo($0).id }
         }
     }
 }

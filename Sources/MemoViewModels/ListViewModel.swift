@@ -3,10 +3,10 @@ import MemoModel
 /// What the list scene shows.
 public struct ListState: Sendable, Hashable {
     /// Every memo, newest first, as the store last sent them.
-    public var memos: MemoRows { MemoRows(rows: all) }
+    public var memos: MemoRows { MemoRows(rows: all, slots: slots) }
     /// The memos that pass the filter, newest first. While a keystroke's filtering was abandoned for a newer
     /// keystroke this is the last finished result; the view model settles it before anything else.
-    public var visible: MemoRows { MemoRows(rows: shown) }
+    public var visible: MemoRows { MemoRows(rows: shown, slots: slots) }
     /// The selected memo; selection follows the memo, not its row.
     public var selectedID: UUID?
     /// Case-insensitive substring filter, matched on UTF-8 bytes; empty shows everything.
@@ -20,19 +20,46 @@ public struct ListState: Sendable, Hashable {
     public var message: String?
     /// A memo to select as soon as the store lists it (one just saved, whose list may come a moment later).
     public var wantedSelection: UUID?
-    /// Every row (chunked, so that one edit copies one chunk, not the list).
-    var all = ChunkedArray<ListRow>()
-    /// The rows that pass `shownNeedle`.
-    var shown = ChunkedArray<ListRow>()
+    /// Every row, each in a slot of its own.
+    var slots = RowSlots()
+    /// Every row's slot, in the list's order (chunked, so that one edit copies one chunk, not the list).
+    var all = ChunkedArray<Int32>()
+    /// The slots of the rows that pass `shownNeedle`, in the list's order.
+    var shown = ChunkedArray<Int32>()
     /// The folded filter `shown` was made for: behind `filter` only while a superseded keystroke is pending.
     var shownNeedle: [UInt8] = []
 
     public var selectedIndex: Int? {
         guard let selectedID else { return nil }
-        return shown.firstOffset { $0.memo.id == selectedID }
+        return shown.firstOffset { slots[$0].memo.id == selectedID }
     }
 
     public var selectedMemo: Memo? { selectedIndex.map { visible[$0] } }
+
+    /// The memo in `slot`.
+    func memo(_ slot: Int32) -> Memo { slots[slot].memo }
+
+    /// Equal when they show the same: the memos, the visible ones and everything else on screen (not where each
+    /// row's slot is).
+    public static func == (lhs: ListState, rhs: ListState) -> Bool {
+        lhs.selectedID == rhs.selectedID && lhs.filter == rhs.filter && lhs.isEditingFilter == rhs.isEditingFilter
+            && lhs.pendingDelete == rhs.pendingDelete && lhs.helpVisible == rhs.helpVisible
+            && lhs.message == rhs.message && lhs.wantedSelection == rhs.wantedSelection
+            && lhs.shownNeedle == rhs.shownNeedle && lhs.memos == rhs.memos && lhs.visible == rhs.visible
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(selectedID)
+        hasher.combine(filter)
+        hasher.combine(isEditingFilter)
+        hasher.combine(pendingDelete)
+        hasher.combine(helpVisible)
+        hasher.combine(message)
+        hasher.combine(wantedSelection)
+        hasher.combine(shownNeedle)
+        hasher.combine(memos)
+        hasher.combine(visible)
+    }
 }
 
 /// What the list asks the coordinator to do.
@@ -101,7 +128,7 @@ public final class ListViewModel {
     public func select(_ id: UUID) {
         store.update { state in
             Self.refilter(&state)
-            if state.shown.firstOffset(where: { $0.memo.id == id }) != nil {
+            if state.shown.firstOffset(where: { state.memo($0).id == id }) != nil {
                 state.selectedID = id
                 state.wantedSelection = nil
             } else {
@@ -115,7 +142,7 @@ public final class ListViewModel {
             Self.refilter(&state)
             guard !state.shown.isEmpty else { return }
             let index = state.selectedIndex ?? 0
-            state.selectedID = state.shown[target(index, state.shown.count)].memo.id
+            state.selectedID = state.memo(state.shown[target(index, state.shown.count)]).id
             state.wantedSelection = nil
             state.message = nil
         }

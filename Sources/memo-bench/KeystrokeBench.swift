@@ -23,7 +23,8 @@ struct KeystrokeBench {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let server = try StartedServer(
-            binary: binaries + "/memo-server", store: folder + "/memos.sqlite", certs: folder + "/certs")
+            binary: binaries + "/memo-server", store: "sqlite:" + folder + "/memos.sqlite",
+            certs: folder + "/certs")
         let serverPID = server.process.processIdentifier
         defer {
             kill(serverPID, SIGCONT)

@@ -8,11 +8,13 @@ import MemoWire
 import Synchronization
 
 /// `memo-bench large`: what a store of a million memos costs: server start, server memory, a fresh mirror and a
-/// full `memo-client list`, each with the built binaries as a user runs them.
+/// full `memo-client list`, each with the built binaries as a user runs them. The store is a SQLite file this
+/// bench fills, or a PostgreSQL database the caller filled (`--postgres`, `bench/large-postgres.sh`).
 struct LargeStoreBench {
     var memos = 1_000_000
     var size = 100
     var directory: String?
+    var postgres: String?
     var runs = 3
     var json = false
 
@@ -20,6 +22,7 @@ struct LargeStoreBench {
         memos = try arguments.integer("--memos", in: 1...100_000_000) ?? memos
         size = try arguments.integer("--size", in: 0...MemoLimits.maxContentBytes) ?? size
         directory = try arguments.option("--dir")
+        postgres = try arguments.option("--postgres")
         runs = try arguments.integer("--runs", in: 1...100) ?? runs
         json = arguments.flag("--json")
         try arguments.finish()
@@ -29,13 +32,15 @@ struct LargeStoreBench {
         let folder = directory ?? NSTemporaryDirectory() + "memo-bench-large-\(UUID().uuidString)"
         defer { if directory == nil { try? FileManager.default.removeItem(atPath: folder) } }
         let path = folder + "/memos.sqlite"
-        let fillSeconds = try fill(path)
+        // A PostgreSQL database is filled by the caller; the mirror below checks that it holds the memos.
+        let fillSeconds = postgres == nil ? try fill(path) : nil
+        let store = postgres ?? "sqlite:" + path
         let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().path
         var start: [Double] = [], startCPU: [Double] = [], rss: [Int] = [], mirror: [Double] = [], list: [Double] = []
         var listBytes = 0
         for _ in 0..<runs {
-            let server = try StartedServer(binary: binaries + "/memo-server", store: path, certs: folder + "/certs")
+            let server = try StartedServer(binary: binaries + "/memo-server", store: store, certs: folder + "/certs")
             defer { server.stop() }
             start.append(server.startMilliseconds)
             startCPU.append(server.startCPUMilliseconds)
@@ -47,24 +52,34 @@ struct LargeStoreBench {
         }
         let content = Double(memos * size)
         let best = (start.min()!, rss.min()!, mirror.min()!, list.min()!)
+        let middle = (median(start), median(rss), median(mirror), median(list))
         if json {
             print(String(format: "{\"op\":\"large\",\"memos\":%d,\"size\":%d,\"runs\":%d,\"start_ms\":%.1f,"
                          + "\"start_cpu_ms\":%.0f,\"rss_kib\":%d,\"rss_per_memo\":%.1f,"
-                         + "\"rss_per_content_byte\":%.2f,\"mirror_ms\":%.1f,\"list_ms\":%.1f,\"list_bytes\":%d}",
+                         + "\"rss_per_content_byte\":%.2f,\"mirror_ms\":%.1f,\"list_ms\":%.1f,\"list_bytes\":%d,"
+                         + "\"start_ms_median\":%.1f,\"start_cpu_ms_median\":%.0f,\"rss_kib_median\":%d,"
+                         + "\"mirror_ms_median\":%.1f,\"list_ms_median\":%.1f}",
                          memos, size, runs, best.0, startCPU.min()!, best.1,
                          Double(best.1 * 1024) / Double(memos), Double(best.1 * 1024) / content, best.2, best.3,
-                         listBytes))
+                         listBytes, middle.0, median(startCPU), middle.1, middle.2, middle.3))
         } else {
             if let fillSeconds { print(String(format: "filled %d memos in %.1f s", memos, fillSeconds)) }
-            print(String(format: "large: %d memos of %d bytes, best of %d runs", memos, size, runs))
-            print(String(format: "  server start        %8.1f ms  (%.0f ms of its CPU)", best.0, startCPU.min()!))
-            print(String(format: "  server RSS          %8.1f MiB  (%.0f bytes per memo, %.2f x content)",
-                         Double(best.1) / 1024, Double(best.1 * 1024) / Double(memos),
-                         Double(best.1 * 1024) / content))
-            print(String(format: "  snapshot to mirror  %8.1f ms", best.2))
-            print(String(format: "  memo-client list    %8.1f ms  (%d bytes to a pipe)", best.3, listBytes))
+            print(String(format: "large: %d memos of %d bytes, best of %d runs (median in brackets)", memos, size,
+                         runs))
+            print(String(format: "  server start        %8.1f ms  (%.1f ms); %.0f ms of its CPU (%.0f ms)", best.0,
+                         middle.0, startCPU.min()!, median(startCPU)))
+            print(String(format: "  server RSS          %8.1f MiB  (%.1f MiB); %.0f bytes per memo, %.2f x content "
+                         + "(%.2f x)", Double(best.1) / 1024, Double(middle.1) / 1024,
+                         Double(best.1 * 1024) / Double(memos), Double(best.1 * 1024) / content,
+                         Double(middle.1 * 1024) / content))
+            print(String(format: "  snapshot to mirror  %8.1f ms  (%.1f ms)", best.2, middle.2))
+            print(String(format: "  memo-client list    %8.1f ms  (%.1f ms); %d bytes to a pipe", best.3, middle.3,
+                         listBytes))
         }
     }
+
+    /// The middle run's figure (the upper middle for an even count).
+    private func median<Value: Comparable>(_ values: [Value]) -> Value { values.sorted()[values.count / 2] }
 
     /// Creates memos in `path` until it holds `memos`; nil when it already did.
     private func fill(_ path: String) throws -> Double? {

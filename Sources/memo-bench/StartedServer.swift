@@ -1,7 +1,8 @@
 import Foundation
 import MemoCLI
 
-/// A memo-server process started on a SQLite file, timed from exec to its `listening on` line.
+/// A memo-server process started on a store (`sqlite:PATH`, a PostgreSQL URI), timed from exec to its
+/// `listening on` line.
 final class StartedServer {
     let process = Process()
     let address: String
@@ -12,10 +13,14 @@ final class StartedServer {
 
     init(binary: String, store: String, certs: String) throws {
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--store", "sqlite:" + store, "--certs", certs]
+        process.arguments = ["serve", "--listen", "127.0.0.1:0", "--store", store, "--certs", certs]
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        // Kept in a file (a pipe nobody reads could fill and stop the server): its last line explains a failed start.
+        let errors = NSTemporaryDirectory() + "memo-bench-server-\(UUID().uuidString).err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errors) }
+        process.standardError = FileHandle(forWritingAtPath: errors)
         let clock = ContinuousClock()
         let started = clock.now
         try process.run()
@@ -25,7 +30,9 @@ final class StartedServer {
             let chunk = output.fileHandleForReading.availableData
             guard !chunk.isEmpty else {
                 process.waitUntilExit()
-                throw UsageError("memo-server exited with \(process.terminationStatus) before listening")
+                let said = (try? String(contentsOfFile: errors, encoding: .utf8))?.split(separator: "\n").last
+                throw UsageError("memo-server exited with \(process.terminationStatus) before listening"
+                    + (said.map { ": " + $0 } ?? ""))
             }
             line += chunk
         }

@@ -1,4 +1,5 @@
 import Foundation
+import MemoModel
 import MemoTestSupport
 @testable import MemoViewModels
 import Testing
@@ -53,5 +54,26 @@ struct ChunkedArrayTests {
             let kept = ListFilter.foldIfNeeded(text)
             #expect(kept == (folded == Array(text.utf8) ? nil : folded), "\(text)")
         }
+    }
+
+    @Test func aRemovedMemosSlotIsTakenByTheNextMemoAddedAndItsContentLetGo() {
+        func row(_ index: Int) -> ListRow {
+            ListRow(Memo(id: UUID(), content: "memo \(index)", insertMicros: Int64(index), updateMicros: Int64(index),
+                         revision: UInt64(index + 1)))
+        }
+        // More than a page, so that slots cross pages.
+        var slots = RowSlots((0..<1500).map(row))
+        #expect(slots.capacity == 1500)
+        #expect(slots[1200].memo.content == "memo 1200")
+        slots.remove(1200)
+        slots.remove(7)
+        #expect(slots[1200].memo.content.isEmpty && slots[7].memo.content.isEmpty)
+        // Freed slots first (the last freed first), then new ones: a list with churn does not grow.
+        #expect(slots.add(row(2000)) == 7)
+        #expect(slots.add(row(2001)) == 1200)
+        #expect(slots.add(row(2002)) == 1500)
+        #expect(slots.capacity == 1501)
+        #expect(slots[1200].memo.content == "memo 2001" && slots[1500].memo.content == "memo 2002")
+        #expect(slots[0].memo.content == "memo 0" && slots[1499].memo.content == "memo 1499")
     }
 }

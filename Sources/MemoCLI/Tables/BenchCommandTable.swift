@@ -68,8 +68,8 @@ public enum BenchCommandTable {
               storm      S changes (default 20000: creates, updates and deletes of random memos, 16 per read) through
                          the same path as fast as they go; the changes per second a mirror of N memos follows
               keystroke  types TEXT (default 99999) into the filter one character at a time, then deletes it with
-                         Backspace; the first keystroke (after an empty filter), median and worst time per keystroke
-                         (the view model's state, ready to draw)
+                         Backspace, K times (--rounds, default 1); the first keystroke (after an empty filter: the
+                         median of the K), median and worst time per keystroke (the view model's state, ready to draw)
             """),
             CommandSpec(
                 "keystroke", summary: "the real front end in a pseudo-terminal: key-to-screen latency while a save "
@@ -93,18 +93,19 @@ public enum BenchCommandTable {
             frame took on a subscriber's connection (plaintext frame; TLS adds about 22 bytes per record).
             """),
             CommandSpec(
-                "large", summary: "a million-memo SQLite store: server start, server memory, a fresh mirror, a full "
-                    + "list",
+                "large", summary: "a million-memo store: server start, server memory, a fresh mirror, a full list",
                 help: """
             Fills DIR/memos.sqlite (default: a new temporary folder, removed afterwards) with N memos (default
             1000000) of BYTES content (default 100) straight through the SQLite store, unless it already holds
-            them. Then R times (default 3) starts memo-server (next to memo-bench) on that file and reports:
+            them; with --postgres URI the store is that PostgreSQL database instead, which the caller filled
+            (bench/large-postgres.sh does), and DIR holds only the certificates. Then R times (default 3) starts
+            memo-server (next to memo-bench) on that store and reports:
               start    from exec to its `listening on` line (the whole file read into memory), and the CPU
                        time the server had used by then
               rss      the server's VmRSS once listening, per memo and against the content bytes
               mirror   a fresh MemoConnection + RemoteStore until its mirror of every memo is ready
               list     `memo-client list` (next to memo-bench) with stdout to a pipe, until it exits
-            Each figure is the best of the runs; the server is stopped (SIGTERM) after each run.
+            Each figure is the best of the runs, with the median; the server is stopped (SIGTERM) after each run.
             """),
             CommandSpec(
                 "redis-fanout", summary: "the fanout shape against Redis over TLS (bench/compare.sh)",
@@ -175,11 +176,17 @@ public enum BenchCommandTable {
             OptionSpec("--storm", .value("S"), scope: .only(["client"]), help: "changes applied as fast as they go"),
             OptionSpec("--filter", .value("TEXT"), scope: .only(["client"]), help: "text typed into the filter"),
             OptionSpec(
+                "--rounds", .value("K"), scope: .only(["client"]),
+                help: "times the filter is typed and deleted (the first keystroke's figure is their median)"),
+            OptionSpec(
                 "--runs", .value("R"), scope: .only(["snapshot", "large"]),
                 help: "times it is measured (the best is reported)"),
             OptionSpec(
                 "--dir", .value("DIR"), scope: .only(["large"]), completion: .directories,
                 help: "folder of the SQLite file (default: a new temporary folder, removed afterwards)"),
+            OptionSpec(
+                "--postgres", .value("URI"), scope: .only(["large"]),
+                help: "a PostgreSQL database already holding the memos, instead of the SQLite file"),
             OptionSpec(
                 "--pipeline", .value("P"), scope: .only([""]),
                 help: "requests each connection sends before reading their answers"),
