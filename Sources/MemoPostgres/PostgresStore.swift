@@ -216,6 +216,20 @@ public final class PostgresStore: StateBackedStore {
                     WriteCall.parameters(
                         sent.map { batch[$0].op }, clock(), after: max(storeState.revision, handedOver)),
                     deadline: deadline)
+                // Committed, not yet flushed: durable before anything is answered or handed on.
+                do throws(PGError) {
+                    try connection.execute(PostgresSQL.durable, [], deadline: deadline)
+                } catch {
+                    if error.connectionLost {
+                        writerLink.lost(error)
+                        end = .broken
+                    }
+                    let failure = MemoError.outcomeUnknown(
+                        "PostgreSQL committed the write but did not confirm it durable: \(error.message)")
+                    for index in sent { results[index] = .failure(failure) }
+                    for (completion, result) in zip(batch.map(\.completion), results) { completion(result!) }
+                    return end
+                }
                 stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
