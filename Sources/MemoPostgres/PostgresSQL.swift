@@ -182,10 +182,13 @@ END
 $$;
 """
 
-    /// The hint other servers' feeds wait for, sent after a batch commits.
-    static func notify(head: UInt64) -> String {
-        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('\(channel)', '\(head)'); COMMIT"
-    }
+    /// The hint other servers' feeds wait for: the durable head, sent by the writer right after its batch's claim
+    /// (`durable`) in the same round trip. Committed without waiting for a flush: a notifying transaction holds
+    /// PostgreSQL's one notification lock until it ends, and several servers' flushes would queue on it.
+    static let notifyDurable = """
+        SELECT pg_notify('\(channel)', max(d.revision)::text)
+        FROM memo_durable d, set_config('synchronous_commit', 'off', true) s
+        """
 
     /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot): only those a
     /// `durable` claim covers, so that no server hands out a change a crash of PostgreSQL could still take back

@@ -46,7 +46,7 @@ enum PostgresSchema {
         let loaded = try read(from: connection, historyCapacity: historyCapacity)
         do {
             // After the snapshot's transaction: every commit it saw is then earlier in the WAL than this claim.
-            try connection.execute(PostgresSQL.durable, [])
+            _ = try connection.execute(PostgresSQL.durable, [])
         } catch {
             throw .storage("cannot read the memos: \(error)")
         }

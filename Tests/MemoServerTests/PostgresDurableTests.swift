@@ -1,8 +1,12 @@
 import Foundation
 import MemoModel
 @testable import MemoPostgres
+import MemoProbe
+import MemoStore
 import MemoTestSupport
+import MemoWire
 import PostgresTestSupport
+import Synchronization
 import Testing
 
 /// The writers commit without waiting for the WAL flush (so that several servers' flushes share `fsync`s instead
