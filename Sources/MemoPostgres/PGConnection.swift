@@ -125,19 +125,13 @@ final class PGConnection: @unchecked Sendable {
         return try results(until: deadline)
     }
 
-    /// Sends SQL (several statements allowed) without waiting for its results: `finish` collects them, and no
-    /// other statement may run on this connection before it.
-    func send(_ sql: String, deadline: DispatchTime? = nil) throws(PGError) {
+    /// Sends SQL (several statements allowed); `execute` collects its results.
+    private func send(_ sql: String, deadline: DispatchTime? = nil) throws(PGError) {
         try ensureUsable()
         if PQsendQuery(handle, sql) == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
         }
         try flush(until: deadline ?? defaultDeadline)
-    }
-
-    /// Waits for every result of the SQL `send` sent; throws the first error among them.
-    func finish(deadline: DispatchTime? = nil) throws(PGError) {
-        _ = try results(until: deadline ?? defaultDeadline)
     }
 
     private var defaultDeadline: DispatchTime { .now() + .milliseconds(callTimeoutMillis) }
