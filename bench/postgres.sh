@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Several memo-servers over one PostgreSQL: durable creates against one and two servers beside pgbench calling
-# the project's own write function (the design's bound), cross-server delivery latency, and PostgreSQL
-# connections per server. One run; prints one line per figure.
+# Several memo-servers over one PostgreSQL: durable creates against one server (50 clients) and two servers (the
+# same 50 clients, and 50 clients each) beside pgbench calling the project's own write function (the design's
+# bound), cross-server delivery latency, and PostgreSQL connections per server. One run; prints one line per figure.
 #
 #   bench/postgres.sh             full run (about 2 minutes on 2 cores)
 #   QUICK=1 bench/postgres.sh     smaller counts
 #   FANOUT=1 bench/postgres.sh    the fan-out figures only, with where the delay goes, stage by stage
 #   SUBS=20 bench/postgres.sh     another number of subscribers (1,000; 200 with QUICK)
 #   MEMO_THREADS=1 bench/postgres.sh   each memo-server with --threads 1 (two servers sharing two cores)
+#   N_REQ=20000 bench/postgres.sh      another number of creates per create run (40,000; 10,000 with QUICK)
 #
 # It starts a throwaway PostgreSQL (initdb into a temporary folder, as the postgres user when run as root,
 # fsync on: the durable shapes are durable) on a free loopback port and stops everything when it ends.
@@ -19,8 +20,8 @@ PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 swift build -c release >&2
 BIN=.build/release
-if [ -n "${QUICK:-}" ]; then N_REQ=10000; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
-else N_REQ=40000; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
+if [ -n "${QUICK:-}" ]; then N_REQ=${N_REQ:-10000}; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
+else N_REQ=${N_REQ:-40000}; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
 
 source bench/common.sh
 bench_workdir memo-pgbench
@@ -53,8 +54,8 @@ stop_memos() {
     for pid in "${MEMO_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
     MEMO_ADDRS=(); MEMO_PIDS=()
 }
-bench_create() {  # servers (comma-separated) -> creates per second, 50 connections, one in flight each
-    "$BIN/memo-bench" --server "$1" --certs "$CERTS" --clients 50 --requests "$N_REQ" --op create --json \
+bench_create() {  # servers (comma-separated) [clients, 50] -> creates per second, one in flight each
+    "$BIN/memo-bench" --server "$1" --certs "$CERTS" --clients "${2:-50}" --requests "$N_REQ" --op create --json \
         | sed -n 's/.*"ops_per_sec":\([0-9.]*\).*/\1/p'
 }
 batches_of() {  # a stopped server's log -> write batches it sent
@@ -75,6 +76,12 @@ BATCH=$(( (CREATES + BATCHES / 2) / BATCHES ))
 "${PSQL[@]}" -d postgres -c "CREATE DATABASE two"
 start_memo two; start_memo two
 TWO=$(bench_create "${MEMO_ADDRS[0]},${MEMO_ADDRS[1]}")
+stop_memos
+
+# 2b. Two servers with 50 clients each: the clients grow with the servers.
+"${PSQL[@]}" -d postgres -c "CREATE DATABASE twice"
+start_memo twice; start_memo twice
+TWICE=$(bench_create "${MEMO_ADDRS[0]},${MEMO_ADDRS[1]}" 100)
 stop_memos
 
 # 3. The design's bound: pgbench calling memo_write from one connection with the batch size the server used.
@@ -117,12 +124,29 @@ uptime
 if [ -z "${FANOUT:-}" ]; then
     echo "durable create c50 P1, one server:        $ONE creates/s (batch of about $BATCH writes per memo_write call)"
     echo "durable create c50 P1, two servers:       $TWO creates/s"
+    echo "durable create c100 P1, two servers (50 clients each): $TWICE creates/s"
     echo "pgbench memo_write x$BATCH, one connection: $BOUND writes/s ($TPS calls/s)"
-    python3 -c "print(f'one server / bound: {$ONE / $BOUND:.2f}; two servers / bound: {$TWO / $BOUND:.2f}')"
+    python3 -c "print(f'one server / bound: {$ONE / $BOUND:.2f}; two servers / bound: {$TWO / $BOUND:.2f}; '
+                      f'two servers, 50 clients each / one server, 50: {$TWICE / $ONE:.2f}; '
+                      f'two servers, the same 50 / one server: {$TWO / $ONE:.2f}')"
 fi
 echo "fan-out at 100/s:"; echo "$SLOW" | sed 's/^/  /'
 echo "fan-out at 1000/s:"; echo "$FAST" | sed 's/^/  /'
 echo "fan-out at 100/s, one SQLite server (the same machine at the same moment):"; echo "$BASE" | sed 's/^/  /'
 echo "PostgreSQL connections for two servers with $SUBS subscribers: $CONNECTIONS"
-echo "where the delay goes at 100/s:"; bench/stages.py "$WORK/slow.receipts" "$WORK"/fan-{0,1}.trace | sed 's/^/  /'
+STAGES_SLOW=$(bench/stages.py "$WORK/slow.receipts" "$WORK"/fan-{0,1}.trace)
+echo "where the delay goes at 100/s:"; echo "$STAGES_SLOW" | sed 's/^/  /'
+# The targets' ratios: the p99 of the subscribers on the server that did not take the write against one SQLite
+# server's, and the cross-server hop (the other server's `applied` after the writer's `committed`, p50s).
+python3 - "${SERVERS#*,}" "$SLOW" "$BASE" "$STAGES_SLOW" <<'PY'
+import re, sys
+other, slow, base, stages = sys.argv[1:]
+p99 = lambda line: float(re.search(r"latency p50 [0-9.]+ ms p99 ([0-9.]+) ms", line).group(1))
+cross = p99(next(l for l in slow.splitlines() if f"fanout on {other}:" in l))
+sqlite = p99(base.splitlines()[0])
+block = stages.split("(cross-server)")[1]
+stage = lambda name: float(re.search(rf"^\s*{name}\s+([0-9.]+)", block, re.M).group(1))
+print(f"cross-server p99 at 100/s: {cross:.1f} ms, one SQLite server: {sqlite:.1f} ms, ratio {cross / sqlite:.2f}; "
+      f"cross-server hop (applied there after committed), p50: {stage('applied') - stage('committed'):.2f} ms")
+PY
 echo "where the delay goes at 1000/s:"; bench/stages.py "$WORK/fast.receipts" "$WORK"/fan-{0,1}.trace | sed 's/^/  /'

@@ -12,9 +12,10 @@ import Synchronization
 public enum StageTrace {
     /// Where a change is, in the order a cross-server delivery passes the stages.
     public enum Stage: String, Sendable {
-        /// The writer's call that numbered it returned: it is committed.
+        /// The writer's call that numbered it returned: it is committed and claimed durable.
         case committed
-        /// The feed sent the notification that announces it (the writer's server).
+        /// The notification that announces it was sent (the writer's server; in the same round trip as the
+        /// commit, so recorded with it).
         case notified
         /// The feed woke on a notification announcing it (the other servers).
         case woken

@@ -125,19 +125,13 @@ final class PGConnection: @unchecked Sendable {
         return try results(until: deadline)
     }
 
-    /// Sends SQL (several statements allowed) without waiting for its results: `finish` collects them, and no
-    /// other statement may run on this connection before it.
-    func send(_ sql: String, deadline: DispatchTime? = nil) throws(PGError) {
+    /// Sends SQL (several statements allowed); `execute` collects its results.
+    private func send(_ sql: String, deadline: DispatchTime? = nil) throws(PGError) {
         try ensureUsable()
         if PQsendQuery(handle, sql) == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
         }
         try flush(until: deadline ?? defaultDeadline)
-    }
-
-    /// Waits for every result of the SQL `send` sent; throws the first error among them.
-    func finish(deadline: DispatchTime? = nil) throws(PGError) {
-        _ = try results(until: deadline ?? defaultDeadline)
     }
 
     private var defaultDeadline: DispatchTime { .now() + .milliseconds(callTimeoutMillis) }
@@ -167,12 +161,12 @@ final class PGConnection: @unchecked Sendable {
 
     /// Collects every result of the statement sent, waiting in poll (never in libpq) until `deadline`; returns
     /// the last, or throws the first error (`sent` true: the whole statement had reached the socket).
+    /// In pipeline mode, the results of the next statement only, up to the null result that ends them.
     private func results(until deadline: DispatchTime) throws(PGError) -> PGResult {
         var failure: PGError?
         var last: PGResult?
         while true {
-            try waitUntilNotBusy(until: deadline)
-            guard let result = PQgetResult(handle) else { break }
+            guard let result = try nextResult(until: deadline) else { break }
             do throws(PGError) {
                 last = try check(result)
             } catch {
@@ -189,6 +183,13 @@ final class PGConnection: @unchecked Sendable {
         }
         return last
     }
+
+    /// Waits in poll until libpq has a whole result (or the null that ends a statement's), then takes it.
+    private func nextResult(until deadline: DispatchTime) throws(PGError) -> OpaquePointer? {
+        try waitUntilNotBusy(until: deadline)
+        return PQgetResult(handle)
+    }
+
 
     /// The deadline passed: the connection is given up (its state is unknown) and the error says so.
     private func timeout(sent: Bool) -> PGError {
@@ -224,6 +225,89 @@ final class PGConnection: @unchecked Sendable {
     func execute(_ sql: String, _ parameters: [PGParameter], deadline: DispatchTime? = nil) throws(PGError) -> PGResult {
         let deadline = deadline ?? defaultDeadline
         try ensureUsable()
+        try queue(sql, parameters)
+        try flush(until: deadline)
+        return try results(until: deadline)
+    }
+
+    /// Runs `sql` with its parameters, then each of `next` (no parameters) in a transaction of its own once the
+    /// one before has ended, all sent in one round trip (libpq's pipeline mode, a Sync after each).
+    /// - Returns: the first statement's result, and each of the next ones' or why it has none (a lost connection
+    ///   after the first's answer is theirs: the first's outcome is known).
+    /// - Throws: the first statement's error (`sent` as for `execute`); the next ones run all the same.
+    func execute(
+        _ sql: String, _ parameters: [PGParameter], then next: [String], deadline: DispatchTime? = nil
+    ) throws(PGError) -> (PGResult, [Result<PGResult, PGError>]) {
+        let deadline = deadline ?? defaultDeadline
+        try ensureUsable()
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+        }
+        do throws(PGError) {
+            try queue(sql, parameters)
+            try sync()
+            for statement in next {
+                try queue(statement, [])
+                try sync()
+            }
+        } catch {
+            // Nothing was sent yet: the connection is dropped rather than left in pipeline mode.
+            abandoned = true
+            throw PGError(message: error.message, sqlState: nil, connectionLost: true)
+        }
+        try flush(until: deadline)
+        var first: PGResult?
+        var failure: PGError?
+        do throws(PGError) {
+            first = try results(until: deadline)
+        } catch {
+            if error.connectionLost { throw error }
+            failure = error
+        }
+        var answers: [Result<PGResult, PGError>] = []
+        do throws(PGError) {
+            try takeSync(until: deadline)
+            for _ in next {
+                do throws(PGError) {
+                    answers.append(.success(try results(until: deadline)))
+                } catch {
+                    if error.connectionLost { throw error }
+                    answers.append(.failure(error))
+                }
+                try takeSync(until: deadline)
+            }
+            guard PQexitPipelineMode(handle) == 1 else { throw outOfStep() }
+        } catch {
+            answers += Array(repeating: .failure(error), count: next.count - answers.count)
+        }
+        if let failure { throw failure }
+        return (first!, answers)
+    }
+
+    private func sync() throws(PGError) {
+        guard PQpipelineSync(handle) == 1 else {
+            throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+        }
+    }
+
+    /// Takes the result that reports a pipeline's Sync.
+    private func takeSync(until deadline: DispatchTime) throws(PGError) {
+        guard let result = try nextResult(until: deadline) else { throw outOfStep() }
+        let status = PQresultStatus(result)
+        PQclear(result)
+        guard status == PGRES_PIPELINE_SYNC else { throw outOfStep() }
+    }
+
+    /// libpq's pipeline answered something other than expected: the connection is given up.
+    private func outOfStep() -> PGError {
+        abandoned = true
+        return PGError(
+            message: "the pipeline's answers came out of step: \(Self.trimmed(PQerrorMessage(handle)))", sqlState: nil,
+            connectionLost: true, sent: true)
+    }
+
+    /// Queues a statement with its parameters (text, or binary for `.binary`), results asked in binary.
+    private func queue(_ sql: String, _ parameters: [PGParameter]) throws(PGError) {
         let count = parameters.count
         var lengths = [Int32](repeating: 0, count: count)
         var formats = [Int32](repeating: 0, count: count)
@@ -254,8 +338,6 @@ final class PGConnection: @unchecked Sendable {
         if queued == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
         }
-        try flush(until: deadline)
-        return try results(until: deadline)
     }
 
     /// Runs `sql`, a `COPY ... TO STDOUT (FORMAT binary)`, and hands `row` each row as libpq receives it: the rows

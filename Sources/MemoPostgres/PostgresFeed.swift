@@ -7,14 +7,13 @@ import Synchronization
 
 /// The one thread that applies changes to a server's `StoreState`, strictly in revision order and never skipping.
 ///
-/// Its connection LISTENs for the head revision other servers notify after they commit, and reads the changes
-/// table after the last applied revision on every notification and at least every second: a notification is only
-/// a hint (PostgreSQL drops those sent while this connection is down), the table is the truth. The server's own
-/// writer hands over the changes it committed, which are applied without a read when they come next, and which
-/// this thread announces to the other servers after the commit, in a transaction of its own, so that a full
-/// notification queue can never fail a write.
+/// Its connection LISTENs for the durable head other servers' writers notify after their batches' claims, and
+/// reads the changes table after the last applied revision, up to the durable head (`PostgresSQL.changesAfter`), on
+/// every notification and at least every second: a notification is only a hint (PostgreSQL drops those sent while
+/// this connection is down), the table is the truth. The server's own writer hands over the changes it committed
+/// and made durable, which are applied without a read when they come next.
 ///
-/// Every call has the storage timeout as its deadline: a read or notification that gets no answer in time is a
+/// Every call has the storage timeout as its deadline: a read that gets no answer in time is a
 /// lost connection, made again at once. When a read has been due for longer than the lag bound without
 /// completing (it is not ready from then on, even while the read still waits for its deadline), or the database no
 /// longer holds the changes after the applied revision, the server cannot follow:
@@ -30,8 +29,6 @@ final class PostgresFeed: Sendable {
 
     private struct State {
         var known: [UInt64: Change] = [:]
-        /// The newest revision this server's writer committed: what the next notification announces.
-        var ownHead: UInt64 = 0
         var waiters: [Waiter] = []
         var stopping = false
         /// Why this server refuses writes and reads: it cannot follow the database (nil while it serves).
@@ -95,7 +92,6 @@ final class PostgresFeed: Sendable {
         guard let last = changes.last else { return finish(true) }
         state.withLock { state in
             for change in earlier + changes { state.known[change.revision] = change }
-            state.ownHead = max(state.ownHead, last.revision)
             state.waiters.append(Waiter(upTo: last.revision, deadline: deadline, finish: finish))
         }
         poke.signal()
@@ -151,7 +147,6 @@ final class PostgresFeed: Sendable {
         // every `recheckMillis` (a second), in case a notification was lost. This server's own writes need no read.
         var readDue = true
         var lastRead = DispatchTime.now()
-        var notified: UInt64 = 0
         var mustReload = false
         while true {
             if connection == nil {
@@ -176,31 +171,9 @@ final class PostgresFeed: Sendable {
                 }
                 continue
             }
-            // One notification covers every batch committed since the last: the other servers read the table. It
-            // is sent first and its answer collected after this server's own apply, so that neither waits for
-            // the other.
-            let ownHead = state.withLock { $0.ownHead }
-            var notifying = false
-            if ownHead > notified, let current = connection {
-                do throws(PGError) {
-                    try current.send(PostgresSQL.notify(head: ownHead))
-                    notifying = true
-                } catch {
-                    lose(error, &connection)
-                }
-            }
             applyKnown()
             // Answered before any read: a write of this server waits for nothing but its own commit.
             let stopping = finishWaiters()
-            if notifying, let current = connection {
-                do throws(PGError) {
-                    try current.finish()
-                    notified = ownHead
-                    StageTrace.record(.notified, ownHead)
-                } catch {
-                    lose(error, &connection)
-                }
-            }
             if stopping { break }
             let recheck = lastRead + .milliseconds(recheckMillis)
             readDue = readDue || hasHole() || DispatchTime.now() >= recheck

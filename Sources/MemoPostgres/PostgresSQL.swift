@@ -40,7 +40,7 @@ CREATE TABLE memo_changes (
 );
 INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
 INSERT INTO memo_floor (revision) VALUES (0);
-""" + writeFunction + """
+""" + durableTable + writeFunction + """
 CREATE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     target bigint;
@@ -58,11 +58,40 @@ INSERT INTO memo_schema VALUES (1);
 
     /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
     /// against the shared tables. Contents follow as one bytea parameter each, from `$8` on.
+    ///
+    /// The statement's transaction commits without waiting for its WAL flush (`synchronous_commit` off for it
+    /// alone), so that the head lock is released before the flush and the next server's batch can be planned
+    /// while this one's flushes: the several servers' flushes then share `fsync`s (PostgreSQL's group commit)
+    /// rather than taking turns under the lock. The writer makes the batch durable with `durable` before it
+    /// answers or hands anything on, and the feeds read only up to what a `durable` call has claimed.
     static func write(count: Int) -> String {
         let contents = (0..<count).map { "$\($0 + 8)::bytea" }.joined(separator: ",")
-        return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint)"
+        return "SELECT w.* FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
+            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint) w, "
+            + "set_config('synchronous_commit', 'off', true) s"
     }
+
+    /// Which revisions are durable: a row per slot, each a claim that every change up to its revision is flushed
+    /// to PostgreSQL's WAL; the feeds read up to the largest. Slots (a connection's backend pid modulo 64) keep
+    /// the servers' claims from queueing on one row lock through their flushes; two connections sharing a slot
+    /// only take turns. Made at every start too (`PostgresSchema.ensure`), for a database made before it.
+    static let durableTable = """
+CREATE TABLE IF NOT EXISTS memo_durable (
+    slot integer PRIMARY KEY,
+    revision bigint NOT NULL
+);
+
+"""
+
+    /// Claims durable every change committed before this statement, and waits for that claim's own flush (the
+    /// connection's `synchronous_commit` is on): every commit this statement's snapshot sees is earlier in the
+    /// WAL than its own commit record, so once the claim is flushed, they all are. The claim reads the head
+    /// without its lock: it is a true claim whatever the other servers do meanwhile, and takes no turn with them.
+    static let durable = """
+        INSERT INTO memo_durable SELECT pg_backend_pid() % 64, h.revision FROM memo_head h WHERE h.one
+        ON CONFLICT (slot) DO UPDATE SET revision = greatest(memo_durable.revision, excluded.revision)
+        RETURNING revision
+        """
 
     /// The write function, made with the schema and replaced at every start (`PostgresSchema.ensure`), so that a
     /// database made by an older memo-server gets this version. An update is dated now, or at the memo's insert
@@ -153,16 +182,23 @@ END
 $$;
 """
 
-    /// The hint other servers' feeds wait for, sent after a batch commits.
-    static func notify(head: UInt64) -> String {
-        "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('\(channel)', '\(head)'); COMMIT"
-    }
+    /// The hint other servers' feeds wait for: the durable head, sent by the writer right after its batch's claim
+    /// (`durable`) in the same round trip. Committed without waiting for a flush: a notifying transaction holds
+    /// PostgreSQL's one notification lock until it ends, and several servers' flushes would queue on it.
+    static let notifyDurable = """
+        SELECT pg_notify('\(channel)', max(d.revision)::text)
+        FROM memo_durable d, set_config('synchronous_commit', 'off', true) s
+        """
 
-    /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot).
+    /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot): only those a
+    /// `durable` claim covers, so that no server hands out a change a crash of PostgreSQL could still take back
+    /// (the writers commit without waiting for the flush; see `write`).
     static let changesAfter = """
         SELECT f.revision, c.revision, c.kind, c.id, c.content, c.insert_micros, c.update_micros
         FROM memo_floor f LEFT JOIN LATERAL (
-            SELECT * FROM memo_changes WHERE revision > $1::bigint ORDER BY revision LIMIT $2::bigint
+            SELECT * FROM memo_changes WHERE revision > $1::bigint
+                AND revision <= (SELECT coalesce(max(d.revision), 0) FROM memo_durable d)
+            ORDER BY revision LIMIT $2::bigint
         ) c ON true
         ORDER BY c.revision
         """

@@ -22,7 +22,7 @@ enum PostgresSchema {
                 }
                 // This binary's write function (an older one let a client's date move the insert clock), and an
                 // insert clock such a date moved into the future set back to the latest insert date up to now.
-                try connection.execute(PostgresSQL.writeFunction)
+                try connection.execute(PostgresSQL.durableTable + PostgresSQL.writeFunction)
                 _ = try connection.execute(
                     "UPDATE memo_head SET last_insert = (SELECT coalesce(max(insert_micros), 0) FROM memos "
                         + "WHERE insert_micros <= $1::bigint) WHERE one AND last_insert > $1::bigint",
@@ -38,14 +38,27 @@ enum PostgresSchema {
     }
 
     /// The memos, the head and the last changes (at most `historyCapacity`, none at or below the stored floor),
-    /// read in one repeatable-read transaction so that they describe one instant.
-    ///
+    /// read in one repeatable-read transaction so that they describe one instant, and made durable before they
+    /// are served: a writer's commit is visible before its WAL flush (see `PostgresSQL.write`).
+    static func load(
+        from connection: PGConnection, historyCapacity: Int
+    ) throws(MemoError) -> (table: MemoTable, history: ChangeHistory) {
+        let loaded = try read(from: connection, historyCapacity: historyCapacity)
+        do {
+            // After the snapshot's transaction: every commit it saw is then earlier in the WAL than this claim.
+            _ = try connection.execute(PostgresSQL.durable, [])
+        } catch {
+            throw .storage("cannot read the memos: \(error)")
+        }
+        return loaded
+    }
+
     /// Both tables are streamed (`COPY ... TO STDOUT` in binary) and decoded row by row as they arrive, and the
     /// transaction ends before the table is built: a result of a million rows held whole by libpq cost about 200
     /// bytes a memo more at its peak, and decoding it between the two reads left the transaction idle for longer
     /// than the connection's `idle_in_transaction_session_timeout` (10 s) on a loaded machine, which ended the
     /// start. A change that made its memo as it is shares the table's content instead of holding a second copy.
-    static func load(
+    private static func read(
         from connection: PGConnection, historyCapacity: Int
     ) throws(MemoError) -> (table: MemoTable, history: ChangeHistory) {
         let head: UInt64

@@ -11,10 +11,13 @@ import Synchronization
 ///
 /// Writes go to one writer thread and connection that sends everything waiting to the server-side function
 /// `memo_write` in one round trip: it takes the head lock, plans each write against the shared tables and
-/// numbers the changes. After the commit the writer hands the changes to the feed, which applies every server's
-/// changes in revision order and notifies the other servers (a hint, in a transaction of its own); a write is
-/// answered once it is applied here, so a client reading back on this server sees it. The feed, not the writer,
-/// notifies the other servers, so that the writer's connection spends its time on writes only.
+/// numbers the changes. The batch commits without waiting for its WAL flush, so that the head lock is free for
+/// the other servers' batches while it flushes (their flushes then share `fsync`s); in the same round trip a
+/// claim in a transaction of its own (`memo_durable`) waits for the flush, and a notification tells the other
+/// servers' feeds (a hint, in a transaction of its own, so that a full notification queue never fails a write).
+/// After the claim the writer hands the changes to the feed, which applies every server's changes in revision
+/// order, only up to what is claimed durable; a write is answered once it is applied here, so a client reading
+/// back on this server sees it.
 public final class PostgresStore: StateBackedStore {
     /// The largest number of writes sent in one call.
     public static let maxBatch = 256
@@ -215,11 +218,25 @@ public final class PostgresStore: StateBackedStore {
             do throws(PGError) {
                 try fitLimits(on: connection, leftMillis: left, deadline: deadline)
                 let started = PostgresStats.now()
-                let rows = try connection.execute(
+                // The batch commits without waiting for its flush, then the claim that makes it durable and the
+                // other servers' notification run in transactions of their own, all in one round trip: nothing is
+                // answered or handed on before the claim, and the notification leaves PostgreSQL right after it.
+                let (rows, following) = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
                         sent.map { batch[$0].op }, clock(), after: max(storeState.revision, handedOver)),
-                    deadline: deadline)
+                    then: [PostgresSQL.durable, PostgresSQL.notifyDurable], deadline: deadline)
+                if case .failure(let error) = following[0] {
+                    if error.connectionLost {
+                        writerLink.lost(error)
+                        end = .broken
+                    }
+                    let failure = MemoError.outcomeUnknown(
+                        "PostgreSQL committed the write but did not confirm it durable: \(error.message)")
+                    for index in sent { results[index] = .failure(failure) }
+                    for (completion, result) in zip(batch.map(\.completion), results) { completion(result!) }
+                    return end
+                }
                 stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
@@ -229,6 +246,8 @@ public final class PostgresStore: StateBackedStore {
                     results[index] = result
                 }
                 StageTrace.record(.committed, changes)
+                // A notification lost (a full queue) costs the others at most their periodic read.
+                if case .success = following[1], let last = changes.last { StageTrace.record(.notified, last.revision) }
                 handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
                 stats.saw(head: handedOver)
             } catch {
