@@ -63,8 +63,11 @@ func opensFrontEnd(_ invocation: Invocation) -> Bool {
     return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
 }
 
-/// Runs the command line and returns the exit code.
-func runMain(_ invocation: Invocation) async -> Int32 {
+/// Answers what needs no connection (help, the reference, the version, completion) and returns the exit code;
+/// nil for a command to run. Called on the main thread before any task starts: these answers then cost no
+/// Dispatch threads and no concurrency runtime, which is most of what `memo-client --version` would otherwise
+/// spend after the process has loaded (BENCHMARKS.md, "A script's command").
+func answerWithoutConnecting(_ invocation: Invocation) -> Int32? {
     switch invocation {
     case .help(let command):
         guard let text = ClientCommandTable.table.helpText(for: command) else {
@@ -83,27 +86,36 @@ func runMain(_ invocation: Invocation) async -> Int32 {
         return printChecked(ClientCommandTable.table.completionScript(shell: shell))
     case .completionIDs(let server):
         return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
-    case .run(let configuration, let command, let json, let locale, let quiet, let output):
-        guard let command else {
-            if opensFrontEnd(invocation) {
-                return await runFrontEnd(configuration: configuration, locale: locale)
-            }
-            fail(usage: UsageError("no command given (and not on a terminal)"))
-        }
-        let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
-        let style = OutputStyle.detect(json: json, format: output)
-        var runner = CommandRunner(configuration: configuration, style: style, out: standardOutput, err: err)
-        runner.quiet = quiet
-        runner.progress = isatty(STDERR_FILENO) == 1
-        runner.stopsOnInterrupt = true
-        return await runner.run(command).rawValue
+    case .run:
+        return nil
     }
+}
+
+/// Runs a command (or the front end) and returns the exit code.
+func runMain(_ invocation: Invocation) async -> Int32 {
+    guard case .run(let configuration, let command, let json, let locale, let quiet, let output) = invocation else {
+        return answerWithoutConnecting(invocation) ?? ExitCode.failure.rawValue
+    }
+    guard let command else {
+        if opensFrontEnd(invocation) {
+            return await runFrontEnd(configuration: configuration, locale: locale)
+        }
+        fail(usage: UsageError("no command given (and not on a terminal)"))
+    }
+    let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
+    let style = OutputStyle.detect(json: json, format: output)
+    var runner = CommandRunner(configuration: configuration, style: style, out: standardOutput, err: err)
+    runner.quiet = quiet
+    runner.progress = isatty(STDERR_FILENO) == 1
+    runner.stopsOnInterrupt = true
+    return await runner.run(command).rawValue
 }
 
 // Top-level code without `await`, so that it runs on the process's main thread: an async top-level `main` would
 // run on a Dispatch thread while the main thread waits in sigsuspend with every signal unblocked, and a signal the
 // front end means to read from its signalfd would take its default action there instead.
 let invocation = parseCommandLine()
+if let code = answerWithoutConnecting(invocation) { exit(code) }
 let frontEnd = opensFrontEnd(invocation)
 if frontEnd {
     // Here, before any other thread starts: the front end reads these signals from a signalfd on its loop, which
