@@ -127,16 +127,24 @@ if frontEnd {
         exit(ExitCode.failure.rawValue)
     }
 }
-Task.detached {
-    exit(await runMain(invocation))
-}
 if frontEnd {
+    Task.detached {
+        exit(await runMain(invocation))
+    }
     // Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with
     // an empty mask, where the signals would take their default action. Nothing in memo-client runs on the main
     // queue or the main actor.)
     DispatchSemaphore(value: 0).wait()
 } else {
-    // The commands keep the signals' default actions (SIGTERM ends `watch`): the main thread waits in
-    // sigsuspend with an empty mask, whatever mask the process was started with.
-    dispatchMain()
+    // A command's task runs on this thread (MainThreadExecutor). The commands keep the signals' default actions
+    // (SIGTERM ends `watch`): the main thread takes them with an empty mask, whatever mask the process was started
+    // with, as dispatchMain() would have.
+    var none = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, nil)
+    let executor = MainThreadExecutor()
+    Task.detached(executorPreference: executor) {
+        exit(await runMain(invocation))
+    }
+    executor.run()
 }
