@@ -7,8 +7,9 @@ import Synchronization
 /// worker or two and Dispatch's manager) for a command whose work is a few hops between its task and the client's
 /// event loop thread. With this executor as the task's preference, its jobs (and the nonisolated async functions it
 /// calls, and the continuations the loop thread resumes) run here instead (BENCHMARKS.md, "A script's command").
-/// Jobs run one at a time, in the order they came: nothing a command does blocks a job waiting for another job
-/// (blocking waits in the client are for the event loop thread, `EventLoop.runAndWait`).
+/// Jobs run one at a time, in the order they came, so it serves only commands in which no job blocks while another
+/// must run (`runsOnTheMainThread` in main.swift says which; the client's own blocking waits are for the event loop
+/// thread, `EventLoop.runAndWait`).
 final class MainThreadExecutor: TaskExecutor {
     private let jobs = Mutex<[UnownedJob]>([])
     private let ready = DispatchSemaphore(value: 0)

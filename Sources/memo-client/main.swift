@@ -91,6 +91,19 @@ func answerWithoutConnecting(_ invocation: Invocation) -> Int32? {
     }
 }
 
+/// True for the commands a script runs once per memo (add, show, edit, rm): one request after the connection,
+/// nothing read while it is in flight. Their task runs on the main thread (MainThreadExecutor), which starts no
+/// Dispatch thread. The others keep the global executor: `import` reads its lines with blocking reads while its
+/// creates are in flight, which one thread would serialise (each line's create would wait for the next line), and
+/// `watch` and `status` run tasks side by side.
+func runsOnTheMainThread(_ invocation: Invocation) -> Bool {
+    guard case .run(_, let command?, _, _, _, _) = invocation else { return false }
+    switch command {
+    case .add, .show, .edit, .remove: return true
+    default: return false
+    }
+}
+
 /// Runs a command (or the front end) and returns the exit code.
 func runMain(_ invocation: Invocation) async -> Int32 {
     guard case .run(let configuration, let command, let json, let locale, let quiet, let output) = invocation else {
@@ -127,18 +140,10 @@ if frontEnd {
         exit(ExitCode.failure.rawValue)
     }
 }
-if frontEnd {
-    Task.detached {
-        exit(await runMain(invocation))
-    }
-    // Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with
-    // an empty mask, where the signals would take their default action. Nothing in memo-client runs on the main
-    // queue or the main actor.)
-    DispatchSemaphore(value: 0).wait()
-} else {
-    // A command's task runs on this thread (MainThreadExecutor). The commands keep the signals' default actions
-    // (SIGTERM ends `watch`): the main thread takes them with an empty mask, whatever mask the process was started
-    // with, as dispatchMain() would have.
+if runsOnTheMainThread(invocation) {
+    // The command's task runs on this thread, which never returns from run(). The commands keep the signals'
+    // default actions: the main thread takes them with an empty mask, whatever mask the process was started with,
+    // as dispatchMain() would have.
     var none = sigset_t()
     sigemptyset(&none)
     pthread_sigmask(SIG_SETMASK, &none, nil)
@@ -147,4 +152,17 @@ if frontEnd {
         exit(await runMain(invocation))
     }
     executor.run()
+}
+Task.detached {
+    exit(await runMain(invocation))
+}
+if frontEnd {
+    // Parked with the mask above until the task exits the process. (Not dispatchMain(): it waits in sigsuspend with
+    // an empty mask, where the signals would take their default action. Nothing in memo-client runs on the main
+    // queue or the main actor.)
+    DispatchSemaphore(value: 0).wait()
+} else {
+    // The commands keep the signals' default actions (SIGTERM ends `watch`): the main thread waits in
+    // sigsuspend with an empty mask, whatever mask the process was started with.
+    dispatchMain()
 }
