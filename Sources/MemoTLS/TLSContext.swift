@@ -174,7 +174,7 @@ public final class TLSContext: @unchecked Sendable {
             }
             try Self.requireFile(key, operation)
             TLSError.clearQueue()
-            guard SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) == 1 else {
+            guard CMemoSSL_CTX_use_PrivateKey_file_EC_first(ctx, key) == 1 else {
                 throw TLSError.openSSL("loading private key \(key)")
             }
             guard SSL_CTX_check_private_key(ctx) == 1 else {

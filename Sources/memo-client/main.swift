@@ -63,8 +63,11 @@ func opensFrontEnd(_ invocation: Invocation) -> Bool {
     return isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1
 }
 
-/// Runs the command line and returns the exit code.
-func runMain(_ invocation: Invocation) async -> Int32 {
+/// Answers what needs no connection (help, the reference, the version, completion) and returns the exit code;
+/// nil for a command to run. Called on the main thread before any task starts: these answers then cost no
+/// Dispatch threads and no concurrency runtime, which is most of what `memo-client --version` would otherwise
+/// spend after the process has loaded (BENCHMARKS.md, "A script's command").
+func answerWithoutConnecting(_ invocation: Invocation) -> Int32? {
     switch invocation {
     case .help(let command):
         guard let text = ClientCommandTable.table.helpText(for: command) else {
@@ -83,27 +86,49 @@ func runMain(_ invocation: Invocation) async -> Int32 {
         return printChecked(ClientCommandTable.table.completionScript(shell: shell))
     case .completionIDs(let server):
         return printChecked(Completion.cachedIDs(server: server).map { $0 + "\n" }.joined())
-    case .run(let configuration, let command, let json, let locale, let quiet, let output):
-        guard let command else {
-            if opensFrontEnd(invocation) {
-                return await runFrontEnd(configuration: configuration, locale: locale)
-            }
-            fail(usage: UsageError("no command given (and not on a terminal)"))
-        }
-        let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
-        let style = OutputStyle.detect(json: json, format: output)
-        var runner = CommandRunner(configuration: configuration, style: style, out: standardOutput, err: err)
-        runner.quiet = quiet
-        runner.progress = isatty(STDERR_FILENO) == 1
-        runner.stopsOnInterrupt = true
-        return await runner.run(command).rawValue
+    case .run:
+        return nil
     }
+}
+
+/// True for the commands a script runs once per memo (add, show, edit, rm): one request after the connection,
+/// nothing read while it is in flight. Their task runs on the main thread (MainThreadExecutor), which starts no
+/// Dispatch thread. The others keep the global executor: `import` reads its lines with blocking reads while its
+/// creates are in flight, which one thread would serialise (each line's create would wait for the next line), and
+/// `watch` and `status` run tasks side by side.
+func runsOnTheMainThread(_ invocation: Invocation) -> Bool {
+    guard case .run(_, let command?, _, _, _, _) = invocation else { return false }
+    switch command {
+    case .add, .show, .edit, .remove: return true
+    default: return false
+    }
+}
+
+/// Runs a command (or the front end) and returns the exit code.
+func runMain(_ invocation: Invocation) async -> Int32 {
+    guard case .run(let configuration, let command, let json, let locale, let quiet, let output) = invocation else {
+        return answerWithoutConnecting(invocation) ?? ExitCode.failure.rawValue
+    }
+    guard let command else {
+        if opensFrontEnd(invocation) {
+            return await runFrontEnd(configuration: configuration, locale: locale)
+        }
+        fail(usage: UsageError("no command given (and not on a terminal)"))
+    }
+    let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
+    let style = OutputStyle.detect(json: json, format: output)
+    var runner = CommandRunner(configuration: configuration, style: style, out: standardOutput, err: err)
+    runner.quiet = quiet
+    runner.progress = isatty(STDERR_FILENO) == 1
+    runner.stopsOnInterrupt = true
+    return await runner.run(command).rawValue
 }
 
 // Top-level code without `await`, so that it runs on the process's main thread: an async top-level `main` would
 // run on a Dispatch thread while the main thread waits in sigsuspend with every signal unblocked, and a signal the
 // front end means to read from its signalfd would take its default action there instead.
 let invocation = parseCommandLine()
+if let code = answerWithoutConnecting(invocation) { exit(code) }
 let frontEnd = opensFrontEnd(invocation)
 if frontEnd {
     // Here, before any other thread starts: the front end reads these signals from a signalfd on its loop, which
@@ -114,6 +139,19 @@ if frontEnd {
         FileHandle.standardError.write(Data("memo-client: \(error)\n".utf8))
         exit(ExitCode.failure.rawValue)
     }
+}
+if runsOnTheMainThread(invocation) {
+    // The command's task runs on this thread, which never returns from run(). The commands keep the signals'
+    // default actions: the main thread takes them with an empty mask, whatever mask the process was started with,
+    // as dispatchMain() would have.
+    var none = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, nil)
+    let executor = MainThreadExecutor()
+    Task.detached(executorPreference: executor) {
+        exit(await runMain(invocation))
+    }
+    executor.run()
 }
 Task.detached {
     exit(await runMain(invocation))
