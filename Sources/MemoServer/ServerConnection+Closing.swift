@@ -4,7 +4,6 @@ import MemoNet
 import MemoTLS
 import MemoTransport
 import MemoWire
-import Synchronization
 
 extension ServerConnection {
     // MARK: Deadlines

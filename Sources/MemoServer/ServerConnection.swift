@@ -5,7 +5,6 @@ import MemoNet
 import MemoTLS
 import MemoTransport
 import MemoWire
-import Synchronization
 
 /// One client, driven by one event loop: bytes flow socket -> transport (TLS, frames) -> session (frames ->
 /// actions) on reads, and outbound queue -> transport -> socket on writes; store completions hop back to the loop.
