@@ -5,20 +5,15 @@ import MemoNet
 import MemoTLS
 import MemoTransport
 import MemoWire
-import Synchronization
 
-/// One client: a non-blocking socket, its TLS transport and its protocol session, driven by one event loop.
+/// One client, driven by one event loop: bytes flow socket -> transport (TLS, frames) -> session (frames ->
+/// actions) on reads, and outbound queue -> transport -> socket on writes; store completions hop back to the loop.
 ///
-/// Bytes flow socket -> transport (TLS, frames) -> session (frames -> actions) on reads, and outbound queue ->
-/// transport -> socket on writes. Everything here runs on the connection's loop; store completions hop back to it.
-/// The lifecycle and its policies (which phase, what an event leads to) are `ServerConnectionMachine`'s; this
-/// class feeds it events and runs every action it returns (`run`).
-///
-/// The stored parts are internal, not private, for the extensions in ServerConnection+Writing.swift and
-/// ServerConnection+Closing.swift; nothing outside the connection's files touches them.
+/// An I/O driver: the decisions are values tested alone, the lifecycle `ServerConnectionMachine`'s (`run` carries
+/// out every action it returns), the session's actions `SessionEffects`, a subscription's start
+/// `SubscriptionStart`, sealing `OutboundQueue.write`, timers `ConnectionTimers`, log lines `ConnectionLogName`.
 final class ServerConnection: EventHandler {
-    let number: UInt64
-    let peer: SocketAddress
+    var name: ConnectionLogName
     let socket: TCPSocket
     var transport: FramedTLSTransport
     /// The transport's engine, held here too: a `let`, so a call on it needs no retain, where one through the
@@ -35,14 +30,10 @@ final class ServerConnection: EventHandler {
     var machine: ServerConnectionMachine
     var phase: ServerConnectionMachine.Phase { machine.phase }
     var outbound = OutboundQueue()
-    /// The handshake deadline, then the closing and linger deadlines.
-    var deadline: TimerHandle?
-    /// Runs while a frame is begun but not whole (see `ServerLimits.frameTimeout`).
-    var frameDeadline: TimerHandle?
-    var commonName = "-"
-    /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any.
+    var timers = ConnectionTimers()
+    /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any (then
+    /// `.max`, until the next read or write).
     var lastActiveTick: UInt64 = 0
-    var buffersHeld = true
 
     /// The role the client's certificate gives it, once TLS and `hello` are done; nil before.
     var role: Role? { machine.helloDone ? session?.role : nil }
@@ -52,28 +43,20 @@ final class ServerConnection: EventHandler {
         number: UInt64, socket: TCPSocket, peer: SocketAddress, tls: TLSEngine, server: ServerShared,
         context: LoopBound<LoopContext>, rejected: Bool
     ) {
-        self.number = number
+        name = ConnectionLogName(number: number, peer: peer)
         self.socket = socket
-        self.peer = peer
         self.tls = tls
         transport = FramedTLSTransport(tls: tls, maxFrameSize: server.limits.maxFrameSize)
         self.server = server
         self.context = context
         machine = ServerConnectionMachine(limits: server.limits, rejected: rejected)
         #if DEBUG
-        server.connectionObjects.add(1, ordering: .relaxed)
-        server.sessionsHoldingKeys.add(1, ordering: .relaxed)
+        census = ConnectionCensus(server)
         #endif
     }
 
     #if DEBUG
-    /// Whether this connection still counts in `sessionsHoldingKeys`.
-    var countedAsHoldingKeys = true
-
-    deinit {
-        server.connectionObjects.subtract(1, ordering: .relaxed)
-        if countedAsHoldingKeys { server.sessionsHoldingKeys.subtract(1, ordering: .relaxed) }
-    }
+    let census: ConnectionCensus
     #endif
 
     /// Registers with the loop and starts the handshake deadline. Call on the loop.
@@ -85,32 +68,26 @@ final class ServerConnection: EventHandler {
             try? socket.detectDeadPeer()
             registration = try loop.register(socket: socket, interest: .readable, handler: self)
         } catch {
-            server.log(
-                .error, "close", [("conn", "\(number)"), ("peer", "\(peer)"), ("reason", "cannot register: \(error)")],
-                "close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
+            server.log(name.cannotRegister(error))
             socket.close()
             server.connectionClosed()
             return
         }
         let ctx = context.value
         ctx.connections[ObjectIdentifier(self)] = self
-        markActive(ctx)
-        schedule(&deadline, after: server.limits.handshakeTimeout) { connection in
-            connection.machine.handshakeDeadlinePassed(tlsComplete: connection.tls.isHandshakeComplete)
-        }
+        lastActiveTick = ctx.tick
+        arm(.handshake)
     }
 
     // MARK: Reading
 
     func readable() {
-        markActive(context.value)
+        lastActiveTick = context.value.tick
         run(machine.readable())
     }
 
     private func readAndAnswer() {
-        // At most an eighth of the outbound limit per wake-up (and 256 KiB): what is read is held until answered,
-        // so it counts in what one connection can make the server hold.
-        let budget = min(256 * 1024, max(16 * 1024, server.limits.maxOutboundBytes / 8))
+        let budget = machine.readBudget  // what is read is held until answered: it counts in what the peer holds
         let ctx = context.value
         let end: FramedTLSTransport.ReadEnd
         do {
@@ -130,11 +107,12 @@ final class ServerConnection: EventHandler {
         let ctx = context.value
         let inbound = transport.advance(scratch: &ctx.plaintext)
         switch inbound {
-        case .handshaking:
-            break
+        case .handshaking: break
         case .handshakeCompleted:
             ctx.counters.handshakes[0] &+= 1
-            handshakeCompleted()
+            name.commonName = tls.peerCommonName ?? "-"
+            server.log(name.record(.opened(readOnly: tls.peerRole == .readOnly, tls: tls.negotiatedProtocol)))
+            run(machine.tlsEstablished())
             if machine.isServing { advanceTransport() }
             return
         case .delivered(let closeNotify):
@@ -156,8 +134,7 @@ final class ServerConnection: EventHandler {
     /// queued.
     private func answer(progress: Bool = false) {
         guard let framesBefore = session?.framesReceived else { return }
-        // With `progress` (everything queued was taken) at least one frame is answered, whatever the count says.
-        let budget = max(progress ? 1 : 0, highWater - outboundBytes)
+        let budget = machine.answerBudget(holding: outboundBytes, progress: progress)
         // Mutated in place: a copy sharing storage with `self.session` would copy the session's request sets.
         let actions = session?.receive(
             from: &transport.frames, awaitingHello: machine.awaitingHello, store: server.store,
@@ -167,7 +144,7 @@ final class ServerConnection: EventHandler {
         // A peer that sends requests and never reads the answers then holds at most about `highWater` bytes of
         // them, however many it sends.
         run(machine.framesAnswered(
-            hasWholeFrame: transport.frames.hasWholeFrame, overHighWater: outboundBytes > highWater,
+            hasWholeFrame: transport.frames.hasWholeFrame, overHighWater: outboundBytes > machine.highWater,
             bufferedBytes: transport.frames.bufferedByteCount, progressed: progressed))
     }
 
@@ -178,75 +155,27 @@ final class ServerConnection: EventHandler {
         flush()
     }
 
-    /// Above this many bytes held for the peer, reading pauses; well under the slow-consumer limit, so that a peer
-    /// that only sends requests is slowed down rather than dropped.
-    var highWater: Int { server.limits.maxOutboundBytes / 4 }
-
     /// Every byte held for the peer: queued frames with their overhead, records TLS has sealed, and ciphertext the
     /// socket has not taken, each counted by the memory it holds.
     var outboundBytes: Int { outbound.heldBytes + tls.outboundRetainedBytes + transport.ciphertextRetainedBytes }
 
-    private func handshakeCompleted() {
-        commonName = tls.peerCommonName ?? "-"
-        let roleName = tls.peerRole == .readOnly ? "read-only" : "read-write"
-        let version = tls.negotiatedProtocol ?? "?"
-        logLine(LogLine(
-            event: "open", detail: "role=\(roleName) tls=\(version)", name: "open", level: .info,
-            fields: [("role", roleName), ("tls", version)]))
-        run(machine.tlsEstablished())
-    }
-
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction]) {
-        // Consecutive writes go to the store as one batch, submitted before the next other action, so that
-        // actions reach the store in the order they came. (Reads were answered while the session decoded the
-        // frames: a read pipelined behind a write may not see it, as PROTOCOL.md says.)
-        // The request ids and the operations in two arrays: the store takes the operations as they are, with no
-        // copy of a (request id, operation) pair per write.
-        var requestIDs: [UInt32] = []
-        var ops: [WriteOp] = []
-        for action in actions {
-            if case .submit(let requestID, let op) = action {
-                requestIDs.append(requestID)
-                ops.append(op)
-                continue
-            }
-            if !ops.isEmpty {
-                submit(requestIDs, ops)
-                requestIDs = []
-                ops = []
-                if phase == .closed { return }
-            }
-            switch action {
-            case .helloAccepted:
-                run(machine.helloAnswered())
-            case .send(let bytes):
-                enqueue(.frame(bytes))
-            case .sendList(let requestID, let revision, let memos):
-                enqueue(.stream(ChunkStream(
-                    requestID: requestID, revision: revision, memos: memos, snapshot: false,
-                    maxFrameSize: server.limits.maxFrameSize)))
-            case .sendPage(let requestID, let page):
-                enqueue(.stream(ChunkStream(
-                    requestID: requestID, revision: page.revision, memos: page.memos, snapshot: false,
-                    maxFrameSize: server.limits.maxFrameSize, pageMore: page.more)))
-            case .submit:
-                break  // gathered above
-            case .subscribe(let requestID, let start):
-                subscribe(requestID, start)
-            case .unsubscribe(let requestID):
-                context.value.unsubscribe(self, requestID: requestID)
-            case .close(let reason):
-                beginClosing(reason)
-            case .log(let line):
-                logLine(line)
-            case .status(let requestID):
-                answerStatus(requestID)
+        var steps = SessionEffects(actions, maxFrameSize: server.limits.maxFrameSize)
+        while let step = steps.next() {
+            switch step {
+            case .submit(let requestIDs, let ops): submit(requestIDs, ops)
+            case .queue(let item): enqueue(item)
+            case .helloAccepted: run(machine.helloAnswered())
+            case .subscribe(let requestID, let start): subscribe(requestID, start)
+            case .unsubscribe(let requestID): context.value.unsubscribe(self, requestID: requestID)
+            case .close(let reason): run(machine.beginClosing(reason))
+            case .log(let line): server.log(name.record(line))
+            case .status(let requestID): answerStatus(requestID)
             }
             if phase == .closed { return }
         }
-        if !ops.isEmpty { submit(requestIDs, ops) }
     }
 
     /// Gathers the server's status from every loop, then answers on this one.
@@ -256,8 +185,7 @@ final class ServerConnection: EventHandler {
             bound.eventLoop.execute {
                 let connection = bound.value
                 guard connection.phase != .closed else { return }
-                connection.session?.statusAnswered()
-                connection.context.value.counters.count(.status, .ok)
+                connection.session?.statusAnswered(counters: &connection.context.value.counters)
                 connection.enqueue(.statusReport(report), requestID: requestID)
                 connection.flush()
             }
@@ -293,103 +221,60 @@ final class ServerConnection: EventHandler {
             else {
                 return
             }
-            if let line { logLine(line) }
+            if let line { server.log(name.record(line)) }
             enqueue(answer, requestID: requestID)
         }
         if now { flush() }
     }
 
     private func subscribe(_ requestID: UInt32, _ start: WatchStart) {
-        let store = server.store
         // Counted before the snapshot or history is read; see `Broadcaster`.
         context.value.subscribe(self, requestID: requestID, after: UInt64.max)
-        switch start {
-        case .snapshot:
-            let (revision, memos) = store.snapshot()
-            context.value.subscribe(self, requestID: requestID, after: revision)
-            enqueue(.stream(ChunkStream(
-                requestID: requestID, revision: revision, memos: memos, snapshot: true,
-                maxFrameSize: server.limits.maxFrameSize)))
-        case .after(let revision):
-            do throws(MemoError) {
-                let (head, changes) = try store.changes(after: revision)
-                context.value.subscribe(self, requestID: requestID, after: head)
-                enqueue(.frame(Message.subscribed(head: head).frame(requestID: requestID)))
-                for change in changes { enqueue(.frame(Message.change(change).frame(requestID: requestID))) }
-            } catch {
-                session?.subscriptionEnded(requestID)
-                context.value.unsubscribe(self, requestID: requestID)
-                if case .historyGone(let requested, let oldest) = error {
-                    enqueue(.frame(Message.historyGone(requested: requested, oldestAvailable: oldest)
-                        .frame(requestID: requestID)))
-                } else {
-                    enqueue(.frame(Message.error(code: ErrorCode(error), message: error.description)
-                        .frame(requestID: requestID)))
-                }
-            }
+        let first = SubscriptionStart(
+            start, requestID: requestID, store: server.store, maxFrameSize: server.limits.maxFrameSize)
+        if let head = first.head {
+            context.value.subscribe(self, requestID: requestID, after: head)
+        } else {
+            session?.subscriptionEnded(requestID)
+            context.value.unsubscribe(self, requestID: requestID)
         }
+        for item in first.items { enqueue(item) }
     }
 
     /// Runs what the machine asked for; every action is handled here.
     func run(_ action: ServerConnectionMachine.Action) {
         switch action {
-        case .none:
-            break
-        case .read:
-            readAndAnswer()
-        case .discardInput:
-            drainWhileClosing()
-        case .setInterest(let interest):
-            setInterest(interest)
+        case .none: break
+        case .read: readAndAnswer()
+        case .discardInput: drainWhileClosing()
+        case .setInterest(let interest): setInterest(interest)
         case .startSession:
-            session = ServerSession(
-                limits: server.limits, role: tls.peerRole == .readOnly ? .readOnly : .readWrite,
-                serverName: server.serverName)
+            let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
+            session = ServerSession(limits: server.limits, role: role, serverName: server.serverName)
             // A handshake begun before a reload was verified against the previous list.
             closeIfRevoked(nil)
-        case .cancelHandshakeDeadline:
-            deadline?.cancel()
-            deadline = nil
-        case .armFrameDeadline:
-            schedule(&frameDeadline, after: server.limits.frameTimeout) { connection in
-                connection.frameDeadline = nil
-                let buffered = connection.transport.frames.bufferedByteCount
-                return connection.machine.frameDeadlinePassed(bufferedBytes: buffered)
-            }
-        case .cancelFrameDeadline:
-            frameDeadline?.cancel()
-            frameDeadline = nil
-        case .startClosing:
-            startClosing()
+        case .arm(let deadline): arm(deadline)
+        case .cancel(let deadline): timers.cancel(deadline)
+        case .startClosing: startClosing()
         case .sendAndClose(let notice):
             if notice.dropQueued {
-                let limit = server.limits.maxOutboundBytes
-                server.log(
-                    .warn, "slow_consumer",
-                    [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName), ("queued_limit", "\(limit)")],
-                    "slow consumer conn=\(number) peer=\(peer) cn=\(commonName): over \(limit) bytes queued; dropping "
-                        + "them and sending going-away")
+                server.log(name.slowConsumer(limit: server.limits.maxOutboundBytes))
                 outbound.removeAll()
             }
-            let message = notice.goingAway
-                ? Message.goingAway(code: notice.code, message: notice.message)
-                : Message.error(code: notice.code, message: notice.message)
-            if machine.acceptsOutput { outbound.append(.frame(message.frame(requestID: 0))) }
+            if machine.acceptsOutput { outbound.append(.frame(notice.frame)) }
             run(machine.beginClosing(notice.reason))
         case .sendCloseNotify:
             // Then the loop writes it; the flush that finds everything written lingers.
             transport.closeNotify()
             flush()
-        case .linger:
-            linger()
+        case .linger: linger()
         case .answerBufferedFrames:
             // The peer took everything: answer the frames it sent meanwhile (on the next turn of the loop, not
             // inside this flush), then read again.
             setInterest(.none)
             let bound = LoopBound(self, eventLoop: loop)
             loop.execute { bound.value.answerBufferedFrames() }
-        case .close:
-            finish()
+        case .close: finish()
         }
     }
 }

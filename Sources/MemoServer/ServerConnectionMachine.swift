@@ -34,6 +34,19 @@ struct ServerConnectionMachine {
         var goingAway: Bool
         /// Drop everything queued first (a slow consumer: the client resumes from its revision), and log why.
         var dropQueued = false
+
+        /// The frame that says it, with request id 0.
+        var frame: [UInt8] {
+            let message = goingAway
+                ? Message.goingAway(code: code, message: message) : Message.error(code: code, message: message)
+            return message.frame(requestID: 0)
+        }
+    }
+
+    /// The connection's timers: the handshake, closing and linger deadlines follow one another in one slot, the
+    /// frame deadline runs beside them.
+    enum Deadline: Equatable {
+        case handshake, frame, closing, linger
     }
 
     enum Action: Equatable {
@@ -45,12 +58,11 @@ struct ServerConnectionMachine {
         case setInterest(Interest)
         /// TLS is up and the connection is within the limit: start the protocol session (hello next).
         case startSession
-        /// Hello was answered: cancel the handshake deadline.
-        case cancelHandshakeDeadline
-        /// A frame is begun: (re)start the frame deadline.
-        case armFrameDeadline
-        /// No frame is begun (or reading paused): stop the frame deadline.
-        case cancelFrameDeadline
+        /// Start this deadline (again, if it runs): a frame is begun (the frame deadline).
+        case arm(Deadline)
+        /// Stop this deadline: hello was answered (the handshake deadline); no frame is begun, or reading paused
+        /// (the frame deadline).
+        case cancel(Deadline)
         /// Closing began: cancel the deadlines, stop the subscriptions, start the closing deadline, flush.
         case startClosing
         /// Queue the notice's frame (after dropping the queue when it says so), then begin closing with its reason.
@@ -94,6 +106,21 @@ struct ServerConnectionMachine {
     /// Frames may still be queued for the peer (not once our sending side is shut or the socket closed).
     var acceptsOutput: Bool { phase != .closed && phase != .lingering }
 
+    /// Above this many bytes held for the peer, reading pauses; well under the slow-consumer limit, so that a peer
+    /// that only sends requests is slowed down rather than dropped.
+    var highWater: Int { limits.maxOutboundBytes / 4 }
+
+    /// The most one read takes from the socket: an eighth of the outbound limit (at least 16 KiB, at most
+    /// 256 KiB). What is read is held until answered, so it counts in what one connection can make the server hold.
+    var readBudget: Int { min(256 * 1024, max(16 * 1024, limits.maxOutboundBytes / 8)) }
+
+    /// How many bytes of answers the session may make from the frames buffered, with `held` bytes already held
+    /// for the peer: up to the high-water mark, and at least one frame's when `progress` (everything queued was
+    /// taken), whatever the count says.
+    func answerBudget(holding held: Int, progress: Bool) -> Int {
+        max(progress ? 1 : 0, highWater - held)
+    }
+
     // MARK: Reading
 
     /// The socket is readable.
@@ -128,11 +155,11 @@ struct ServerConnectionMachine {
         guard isServing, !readingPaused, bufferedBytes > 0 else {
             guard frameDeadlineArmed else { return .none }
             frameDeadlineArmed = false
-            return .cancelFrameDeadline
+            return .cancel(.frame)
         }
         if frameDeadlineArmed, !progressed { return .none }
         frameDeadlineArmed = true
-        return .armFrameDeadline
+        return .arm(.frame)
     }
 
     /// Whether buffered frames may be answered now (after `answerBufferedFrames`).
@@ -173,7 +200,7 @@ struct ServerConnectionMachine {
         guard phase == .handshaking else { return .none }
         phase = .open
         helloDone = true
-        return .cancelHandshakeDeadline
+        return .cancel(.handshake)
     }
 
     /// The handshake deadline passed: with TLS up the peer is told (hello missing); without it, closed at once.
@@ -242,6 +269,29 @@ struct ServerConnectionMachine {
         return .setInterest(phase == .closing ? .none : .readable)
     }
 
+    // MARK: Deadlines
+
+    /// How long `deadline` runs once started.
+    func duration(of deadline: Deadline) -> Double {
+        switch deadline {
+        case .handshake: limits.handshakeTimeout
+        case .frame: limits.frameTimeout
+        // A peer that does not read what is queued cannot hold the server up for long.
+        case .closing: 5
+        case .linger: 2
+        }
+    }
+
+    /// `deadline` passed: what follows is that deadline's own event's answer (the facts are read when it fires).
+    mutating func deadlinePassed(_ deadline: Deadline, tlsComplete: Bool, bufferedBytes: Int) -> Action {
+        switch deadline {
+        case .handshake: handshakeDeadlinePassed(tlsComplete: tlsComplete)
+        case .frame: frameDeadlinePassed(bufferedBytes: bufferedBytes)
+        case .closing: closingDeadlinePassed()
+        case .linger: lingerEnded()
+        }
+    }
+
     // MARK: Closing
 
     /// Stops reading; the connection closes once writes in flight are answered and everything queued is written.
@@ -259,6 +309,14 @@ struct ServerConnectionMachine {
         guard isServing else { return .none }
         guard sessionReady else { return close(reason) }
         return .sendAndClose(Notice(code: code, message: message, reason: reason, goingAway: true))
+    }
+
+    /// The peer's certificate is on the revocation list: going-away 206 (see `goAway`).
+    mutating func certificateRevoked(serial: String, sessionReady: Bool) -> Action {
+        goAway(
+            sessionReady: sessionReady, code: .certificateRevoked,
+            message: "your certificate (serial \(serial)) has been revoked",
+            reason: "certificate revoked (serial \(serial))")
     }
 
     /// The socket hung up.

@@ -306,8 +306,9 @@ struct ServerSession {
     }
 
     /// A `status` request was answered.
-    mutating func statusAnswered() {
+    mutating func statusAnswered(counters: inout LoopCounters) {
         pendingStatus -= 1
+        counters.count(.status, .ok)
     }
 
     /// The log line of a write the store refused or failed: `refused` when the request was at fault,

@@ -80,6 +80,20 @@ public struct FramedTLSTransport {
         return .budgetSpent
     }
 
+    /// Reads from `socket` through `buffer` and throws the bytes away, at most 16 reads: for a connection that
+    /// serves nothing more but must notice its peer's close. - Returns: whether the peer's stream ended (or the
+    /// read failed).
+    public static func discardInput(from socket: TCPSocket, through buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        for _ in 0..<16 {
+            switch try? socket.read(into: buffer) {
+            case .bytes: continue
+            case .wouldBlock: return false
+            case .eof, nil: return true
+            }
+        }
+        return false
+    }
+
     /// Advances TLS over what was fed: the handshake, or the plaintext, appended to `frames` through `scratch`
     /// (a buffer lent for the call, kept by the driver so that its capacity is reused).
     public mutating func advance(scratch: inout [UInt8]) -> Inbound {

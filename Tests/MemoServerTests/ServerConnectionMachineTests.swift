@@ -9,7 +9,7 @@ import Testing
     /// A machine past hello.
     private func openMachine() -> ServerConnectionMachine {
         var machine = ServerConnectionMachine()
-        #expect(machine.helloAnswered() == .cancelHandshakeDeadline)
+        #expect(machine.helloAnswered() == .cancel(.handshake))
         return machine
     }
 
@@ -24,7 +24,7 @@ import Testing
         var machine = ServerConnectionMachine()
         #expect(machine.phase == .handshaking)
         #expect(machine.readable() == .read)
-        #expect(machine.helloAnswered() == .cancelHandshakeDeadline)
+        #expect(machine.helloAnswered() == .cancel(.handshake))
         #expect(machine.phase == .open)
         // A second hello answer (there is none, but a stray event must not reopen anything) does nothing.
         #expect(machine.helloAnswered() == .none)
@@ -154,11 +154,11 @@ import Testing
         #expect(machine.mayAnswerBufferedFrames)
         #expect(machine.readable() == .read)
         #expect(machine.framesAnswered(
-            hasWholeFrame: false, overHighWater: false, bufferedBytes: 100, progressed: false) == .armFrameDeadline)
+            hasWholeFrame: false, overHighWater: false, bufferedBytes: 100, progressed: false) == .arm(.frame))
 
         // Paused only by the queue over its high-water mark: draining resumes reading directly.
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: true, bufferedBytes: 0, progressed: false)
-            == .cancelFrameDeadline)
+            == .cancel(.frame))
         #expect(machine.readingPaused)
         #expect(machine.drained(pendingWrites: false, tlsComplete: true, hasWholeFrame: false)
             == .setInterest(.readable))
@@ -238,7 +238,7 @@ import Testing
         var within = ServerConnectionMachine(limits: limits)
         #expect(within.tlsEstablished() == .startSession)
         #expect(within.awaitingHello)
-        #expect(within.helloAnswered() == .cancelHandshakeDeadline)
+        #expect(within.helloAnswered() == .cancel(.handshake))
         #expect(!within.awaitingHello)
     }
 
@@ -266,20 +266,20 @@ import Testing
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 0, progressed: true)
             == .none)
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 3, progressed: false)
-            == .armFrameDeadline)
+            == .arm(.frame))
         #expect(machine.frameDeadlineArmed)
         // More bytes of the same frame: the clock runs on.
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 5, progressed: false)
             == .none)
         // A whole frame taken and the next one begun: the clock restarts.
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 2, progressed: true)
-            == .armFrameDeadline)
+            == .arm(.frame))
         // Nothing buffered: the deadline stops.
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 0, progressed: true)
-            == .cancelFrameDeadline)
+            == .cancel(.frame))
         #expect(!machine.frameDeadlineArmed)
         #expect(machine.framesAnswered(hasWholeFrame: false, overHighWater: false, bufferedBytes: 4, progressed: false)
-            == .armFrameDeadline)
+            == .arm(.frame))
         #expect(machine.frameDeadlinePassed(bufferedBytes: 4) == .sendAndClose(.init(
             code: .frameTimeout, message: "a frame was begun and not finished within 2.0 seconds",
             reason: "frame not finished within 2.0 s", goingAway: false)))

@@ -1,12 +1,14 @@
 import Foundation
 import MemoNet
 import MemoProbe
-import MemoServer
 import MemoTLS
 import MemoTestSupport
 import MemoWire
 import ServerTestSupport
+import TLSTestSupport
 import Testing
+
+@testable import MemoServer
 
 /// Checks that a well-behaved client on `server` is still served.
 func expectStillServed(_ server: TestServer, _ good: TestClient, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -121,24 +123,31 @@ struct ServerHostileTests {
     }
 
     /// The frame deadline is re-armed for each frame, not a limit on the connection: frames that keep arriving
-    /// whole are never cut, even when every read ends mid-frame and the connection lives many deadlines. Each
-    /// frame's halves are 0.5 s apart against a 2 s deadline, a margin a loaded machine keeps, while the eight
-    /// frames take twice the deadline in all.
+    /// whole are never cut, even when every read ends mid-frame and the connection lives many deadlines. Driven on
+    /// the embedded loop (real TLS and the real connection, no socket), whose clock moves only when the test moves
+    /// it: every read finishes one ping and begins the next, 1.5 s after the read before it, against a 2 s
+    /// deadline; the eight pings take six deadlines in all. Then the peer stops mid-frame, and is cut.
     @Test func framesThatKeepArrivingAreNeverCutByTheFrameTimeout() throws {
-        var limits = ServerLimits()
-        limits.frameTimeout = 2
-        let server = try TestServer(limits: limits)
-        defer { server.stop() }
-        let good = try server.connect()
-        let steady = try server.connect()
-        for i in 0..<8 {
-            let ping = Message.ping(nonce: UInt64(i)).frame(requestID: UInt32(10 + i))
-            try steady.sendRaw(Array(ping.prefix(6)))
-            Thread.sleep(forTimeInterval: 0.5)
-            try steady.sendRaw(Array(ping.dropFirst(6)))
-            #expect(try steady.receive { $0.requestID == UInt32(10 + i) }.1 == .pong(nonce: UInt64(i)))
+        try withTemporaryDirectory { directory in
+            var limits = ServerLimits()
+            limits.frameTimeout = 2
+            let steady = try EmbeddedConnection(fixture: try TLSFixture(directory: directory), limits: limits)
+            try steady.handshake()
+            try steady.hello()
+            let pings = (0..<9).map { Message.ping(nonce: UInt64($0)).frame(requestID: UInt32(10 + $0)) }
+            try steady.send(Array(pings[0].prefix(6)))
+            for i in 0..<8 {
+                steady.loop.advanceTime(by: .milliseconds(1500))
+                #expect(steady.connection.phase == .open, "cut before ping \(i) was finished")
+                try steady.send(Array(pings[i].dropFirst(6)) + Array(pings[i + 1].prefix(6)))
+                #expect(try steady.received() == [.pong(nonce: UInt64(i))])
+            }
+            steady.loop.advanceTime(by: .milliseconds(2100))
+            steady.exchange()
+            let messages = try steady.received()
+            #expect(messages.contains { if case .error(.frameTimeout, _) = $0 { true } else { false } }, "\(messages)")
+            #expect(steady.connection.phase == .lingering)
         }
-        expectStillServed(server, good)
     }
 
     @Test func requestsBeforeHelloAndUnknownVersionsAreRefused() throws {

@@ -1,0 +1,67 @@
+import MemoModel
+import MemoWire
+
+/// The steps a connection takes for its session's actions, in order: a value that walks the actions, so the
+/// gathering of writes and the shape of each queued answer are tested without a connection.
+///
+/// Consecutive writes go to the store as one batch, submitted before the next other step, so that requests reach
+/// the store in the order they came. (Reads were answered while the session decoded the frames: a read pipelined
+/// behind a write may not see it, as PROTOCOL.md says.) Answers become queue items: a frame as it is, a list or a
+/// page as a stream of chunks made as the peer reads them.
+struct SessionEffects: IteratorProtocol {
+    enum Step {
+        /// Run these writes on the store as one batch: the request ids and the operations in two arrays, so the
+        /// store takes the operations as they are, with no copy of a (request id, operation) pair per write.
+        case submit(requestIDs: [UInt32], ops: [WriteOp])
+        /// Queue this for the peer.
+        case queue(OutboundQueue.Item)
+        case helloAccepted
+        case subscribe(requestID: UInt32, start: WatchStart)
+        case unsubscribe(requestID: UInt32)
+        case close(reason: String)
+        case log(LogLine)
+        case status(requestID: UInt32)
+    }
+
+    private let actions: [SessionAction]
+    private var index = 0
+    private let maxFrameSize: Int
+
+    init(_ actions: [SessionAction], maxFrameSize: Int) {
+        self.actions = actions
+        self.maxFrameSize = maxFrameSize
+    }
+
+    mutating func next() -> Step? {
+        guard index < actions.count else { return nil }
+        if case .submit = actions[index] {
+            var requestIDs: [UInt32] = []
+            var ops: [WriteOp] = []
+            while index < actions.count, case .submit(let requestID, let op) = actions[index] {
+                requestIDs.append(requestID)
+                ops.append(op)
+                index += 1
+            }
+            return .submit(requestIDs: requestIDs, ops: ops)
+        }
+        let action = actions[index]
+        index += 1
+        switch action {
+        case .submit: preconditionFailure("gathered above")
+        case .send(let bytes): return .queue(.frame(bytes))
+        case .sendList(let requestID, let revision, let memos):
+            return .queue(.stream(ChunkStream(
+                requestID: requestID, revision: revision, memos: memos, snapshot: false, maxFrameSize: maxFrameSize)))
+        case .sendPage(let requestID, let page):
+            return .queue(.stream(ChunkStream(
+                requestID: requestID, revision: page.revision, memos: page.memos, snapshot: false,
+                maxFrameSize: maxFrameSize, pageMore: page.more)))
+        case .helloAccepted: return .helloAccepted
+        case .subscribe(let requestID, let start): return .subscribe(requestID: requestID, start: start)
+        case .unsubscribe(let requestID): return .unsubscribe(requestID: requestID)
+        case .close(let reason): return .close(reason: reason)
+        case .log(let line): return .log(line)
+        case .status(let requestID): return .status(requestID: requestID)
+        }
+    }
+}
