@@ -70,7 +70,7 @@ struct TrustEndToEndTests {
 
         let refused = try runClient(["list"], server: server.address, certs: certs.path, name: "alice")
         #expect(refused.status == 5)
-        #expect(refused.err.contains("certificate revoked"), "\(refused.err)")
+        #expect(refused.err.contains("the server refused your certificate: it has been revoked"), "\(refused.err)")
         try server.waitForLog("TLS handshake failed: certificate revoked")
         // Everyone else is served as before.
         #expect(try runClient(["list"], server: server.address, certs: certs.path, name: "bob").status == 0)
@@ -96,7 +96,7 @@ struct TrustEndToEndTests {
         // Retrying would be refused forever (and only every 30 s): watch stops as the other commands do.
         let status = watch.waitForExit(seconds: 20)
         #expect(status == 5, "\(watch.stderr)")
-        #expect(watch.stderr.contains("certificate revoked"), "\(watch.stderr)")
+        #expect(watch.stderr.contains("the server refused your certificate: it has been revoked"), "\(watch.stderr)")
     }
 
     @Test func sighupReloadDropsTheConnectedRevokedClientWithGoingAwayAndKeepsTheOthers() throws {
@@ -169,7 +169,7 @@ struct TrustEndToEndTests {
         }
         let refused = try runClient(["list"], server: server.address, certs: certs.path, name: "old")
         #expect(refused.status == 5)
-        #expect(refused.err.contains("certificate expired"), "\(refused.err)")
+        #expect(refused.err.contains("the server refused your certificate: it has expired"), "\(refused.err)")
         try server.waitForLog("TLS handshake failed: certificate expired")
     }
 
