@@ -193,7 +193,7 @@ public final class SQLiteStore: StateBackedStore {
     public func history(
         id: UUID, limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
     ) {
-        reader.history(id: id, limit: limit, before: before, completion: completion)
+        reader.history(id: id, limit: limit, before: before, live: contains(id: id), completion: completion)
     }
 
     public func trash(

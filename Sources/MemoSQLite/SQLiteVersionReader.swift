@@ -18,19 +18,25 @@ final class SQLiteVersionReader: @unchecked Sendable {
         database = try SQLiteDatabase(path: path, readOnly: true)
         versions = try database.prepare(
             "SELECT revision, version, update_us, author, serial, content FROM changes "
-                + "WHERE id = ? AND version BETWEEN 1 AND 3 AND revision < ? ORDER BY revision DESC LIMIT ?")
-        trashed = try database.prepare("SELECT 1 FROM changes WHERE id = ? AND version = 4 LIMIT 1")
+                + "WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 AND revision < ? "
+                + "ORDER BY revision DESC LIMIT ?")
+        trashed = try database.prepare("SELECT 1 FROM changes WHERE id = ? AND version > 0 AND version = 4 LIMIT 1")
+        // Only when a memo has no version (K = 0): no index by id for it, so the store's table answers first.
         known = try database.prepare("SELECT 1 FROM changes WHERE id = ? AND current = 1 LIMIT 1")
         entries = try database.prepare(
             "SELECT revision, id, insert_us, update_us, author, serial, content FROM changes "
                 + "WHERE version = 4 AND revision < ? ORDER BY revision DESC LIMIT ?")
     }
 
+    /// - Parameter live: whether the store's table holds the memo now (then it is known without a scan).
     func history(
-        id: UUID, limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
+        id: UUID, limit: Int, before: UInt64?, live: Bool,
+        completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
     ) {
         queue.async { [self] in
-            completion(Result { () throws(MemoError) in try readHistory(id: id, limit: limit, before: before) })
+            completion(Result { () throws(MemoError) in
+                try readHistory(id: id, limit: limit, before: before, live: live)
+            })
         }
     }
 
@@ -47,7 +53,7 @@ final class SQLiteVersionReader: @unchecked Sendable {
         return try body()
     }
 
-    private func readHistory(id: UUID, limit: Int, before: UInt64?) throws(MemoError) -> VersionPage {
+    private func readHistory(id: UUID, limit: Int, before: UInt64?, live: Bool) throws(MemoError) -> VersionPage {
         try inTransaction { () throws(MemoError) -> VersionPage in
             versions.bind(1, id.bytes)
             versions.bind(2, Int64(clamping: before ?? UInt64(Int64.max)))
@@ -68,7 +74,7 @@ final class SQLiteVersionReader: @unchecked Sendable {
                 versions.reset()
                 throw error
             }
-            if found.isEmpty, before == nil, try !exists(id, known), try !exists(id, trashed) {
+            if found.isEmpty, before == nil, !live, try !exists(id, trashed), try !exists(id, known) {
                 throw .notFound(id)
             }
             return VersionPage(versions: Array(found.prefix(limit)), more: found.count > limit)

@@ -59,15 +59,21 @@ final class SQLiteWriter: @unchecked Sendable {
         setHead = try db.prepare("UPDATE meta SET value = ? WHERE key = 'head'")
         trim = try db.prepare(
             "DELETE FROM changes WHERE revision > ? AND revision <= ? AND current = 0 AND version = 0")
-        leaveTrash = try db.prepare("UPDATE changes SET version = 0 WHERE id = ? AND version = 4")
-        dropLeftTrash = try db.prepare("DELETE FROM changes WHERE id = ? AND version = 4 AND revision <= ?")
+        // Every statement by id says `version > 0`, the partial index's own term: SQLite uses a partial index only
+        // for a query whose WHERE has that term (it does not infer it from `version = 4` or a BETWEEN), and without
+        // it each update scanned the whole table (updates at 0.28 of their speed without versions).
+        leaveTrash = try db.prepare("UPDATE changes SET version = 0 WHERE id = ? AND version > 0 AND version = 4")
+        dropLeftTrash = try db.prepare(
+            "DELETE FROM changes WHERE id = ? AND version > 0 AND version = 4 AND revision <= ?")
         nthVersion = try db.prepare(
-            "SELECT revision FROM changes WHERE id = ? AND version BETWEEN 1 AND 3 ORDER BY revision DESC "
-                + "LIMIT 1 OFFSET ?")
+            "SELECT revision FROM changes WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 "
+                + "ORDER BY revision DESC LIMIT 1 OFFSET ?")
         dropVersions = try db.prepare(
-            "DELETE FROM changes WHERE id = ? AND version BETWEEN 1 AND 3 AND current = 0 AND revision <= ?")
+            "DELETE FROM changes WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 AND current = 0 "
+                + "AND revision <= ?")
         unmarkVersions = try db.prepare(
-            "UPDATE changes SET version = 0 WHERE id = ? AND version BETWEEN 1 AND 3 AND revision <= ?")
+            "UPDATE changes SET version = 0 WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 "
+                + "AND revision <= ?")
         dropKept = try db.prepare("DELETE FROM changes WHERE id = ? AND current = 0 AND version > 0 AND revision <= ?")
         unmarkKept = try db.prepare("UPDATE changes SET version = 0 WHERE id = ? AND current = 0 AND version > 0")
         findVersion = try db.prepare(
@@ -75,7 +81,7 @@ final class SQLiteWriter: @unchecked Sendable {
                 + "WHERE revision = ? AND id = ? AND version BETWEEN 1 AND 3")
         findTrashed = try db.prepare(
             "SELECT revision, insert_us, update_us, author, serial, content FROM changes "
-                + "WHERE id = ? AND version = 4 ORDER BY revision DESC LIMIT 1")
+                + "WHERE id = ? AND version > 0 AND version = 4 ORDER BY revision DESC LIMIT 1")
         expired = try db.prepare("SELECT id FROM changes WHERE version = 4 AND update_us < ?")
     }
 
