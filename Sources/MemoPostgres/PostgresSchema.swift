@@ -20,9 +20,14 @@ enum PostgresSchema {
                         "the database's memo schema is version \(version), newer than this memo-server knows "
                             + "(\(PostgresSQL.schemaVersion)): upgrade memo-server")
                 }
-                // This binary's write function (an older one let a client's date move the insert clock), and an
-                // insert clock such a date moved into the future set back to the latest insert date up to now.
-                try connection.execute(PostgresSQL.durableTable + PostgresSQL.writeFunction)
+                if version < 2 {
+                    // Authors, versions and the trash, in this transaction: all of it or none.
+                    try connection.execute(PostgresSQL.upgradeToVersion2)
+                }
+                // The durable claims' table (for a database made before it), this binary's functions (an older
+                // write function let a client's date move the insert clock), and an insert clock such a date moved
+                // into the future set back to the latest insert date up to now.
+                try connection.execute(PostgresSQL.durableTable + PostgresSQL.writeFunction + PostgresSQL.pruneFunction)
                 _ = try connection.execute(
                     "UPDATE memo_head SET last_insert = (SELECT coalesce(max(insert_micros), 0) FROM memos "
                         + "WHERE insert_micros <= $1::bigint) WHERE one AND last_insert > $1::bigint",
@@ -78,19 +83,21 @@ enum PostgresSchema {
             // doubling, it copied itself about 20 times for a million memos.
             memos.reserveCapacity(Int(min(max(heads.integer(0, 2), 0), 100_000_000)) + 1024)
             try connection.copyOut(
-                "COPY memos (id, content, insert_micros, update_micros, revision) TO STDOUT (FORMAT binary)"
+                "COPY memos (id, content, insert_micros, update_micros, revision, author_name, author_serial) "
+                    + "TO STDOUT (FORMAT binary)"
             ) { row throws(PGError) in
                 memos.append(
                     Memo(
                         id: try row.uuid(), content: try row.text(), insertMicros: try row.integer(),
-                        updateMicros: try row.integer(), revision: UInt64(try row.integer())))
+                        updateMicros: try row.integer(), revision: UInt64(try row.integer()),
+                        author: Author(name: try row.text(), serial: try row.text())))
             }
             start = max(floor, head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0)
             changes.reserveCapacity(Int(min(head - min(start, head), UInt64(historyCapacity))))
             var problem: String?
             try connection.copyOut(
-                "COPY (SELECT revision, kind, id, content, insert_micros, update_micros FROM memo_changes "
-                    + "WHERE revision > \(start) ORDER BY revision) TO STDOUT (FORMAT binary)"
+                "COPY (SELECT revision, kind, id, content, insert_micros, update_micros, author_name, author_serial, "
+                    + "vkind FROM memo_changes WHERE revision > \(start) ORDER BY revision) TO STDOUT (FORMAT binary)"
             ) { row throws(PGError) in
                 guard problem == nil else { return }
                 let revision = UInt64(try row.integer())
@@ -104,8 +111,9 @@ enum PostgresSchema {
                 }
                 let memo = Memo(
                     id: try row.uuid(), content: try row.text(), insertMicros: try row.integer(),
-                    updateMicros: try row.integer(), revision: revision)
-                changes.append(Change(revision: revision, kind: kind, memo: memo))
+                    updateMicros: try row.integer(), revision: revision,
+                    author: Author(name: try row.text(), serial: try row.text()))
+                changes.append(Change(revision: revision, kind: kind, memo: memo, restored: try row.integer() == 3))
             }
             try connection.execute("COMMIT")
             open = false
@@ -133,7 +141,8 @@ enum PostgresSchema {
         return (table, history)
     }
 
-    /// Decodes a `memo_changes` row whose columns start at `first`: revision, kind, id, content, insert, update.
+    /// Decodes a `memo_changes` row whose columns start at `first`: revision, kind, id, content, insert, update,
+    /// author name, author serial, vkind.
     static func change(_ rows: PGResult, _ row: Int, from first: Int) throws(MemoError) -> Change {
         let revision = UInt64(rows.integer(row, first))
         guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, first + 1))) else {
@@ -142,7 +151,7 @@ enum PostgresSchema {
         let memo = Memo(
             id: rows.uuid(row, first + 2), content: rows.text(row, first + 3),
             insertMicros: rows.integer(row, first + 4), updateMicros: rows.integer(row, first + 5),
-            revision: revision)
-        return Change(revision: revision, kind: kind, memo: memo)
+            revision: revision, author: Author(name: rows.text(row, first + 6), serial: rows.text(row, first + 7)))
+        return Change(revision: revision, kind: kind, memo: memo, restored: rows.integer(row, first + 8) == 3)
     }
 }

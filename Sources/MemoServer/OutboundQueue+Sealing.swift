@@ -63,7 +63,8 @@ extension OutboundQueue {
         guard try transport.flush(to: socket, scratch: scratch) == .drained else { return .blocked }
         guard !isEmpty, handshakeComplete else { return nil }
         if let (frame, requestID) = soleChange,
-           let written = try transport.seal(frame.bytes, to: socket, scratch: scratch, requestID: requestID) {
+           let written = try transport.seal(
+               frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID) {
             removeSoleChange(frame)
             return written
         }

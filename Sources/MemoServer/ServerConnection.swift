@@ -162,31 +162,36 @@ final class ServerConnection: EventHandler {
     // MARK: Actions
 
     private func perform(_ actions: [SessionAction]) {
-        var steps = SessionEffects(actions, maxFrameSize: server.limits.maxFrameSize)
+        var steps = SessionEffects(
+            actions, maxFrameSize: server.limits.maxFrameSize, version: session?.version ?? WireProtocol.minimumVersion)
         while let step = steps.next() {
             switch step {
             case .submit(let requestIDs, let ops): submit(requestIDs, ops)
             case .queue(let item): enqueue(item)
-            case .helloAccepted: run(machine.helloAnswered())
+            case .helloAccepted(let version):
+                outbound.version = version  // every frame from here on is the agreed version's
+                run(machine.helloAnswered())
             case .subscribe(let requestID, let start): subscribe(requestID, start)
             case .unsubscribe(let requestID): context.value.unsubscribe(self, requestID: requestID)
             case .close(let reason): run(machine.beginClosing(reason))
             case .log(let line): server.log(name.record(line))
-            case .status(let requestID): answerStatus(requestID)
+            case .readOffLoop(let requestID, let read): readOffLoop(requestID, read)
             }
             if phase == .closed { return }
         }
     }
 
-    /// Gathers the server's status from every loop, then answers on this one.
-    private func answerStatus(_ requestID: UInt32) {
+    /// Starts a read off this loop (the server's status, kept versions, the trash), then answers it on this loop.
+    private func readOffLoop(_ requestID: UInt32, _ read: OffLoopRead) {
         let bound = LoopBound(self, eventLoop: loop)
-        server.gatherStatus { report in
+        read.start(on: server) { result in
             bound.eventLoop.execute {
                 let connection = bound.value
-                guard connection.phase != .closed else { return }
-                connection.session?.statusAnswered(counters: &connection.context.value.counters)
-                connection.enqueue(.statusReport(report), requestID: requestID)
+                guard connection.phase != .closed,
+                    let message = connection.session?.offLoopAnswered(
+                        read, result, counters: &connection.context.value.counters)
+                else { return }
+                connection.enqueue(message, requestID: requestID)
                 connection.flush()
             }
         }
@@ -231,7 +236,8 @@ final class ServerConnection: EventHandler {
         // Counted before the snapshot or history is read; see `Broadcaster`.
         context.value.subscribe(self, requestID: requestID, after: UInt64.max)
         let first = SubscriptionStart(
-            start, requestID: requestID, store: server.store, maxFrameSize: server.limits.maxFrameSize)
+            start, requestID: requestID, store: server.store, maxFrameSize: server.limits.maxFrameSize,
+            version: outbound.version)
         if let head = first.head {
             context.value.subscribe(self, requestID: requestID, after: head)
         } else {
@@ -250,7 +256,9 @@ final class ServerConnection: EventHandler {
         case .setInterest(let interest): setInterest(interest)
         case .startSession:
             let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
-            session = ServerSession(limits: server.limits, role: role, serverName: server.serverName)
+            // The author of this connection's writes: its certificate, never anything the client says.
+            let author = Author(name: tls.peerCommonName ?? "", serial: tls.peerSerialNumber ?? "")
+            session = ServerSession(limits: server.limits, role: role, serverName: server.serverName, author: author)
             // A handshake begun before a reload was verified against the previous list.
             closeIfRevoked(nil)
         case .arm(let deadline): arm(deadline)

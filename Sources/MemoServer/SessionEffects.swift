@@ -7,7 +7,8 @@ import MemoWire
 /// Consecutive writes go to the store as one batch, submitted before the next other step, so that requests reach
 /// the store in the order they came. (Reads were answered while the session decoded the frames: a read pipelined
 /// behind a write may not see it, as PROTOCOL.md says.) Answers become queue items: a frame as it is, a list or a
-/// page as a stream of chunks made as the peer reads them.
+/// page as a stream of chunks made as the peer reads them, encoded as the connection's protocol version writes them
+/// (memos with their authors from version 3).
 struct SessionEffects: IteratorProtocol {
     enum Step {
         /// Run these writes on the store as one batch: the request ids and the operations in two arrays, so the
@@ -15,21 +16,27 @@ struct SessionEffects: IteratorProtocol {
         case submit(requestIDs: [UInt32], ops: [WriteOp])
         /// Queue this for the peer.
         case queue(OutboundQueue.Item)
-        case helloAccepted
+        /// The session agreed `version` in `hello`: every frame from here on is that version's.
+        case helloAccepted(version: UInt16)
         case subscribe(requestID: UInt32, start: WatchStart)
         case unsubscribe(requestID: UInt32)
         case close(reason: String)
         case log(LogLine)
-        case status(requestID: UInt32)
+        /// Answer this request from a read made off the loop: the server's status, kept versions or the trash.
+        case readOffLoop(requestID: UInt32, read: OffLoopRead)
     }
 
     private let actions: [SessionAction]
     private var index = 0
     private let maxFrameSize: Int
+    private let version: UInt16
 
-    init(_ actions: [SessionAction], maxFrameSize: Int) {
+    /// - Parameter version: the protocol version the session agreed (the session decodes `hello` before it gives
+    ///   its actions, so it holds for every answer among them).
+    init(_ actions: [SessionAction], maxFrameSize: Int, version: UInt16) {
         self.actions = actions
         self.maxFrameSize = maxFrameSize
+        self.version = version
     }
 
     mutating func next() -> Step? {
@@ -51,17 +58,19 @@ struct SessionEffects: IteratorProtocol {
         case .send(let bytes): return .queue(.frame(bytes))
         case .sendList(let requestID, let revision, let memos):
             return .queue(.stream(ChunkStream(
-                requestID: requestID, revision: revision, memos: memos, snapshot: false, maxFrameSize: maxFrameSize)))
+                requestID: requestID, revision: revision, memos: memos, snapshot: false, maxFrameSize: maxFrameSize,
+                version: version)))
         case .sendPage(let requestID, let page):
             return .queue(.stream(ChunkStream(
                 requestID: requestID, revision: page.revision, memos: page.memos, snapshot: false,
-                maxFrameSize: maxFrameSize, pageMore: page.more)))
-        case .helloAccepted: return .helloAccepted
+                maxFrameSize: maxFrameSize, pageMore: page.more, version: version)))
+        case .helloAccepted: return .helloAccepted(version: version)
         case .subscribe(let requestID, let start): return .subscribe(requestID: requestID, start: start)
         case .unsubscribe(let requestID): return .unsubscribe(requestID: requestID)
         case .close(let reason): return .close(reason: reason)
         case .log(let line): return .log(line)
-        case .status(let requestID): return .status(requestID: requestID)
+        case .status(let requestID): return .readOffLoop(requestID: requestID, read: .status)
+        case .readVersions(let requestID, let read): return .readOffLoop(requestID: requestID, read: .versions(read))
         }
     }
 }

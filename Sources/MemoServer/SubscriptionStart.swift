@@ -6,26 +6,28 @@ import MemoWire
 ///
 /// From the start: the whole list as `snapshot` chunks, streamed as the peer reads them; from a revision: `subscribed`
 /// with the head, then each change after the revision; from a revision the store no longer keeps: `history-gone`
-/// (or the store's error), and no subscription.
+/// (or the store's error), and no subscription. Memos and changes are encoded as the connection's protocol `version`
+/// writes them.
 struct SubscriptionStart {
     /// The revision deliveries start after; nil when the subscription was refused (`items` says why).
     let head: UInt64?
     /// What to queue for the peer, in order.
     let items: [OutboundQueue.Item]
 
-    init(_ start: WatchStart, requestID: UInt32, store: some ServingStore, maxFrameSize: Int) {
+    init(_ start: WatchStart, requestID: UInt32, store: some ServingStore, maxFrameSize: Int, version: UInt16) {
         switch start {
         case .snapshot:
             let (revision, memos) = store.snapshot()
             head = revision
             items = [.stream(ChunkStream(
-                requestID: requestID, revision: revision, memos: memos, snapshot: true, maxFrameSize: maxFrameSize))]
+                requestID: requestID, revision: revision, memos: memos, snapshot: true, maxFrameSize: maxFrameSize,
+                version: version))]
         case .after(let revision):
             do throws(MemoError) {
                 let (current, changes) = try store.changes(after: revision)
                 head = current
                 items = [.frame(Message.subscribed(head: current).frame(requestID: requestID))]
-                    + changes.map { .frame(Message.change($0).frame(requestID: requestID)) }
+                    + changes.map { .frame(Message.change($0).frame(requestID: requestID, version: version)) }
             } catch {
                 head = nil
                 let refusal = if case .historyGone(let requested, let oldest) = error {

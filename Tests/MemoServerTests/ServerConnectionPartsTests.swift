@@ -13,8 +13,10 @@ import Testing
 @Suite struct ServerConnectionPartsTests {
     // MARK: SessionEffects
 
-    private func steps(_ actions: [SessionAction], maxFrameSize: Int = 1 << 20) -> [SessionEffects.Step] {
-        var effects = SessionEffects(actions, maxFrameSize: maxFrameSize)
+    private func steps(
+        _ actions: [SessionAction], maxFrameSize: Int = 1 << 20, version: UInt16 = WireProtocol.version
+    ) -> [SessionEffects.Step] {
+        var effects = SessionEffects(actions, maxFrameSize: maxFrameSize, version: version)
         var steps: [SessionEffects.Step] = []
         while let step = effects.next() { steps.append(step) }
         return steps
@@ -65,7 +67,8 @@ import Testing
     }
 
     @Test func aSubscriptionFromTheStartStreamsTheSnapshotAndDeliversAfterItsRevision() async throws {
-        let start = SubscriptionStart(.snapshot, requestID: 9, store: try await store(revisions: 3), maxFrameSize: 4096)
+        let start = SubscriptionStart(
+            .snapshot, requestID: 9, store: try await store(revisions: 3), maxFrameSize: 4096, version: 2)
         #expect(start.head == 3)
         guard start.items.count == 1, case .stream(let stream) = start.items[0] else {
             throw Failure("not one stream: \(start.items)")
@@ -74,7 +77,8 @@ import Testing
     }
 
     @Test func aSubscriptionFromARevisionSendsSubscribedThenEachChangeAfterIt() async throws {
-        let start = SubscriptionStart(.after(1), requestID: 9, store: try await store(revisions: 3), maxFrameSize: 4096)
+        let start = SubscriptionStart(
+            .after(1), requestID: 9, store: try await store(revisions: 3), maxFrameSize: 4096, version: 2)
         #expect(start.head == 3)
         let messages = try start.items.map { item in
             guard case .frame(let bytes) = item else { throw Failure("not a frame: \(item)") }
@@ -93,7 +97,7 @@ import Testing
         let start = SubscriptionStart(
             .after(1), requestID: 9, store: MemoryStore(memos: [
                 Memo(id: UUID(), content: "old", insertMicros: 1, updateMicros: 1, revision: 5),
-            ]), maxFrameSize: 4096)
+            ]), maxFrameSize: 4096, version: 2)
         #expect(start.head == nil)
         guard start.items.count == 1, case .frame(let bytes) = start.items[0] else {
             throw Failure("not one frame: \(start.items)")

@@ -63,7 +63,7 @@ struct FramedSession {
             var decoder = FrameDecoder()
             decoder.append(bytes)
             let frame = try #require(try decoder.next())
-            messages.append(try Message(frame: frame))
+            messages.append(try Message(frame: frame, version: WireProtocol.version))
         }
         return messages
     }
@@ -99,7 +99,7 @@ struct FramedSession {
         #expect(bytewise.framesReceived == 3)
         #expect(try sent(actions) == sent(wholeActions))
         #expect(try sent(actions).count == 2)  // welcome and pong; the create went to the store
-        guard case .submit(3, .create(let createdID, let content, _, _)) = try #require(actions.last) else {
+        guard case .submit(3, .create(let createdID, let content, _, _, _)) = try #require(actions.last) else {
             Issue.record("the create was not submitted: \(actions)")
             return
         }
@@ -148,7 +148,8 @@ struct FramedSession {
         var session = session()
         _ = feed(&session, hello())
         let id = UUID()
-        let actions = feed(&session, Message.update(id: id, expectedRevision: nil, content: "y").frame(requestID: 9))
+        let actions = feed(&session, Message.update(id: id, expectedRevision: nil, content: "y").frame(
+            requestID: 9, version: WireProtocol.version))
         guard case .submit(9, let op) = try #require(actions.first) else {
             Issue.record("no submit: \(actions)")
             return
