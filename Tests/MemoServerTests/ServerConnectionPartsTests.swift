@@ -58,6 +58,65 @@ import Testing
         #expect(reason == "bye")
     }
 
+    @Test func answersAfterHelloAreEncodedAsTheVersionTheSessionAgreed() throws {
+        let memo = Memo(
+            id: UUID(), content: "m", insertMicros: 1, updateMicros: 1, revision: 4,
+            author: Author(name: "alice", serial: "0A"))
+        let page = ListPage(revision: 7, memos: [memo], more: false)
+        for version in [UInt16(2), WireProtocol.authorsVersion] {
+            let walked = steps(
+                [.helloAccepted, .sendList(requestID: 5, revision: 4, memos: [memo]), .sendPage(requestID: 6, page)],
+                version: version)
+            guard walked.count == 3, case .helloAccepted(let agreed) = walked[0],
+                case .queue(.stream(let list)) = walked[1], case .queue(.stream(let paged)) = walked[2]
+            else {
+                throw Failure("not hello then two streams: \(walked)")
+            }
+            #expect(agreed == version)
+            #expect(list.version == version && paged.version == version)
+            // The chunk as the client of that version decodes it: the author only from version 3.
+            var stream = list
+            var writer = WireWriter(capacity: 256)
+            stream.produce(into: &writer)
+            var decoder = FrameDecoder()
+            decoder.append(writer.bytes)
+            let decoded = try Message(frame: try #require(try decoder.next()), version: version)
+            guard case .memos(_, _, let memos) = decoded else { throw Failure("not memos: \(decoded)") }
+            #expect(memos.map(\.author) == [version >= WireProtocol.authorsVersion ? memo.author : .none])
+        }
+    }
+
+    @Test func statusAndVersionReadsAreAnsweredFromReadsOffTheLoop() throws {
+        let id = UUID()
+        let walked = steps([
+            .status(requestID: 1), .readVersions(requestID: 2, .history(id: id, limit: 5, before: 9)),
+            .readVersions(requestID: 3, .trash(limit: 7, before: nil)),
+        ])
+        guard walked.count == 3,
+            case .readOffLoop(1, .status) = walked[0],
+            case .readOffLoop(2, .versions(.history(id, 5, 9))) = walked[1],
+            case .readOffLoop(3, .versions(.trash(7, nil))) = walked[2]
+        else {
+            throw Failure("not three reads off the loop: \(walked)")
+        }
+    }
+
+    @Test func aVersionsAnswerTooLargeForAFrameLosesItsOldestEntriesAndSaysMoreFollow() throws {
+        let id = UUID()
+        let versions = (1...40).reversed().map { revision in
+            MemoVersion(
+                id: id, revision: UInt64(revision), kind: .update, micros: Int64(revision),
+                author: Author(name: "alice", serial: "0A"), content: String(repeating: "x", count: 100))
+        }
+        let fitted = OffLoopRead.fitted(.versions(id: id, more: false, versions: versions), maxFrameSize: 2048)
+        #expect(fitted.frame(requestID: 0, version: WireProtocol.authorsVersion).count <= 2048)
+        guard case .versions(_, let more, let kept) = fitted else { throw Failure("not versions: \(fitted)") }
+        #expect(more)
+        #expect(!kept.isEmpty && kept.map(\.revision) == versions.prefix(kept.count).map(\.revision))
+        let small = Message.versions(id: id, more: false, versions: Array(versions.prefix(2)))
+        #expect(OffLoopRead.fitted(small, maxFrameSize: 2048) == small)
+    }
+
     // MARK: SubscriptionStart
 
     private func store(revisions: Int) async throws -> MemoryStore {
@@ -91,6 +150,24 @@ import Testing
         #expect(messages.count == 3)
         #expect(messages.first == .subscribed(head: 3))
         #expect(messages.dropFirst().map { if case .change(let change) = $0 { Int(change.revision) } else { 0 } } == [2, 3])
+    }
+
+    @Test func aSubscriptionsSnapshotAndChangesAreEncodedAsTheConnectionsVersion() async throws {
+        let store = try await store(revisions: 3)
+        let snapshot = SubscriptionStart(.snapshot, requestID: 9, store: store, maxFrameSize: 4096, version: 3)
+        guard case .stream(let stream) = snapshot.items.first else { throw Failure("no stream: \(snapshot.items)") }
+        #expect(stream.version == 3)
+        let resumed = SubscriptionStart(.after(1), requestID: 9, store: store, maxFrameSize: 4096, version: 3)
+        let revisions = try resumed.items.dropFirst().map { item -> UInt64 in
+            guard case .frame(let bytes) = item else { throw Failure("not a frame: \(item)") }
+            var decoder = FrameDecoder()
+            decoder.append(bytes)
+            // A version 2 frame has no author fields: decoded as version 3 it is short.
+            let message = try Message(frame: try #require(try decoder.next()), version: 3)
+            guard case .change(let change) = message else { throw Failure("not a change: \(message)") }
+            return change.revision
+        }
+        #expect(revisions == [2, 3])
     }
 
     @Test func aSubscriptionFromARevisionNoLongerKeptIsRefusedWithHistoryGone() async throws {
