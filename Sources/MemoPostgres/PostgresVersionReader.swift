@@ -16,9 +16,14 @@ final class PostgresVersionReader: @unchecked Sendable {
         link = PostgresLink(uri: uri, role: "reader", timeoutMillis: timeoutMillis, log: log)
     }
 
+    /// Versions and trash entries only up to the durable claim (`PostgresSQL.durable`), as every server's feed
+    /// reads changes: the writers commit without waiting for the flush, and a row before its claim could still be
+    /// taken back by a crash of PostgreSQL.
+    static let durableBound = "revision <= (SELECT coalesce(max(d.revision), 0) FROM memo_durable d)"
     static let historySQL = """
         SELECT revision, vkind, update_micros, author_name, author_serial, content FROM memo_changes
-        WHERE id = $1::uuid AND vkind BETWEEN 1 AND 3 AND revision < $2::bigint ORDER BY revision DESC LIMIT $3::bigint
+        WHERE id = $1::uuid AND vkind BETWEEN 1 AND 3 AND revision < $2::bigint AND \(durableBound)
+        ORDER BY revision DESC LIMIT $3::bigint
         """
     static let knownSQL = """
         SELECT EXISTS (SELECT 1 FROM memos WHERE id = $1::uuid)
@@ -26,7 +31,7 @@ final class PostgresVersionReader: @unchecked Sendable {
         """
     static let trashSQL = """
         SELECT revision, id, insert_micros, update_micros, author_name, author_serial, content FROM memo_changes
-        WHERE vkind = 4 AND revision < $1::bigint ORDER BY revision DESC LIMIT $2::bigint
+        WHERE vkind = 4 AND revision < $1::bigint AND \(durableBound) ORDER BY revision DESC LIMIT $2::bigint
         """
 
     func history(

@@ -52,6 +52,30 @@ struct PostgresVersionsTests {
         #expect(back.content == "deleted memo")
     }
 
+    @Test func versionsAndTrashEntriesNotYetClaimedDurableAreNotShown() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let store = try PostgresStore(uri: postgres.uri(database))
+        defer { store.close() }
+        let made = try await store.perform(.create(id: UUID(), content: "one", insertMicros: nil, author: alice))
+        // Another server's batch as it is between its commit (without waiting for the flush) and its durable claim:
+        // an update and a delete into the trash, both committed, neither claimed.
+        let trashed = UUID()
+        _ = try postgres.sql("""
+            BEGIN;
+            UPDATE memo_head SET revision = revision + 2 WHERE one;
+            INSERT INTO memo_changes (revision, kind, id, content, insert_micros, update_micros, author_name,
+                author_serial, vkind)
+            SELECT h.revision - 1, 2, '\(made.id.uuidString)'::uuid, convert_to('two', 'UTF8'), 1, 2, 'bob', '2C3D', 2
+                FROM memo_head h WHERE h.one
+            UNION ALL SELECT h.revision, 3, '\(trashed.uuidString)'::uuid, convert_to('gone', 'UTF8'), 1, 3, 'bob',
+                '2C3D', 4 FROM memo_head h WHERE h.one;
+            COMMIT;
+            """, database: database)
+        #expect(try await store.history(id: made.id, limit: 10).versions.map(\.revision) == [made.revision])
+        #expect(try await store.trash(limit: 10).entries.isEmpty)
+    }
+
     @Test func twoServersOverOneDatabaseAnswerTheSameVersionsAndTrashAndRestoreEachOthersDeletes() async throws {
         let postgres = try TestPostgres.shared()
         let uri = postgres.uri(try postgres.makeDatabaseName())
