@@ -18,7 +18,10 @@ public struct LineEdit: Hashable, Sendable {
 ///
 /// The edit script is a shortest one (fewest lines removed plus added), found with the middle-snake
 /// divide-and-conquer of Myers' "An O(ND) Difference Algorithm and Its Variations" (1986), section 4b, as GNU
-/// diff does: memory is O(N + M) and time O((N + M) · D) for texts of N and M lines that differ in D lines.
+/// diff and git do: memory is O(N + M) and time O((N + M) · D) for texts of N and M lines that differ in D lines.
+/// Before the search, lines that cannot match are set aside as git's xdiff sets them aside (see `MyersSearch`;
+/// a line that occurs many times, set aside among unmatched ones, can make the script a little longer than the
+/// shortest, exactly as it does in git).
 /// Among scripts of the same length, each run of changed lines is then slid as far down as it can go and back up
 /// to line up with a change in the other text (GNU diff's `shift_boundaries`, git's `xdl_change_compact`
 /// without the indent heuristic), so that the hunks read as `diff -u` and `git diff` print them.
@@ -27,7 +30,7 @@ public struct LineEdit: Hashable, Sendable {
 /// leaves only the region that differs). The search then counts its steps (each diagonal visited and each line
 /// compared along a snake); when the count passes `workLimit` it stops, and the whole differing region becomes one
 /// edit that replaces all its old lines by all its new ones. The result is still a correct diff (applying it to
-/// the old text gives the new one) but no longer a shortest one, and `isMinimal` is false. A merge built on such
+/// the old text gives the new one) but no longer a shortest one, and `isComplete` is false. A merge built on such
 /// a diff sees one large change, so a concurrent edit anywhere in that region conflicts instead of merging: the
 /// limit can cost a merge, never a wrong one. The default limit (`defaultWorkLimit`, 20 million steps, tens of
 /// milliseconds in a release build) is far above what two versions of a 64 KiB memo that differ in a few hundred
@@ -42,8 +45,9 @@ public struct LineDiff: Sendable {
     public let new: TextLines
     /// The changes, in order of position; empty when the texts have the same bytes.
     public let edits: [LineEdit]
-    /// False when the work limit was reached and the differing region was replaced whole.
-    public let isMinimal: Bool
+    /// True when the search finished within its work limit; false when it stopped and the differing region was
+    /// replaced whole.
+    public let isComplete: Bool
 
     /// Diffs two texts line by line.
     /// - Parameter workLimit: the search's step budget (see the type's documentation).
@@ -57,12 +61,14 @@ public struct LineDiff: Sendable {
         let a = numbering.number(old)
         let b = numbering.number(new)
         var search = MyersSearch(a: a, b: b, workLimit: workLimit)
-        isMinimal = search.run()
-        Compaction.compact(&search.changedA, lines: a, other: search.changedB)
-        Compaction.compact(&search.changedB, lines: b, other: search.changedA)
+        isComplete = search.run()
+        var changedA = search.changedA
+        var changedB = search.changedB
+        Compaction.compact(&changedA, lines: a, other: changedB)
+        Compaction.compact(&changedB, lines: b, other: changedA)
         self.old = old
         self.new = new
-        edits = Self.edits(changedA: search.changedA, changedB: search.changedB)
+        edits = Self.edits(changedA: changedA, changedB: changedB)
     }
 
     /// The number of lines removed plus the number added.
@@ -92,48 +98,124 @@ public struct LineDiff: Sendable {
 }
 
 /// The middle-snake search over line numbers; marks the lines not in the common subsequence it finds.
+///
+/// As git's xdiff does before its search (`xdl_trim_ends`, `xdl_cleanup_records`), the common first and last
+/// lines are set aside, and so are the lines of the region left that cannot be matched: a line the other text
+/// does not have at all, and a line the other text has many times when it sits among such unmatched lines. The
+/// search then runs over the lines left. This costs nothing in length (set-aside lines of the first kind are
+/// changed in every script; the second kind only when lines around it are) and it is what makes the
+/// search take, among scripts of one length, the one git takes, so that merges agree with `git merge-file`.
 struct MyersSearch {
-    let a: [Int32]
-    let b: [Int32]
-    var changedA: [Bool]
-    var changedB: [Bool]
+    /// The lines searched (the differing region less the lines set aside), and each one's index in its text.
+    private var a: [Int32] = []
+    private var b: [Int32] = []
+    private var indexA: [Int] = []
+    private var indexB: [Int] = []
+    private(set) var changedA: [Bool]
+    private(set) var changedB: [Bool]
+    /// The region that differs, once the common first and last lines are set aside.
+    private var region: (x: Range<Int>, y: Range<Int>)
     /// The furthest x reached on each diagonal k = x - y, forward and backward, at index k + `diagonalOffset`.
-    private var forward: [Int]
-    private var backward: [Int]
-    private let diagonalOffset: Int
+    private var forward: [Int] = []
+    private var backward: [Int] = []
+    private var diagonalOffset = 0
     private var work = 0
     private let workLimit: Int
 
-    init(a: [Int32], b: [Int32], workLimit: Int) {
-        self.a = a
-        self.b = b
-        changedA = Array(repeating: false, count: a.count)
-        changedB = Array(repeating: false, count: b.count)
+    init(a fullA: [Int32], b fullB: [Int32], workLimit: Int) {
+        self.workLimit = workLimit
+        changedA = Array(repeating: false, count: fullA.count)
+        changedB = Array(repeating: false, count: fullB.count)
+        var xLow = 0
+        var yLow = 0
+        var xHigh = fullA.count
+        var yHigh = fullB.count
+        while xLow < xHigh && yLow < yHigh && fullA[xLow] == fullB[yLow] {
+            xLow += 1
+            yLow += 1
+        }
+        while xLow < xHigh && yLow < yHigh && fullA[xHigh - 1] == fullB[yHigh - 1] {
+            xHigh -= 1
+            yHigh -= 1
+        }
+        region = (xLow..<xHigh, yLow..<yHigh)
+        // How often each line occurs in each whole text.
+        var inA: [Int32: Int] = [:]
+        var inB: [Int32: Int] = [:]
+        for line in fullA { inA[line, default: 0] += 1 }
+        for line in fullB { inB[line, default: 0] += 1 }
+        (a, indexA) = Self.searched(fullA, xLow..<xHigh, matches: inB, &changedA)
+        (b, indexB) = Self.searched(fullB, yLow..<yHigh, matches: inA, &changedB)
         // Diagonals run from -b.count to a.count, and the search reads one past each end.
         forward = Array(repeating: 0, count: a.count + b.count + 3)
         backward = forward
         diagonalOffset = b.count + 1
-        self.workLimit = workLimit
+    }
+
+    /// The lines of `range` the search needs, with their indexes; the others are marked changed.
+    private static func searched(
+        _ lines: [Int32], _ range: Range<Int>, matches: [Int32: Int], _ changed: inout [Bool]
+    ) -> ([Int32], [Int]) {
+        // Per line: 0 has no match in the other text, 1 a few, 2 many (git's `dis`, and its limit, about the
+        // square root of the text's length, at most 1024).
+        var sqrt = 1
+        var n = lines.count
+        while n > 0 {
+            sqrt <<= 1
+            n >>= 2
+        }
+        let many = min(sqrt, 1024)
+        var kind = [UInt8](repeating: 0, count: range.count)
+        for index in range {
+            let count = matches[lines[index]] ?? 0
+            kind[index - range.lowerBound] = count == 0 ? 0 : count >= many ? 2 : 1
+        }
+        var kept: [Int32] = []
+        var indexes: [Int] = []
+        for index in range {
+            let k = kind[index - range.lowerBound]
+            if k == 1 || (k == 2 && !amongUnmatched(kind, index - range.lowerBound)) {
+                kept.append(lines[index])
+                indexes.append(index)
+            } else {
+                changed[index] = true
+            }
+        }
+        return (kept, indexes)
+    }
+
+    /// Whether a line with many matches sits in a run of unmatched and many-matched lines that is mostly
+    /// unmatched (git's `xdl_clean_mmatch`, looking at most 100 lines each way).
+    private static func amongUnmatched(_ kind: [UInt8], _ i: Int) -> Bool {
+        let start = max(0, i - 100)
+        let end = min(kind.count - 1, i + 100)
+        var unmatchedBefore = 0
+        var manyBefore = 1
+        var r = 1
+        while i - r >= start {
+            if kind[i - r] == 0 { unmatchedBefore += 1 } else if kind[i - r] == 2 { manyBefore += 1 } else { break }
+            r += 1
+        }
+        if unmatchedBefore == 0 { return false }
+        var unmatchedAfter = 0
+        var manyAfter = 1
+        r = 1
+        while i + r <= end {
+            if kind[i + r] == 0 { unmatchedAfter += 1 } else if kind[i + r] == 2 { manyAfter += 1 } else { break }
+            r += 1
+        }
+        if unmatchedAfter == 0 { return false }
+        let unmatched = unmatchedBefore + unmatchedAfter
+        let many = manyBefore + manyAfter
+        return many * 4 < many + unmatched
     }
 
     /// Marks the changed lines. - Returns: false when the work limit stopped the search (the region that
     /// differs is then marked changed whole).
     mutating func run() -> Bool {
-        var xLow = 0
-        var yLow = 0
-        var xHigh = a.count
-        var yHigh = b.count
-        while xLow < xHigh && yLow < yHigh && a[xLow] == b[yLow] {
-            xLow += 1
-            yLow += 1
-        }
-        while xLow < xHigh && yLow < yHigh && a[xHigh - 1] == b[yHigh - 1] {
-            xHigh -= 1
-            yHigh -= 1
-        }
-        if compare(xLow, xHigh, yLow, yHigh) { return true }
-        for x in xLow..<xHigh { changedA[x] = true }
-        for y in yLow..<yHigh { changedB[y] = true }
+        if compare(0, a.count, 0, b.count) { return true }
+        for x in region.x { changedA[x] = true }
+        for y in region.y { changedB[y] = true }
         return false
     }
 
@@ -152,11 +234,11 @@ struct MyersSearch {
             yHigh -= 1
         }
         if xLow == xHigh {
-            for y in yLow..<yHigh { changedB[y] = true }
+            for y in yLow..<yHigh { changedB[indexB[y]] = true }
             return true
         }
         if yLow == yHigh {
-            for x in xLow..<xHigh { changedA[x] = true }
+            for x in xLow..<xHigh { changedA[indexA[x]] = true }
             return true
         }
         // Both sides are non-empty and differ at both ends, so D >= 2 and each half costs less than the whole:

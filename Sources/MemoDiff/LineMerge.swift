@@ -37,18 +37,18 @@ public enum MergeResult: Sendable, Equatable, CustomStringConvertible {
 /// sides that overlap, or that touch (one ends on the line where the other starts, an insertion at the edge of
 /// the other's change, or two insertions at one place), form one region: when both sides give that region the
 /// same bytes it is taken once, otherwise it is a conflict. So edits of adjacent lines conflict, as in git
-/// (`git merge-file` treats them so: nothing tells which order the two edits of neighbouring lines should read
-/// in), and only edits with at least one unchanged line between them merge.
+/// (`git merge-file` treats them so: nothing says in which order two edits of neighbouring lines should read),
+/// and only edits with at least one unchanged line between them merge.
 ///
-/// A conflict keeps outside its marks the lines both sides agree on at its start and at its end (git's
-/// "zealous" merge does the same), and lines without a newline get one before a mark. The clean text is
-/// byte-for-byte what `git merge-file -p ours base theirs` prints, and a merge is clean exactly when git's is;
-/// git may cut one marked region into several where the sides agree on lines in its middle, so marked texts
-/// and counts can differ from git's.
+/// Conflicts are then made as small as git makes them (its "zealous" level, `XDL_MERGE_ZEALOUS_ALNUM`, the one
+/// `git merge-file` uses): a conflict's two sides are diffed and only their differing lines stay between marks;
+/// conflicts with at most three lines between them, or only lines without a letter or digit, join into one.
+/// Lines without a newline get one before a mark. The result is the bytes `git merge-file -p` prints, marks
+/// and conflict count included (the labels are parameters; git's are file names or `-L`'s).
 public enum LineMerge {
     /// Merges `ours` and `theirs`, two edits of `base`.
     /// - Parameters:
-    ///   - oursLabel: written after `<<<<<<<` (git writes the file name, or `-L`'s).
+    ///   - oursLabel: written after `<<<<<<<`.
     ///   - theirsLabel: written after `>>>>>>>`.
     ///   - workLimit: each diff's step budget (`LineDiff`); past it a diff replaces its differing region whole,
     ///     which can turn a merge into a conflict, never into a wrong merge.
@@ -61,26 +61,77 @@ public enum LineMerge {
         let theirsLines = TextLines(theirs)
         let toOurs = LineDiff(old: baseLines, new: oursLines, workLimit: workLimit).edits
         let toTheirs = LineDiff(old: baseLines, new: theirsLines, workLimit: workLimit).edits
+        var regions = self.regions(toOurs, toTheirs, oursLines, theirsLines, workLimit)
+        joinCloseConflicts(&regions, oursLines)
         var out: [UInt8] = []
         out.reserveCapacity(max(ours.utf8.count, theirs.utf8.count))
         var conflicts = 0
-        var baseAt = 0
+        var oursAt = 0  // the next line of ours not yet written
+        for region in regions {
+            switch region.kind {
+            case .ours:
+                out.append(contentsOf: oursLines.bytes(of: oursAt..<region.ours.upperBound))
+            case .theirs:
+                out.append(contentsOf: oursLines.bytes(of: oursAt..<region.ours.lowerBound))
+                out.append(contentsOf: theirsLines.bytes(of: region.theirs))
+            case .same:
+                continue  // both sides wrote the same: ours' lines, written with what follows
+            case .conflict:
+                conflicts += 1
+                out.append(contentsOf: oursLines.bytes(of: oursAt..<region.ours.lowerBound))
+                out.append(contentsOf: marker("<<<<<<<", oursLabel))
+                appendEndingInNewline(oursLines.bytes(of: region.ours), to: &out)
+                out.append(contentsOf: "=======\n".utf8)
+                appendEndingInNewline(theirsLines.bytes(of: region.theirs), to: &out)
+                out.append(contentsOf: marker(">>>>>>>", theirsLabel))
+            }
+            oursAt = region.ours.upperBound
+        }
+        out.append(contentsOf: oursLines.bytes(of: oursAt..<oursLines.count))
+        let text = String(decoding: out, as: UTF8.self)
+        return conflicts == 0 ? .clean(text) : .conflicts(marked: text, count: conflicts)
+    }
+
+    /// A region of the merge, in ours' and theirs' lines.
+    private struct Region {
+        enum Kind {
+            /// Only ours changed it.
+            case ours
+            /// Only theirs changed it.
+            case theirs
+            /// Both changed it and wrote the same lines.
+            case same
+            case conflict
+        }
+
+        var kind: Kind
+        var ours: Range<Int>
+        var theirs: Range<Int>
+    }
+
+    /// The changed regions in order: a change of one side alone, or a change of either side with every change of
+    /// the other side that overlaps or touches it, and so on (a change of one side never touches another of the
+    /// same side). Conflicting regions come cut to the lines where their sides differ.
+    private static func regions(
+        _ toOurs: [LineEdit], _ toTheirs: [LineEdit], _ oursLines: TextLines, _ theirsLines: TextLines,
+        _ workLimit: Int
+    ) -> [Region] {
+        var regions: [Region] = []
+        // Each side's lines minus the base's before the next region: where a base line is on that side.
+        var oursShift = 0
+        var theirsShift = 0
         var i = 0
         var j = 0
         while i < toOurs.count || j < toTheirs.count {
-            // A region: the next change of either side, with every change of the other side that overlaps or
-            // touches it, and so on (a change of one side never touches another of the same side).
             let oursFirst = i
             let theirsFirst = j
-            let start: Int
             var end: Int
+            let start: Int
             if j == toTheirs.count || (i < toOurs.count && toOurs[i].old.lowerBound <= toTheirs[j].old.lowerBound) {
-                start = toOurs[i].old.lowerBound
-                end = toOurs[i].old.upperBound
+                (start, end) = (toOurs[i].old.lowerBound, toOurs[i].old.upperBound)
                 i += 1
             } else {
-                start = toTheirs[j].old.lowerBound
-                end = toTheirs[j].old.upperBound
+                (start, end) = (toTheirs[j].old.lowerBound, toTheirs[j].old.upperBound)
                 j += 1
             }
             while true {
@@ -94,67 +145,77 @@ public enum LineMerge {
                     break
                 }
             }
-            out.append(contentsOf: baseLines.bytes(of: baseAt..<start))
-            baseAt = end
-            let oursPart = part(of: oursLines, edits: toOurs[oursFirst..<i], base: start..<end)
-            let theirsPart = part(of: theirsLines, edits: toTheirs[theirsFirst..<j], base: start..<end)
-            switch (oursPart, theirsPart) {
-            case (let ours?, let theirs?) where !ours.bytes.elementsEqual(theirs.bytes):
-                conflicts += 1
-                appendConflict(ours: ours, theirs: theirs, oursLabel: oursLabel, theirsLabel: theirsLabel, to: &out)
-            case (let only?, _), (nil, let only?):
-                out.append(contentsOf: only.bytes)
-            case (nil, nil):
-                break  // a region starts with a change of one side
+            let oursEdits = toOurs[oursFirst..<i]
+            let theirsEdits = toTheirs[theirsFirst..<j]
+            let ours = side(oursEdits, base: start..<end, shift: &oursShift)
+            let theirs = side(theirsEdits, base: start..<end, shift: &theirsShift)
+            if theirsEdits.isEmpty {
+                regions.append(Region(kind: .ours, ours: ours, theirs: theirs))
+            } else if oursEdits.isEmpty {
+                regions.append(Region(kind: .theirs, ours: ours, theirs: theirs))
+            } else if oursEdits.count == 1 && theirsEdits.count == 1 && oursEdits.first!.old == theirsEdits.first!.old
+                && oursLines.bytes(of: ours).elementsEqual(theirsLines.bytes(of: theirs))
+            {
+                // The same change on both sides: git takes it as if neither had made it (no region, so it never
+                // keeps two conflicts apart).
+                continue
+            } else if ours.isEmpty || theirs.isEmpty {
+                regions.append(Region(kind: .conflict, ours: ours, theirs: theirs))
+            } else {
+                // Only the lines where the two sides differ conflict.
+                let oursPart = TextLines(bytes: Array(oursLines.bytes(of: ours)))
+                let theirsPart = TextLines(bytes: Array(theirsLines.bytes(of: theirs)))
+                let differences = LineDiff(old: oursPart, new: theirsPart, workLimit: workLimit).edits
+                if differences.isEmpty {
+                    regions.append(Region(kind: .same, ours: ours, theirs: theirs))
+                }
+                for difference in differences {
+                    regions.append(
+                        Region(
+                            kind: .conflict,
+                            ours: (ours.lowerBound + difference.old.lowerBound)..<(ours.lowerBound + difference.old.upperBound),
+                            theirs: (theirs.lowerBound + difference.new.lowerBound)..<(theirs.lowerBound + difference.new.upperBound)))
+                }
             }
         }
-        out.append(contentsOf: baseLines.bytes(of: baseAt..<baseLines.count))
-        let text = String(decoding: out, as: UTF8.self)
-        return conflicts == 0 ? .clean(text) : .conflicts(marked: text, count: conflicts)
+        return regions
     }
 
-    /// One side's lines for the base lines `base`, from that side's edits inside it; nil when it has none there.
-    private static func part(of lines: TextLines, edits: ArraySlice<LineEdit>, base: Range<Int>) -> Part? {
-        guard let first = edits.first, let last = edits.last else { return nil }
+    /// One side's lines for the base lines `base`, from that side's edits inside it (none: the base's lines,
+    /// shifted by the side's earlier edits); moves `shift` past the region.
+    private static func side(_ edits: ArraySlice<LineEdit>, base: Range<Int>, shift: inout Int) -> Range<Int> {
+        guard let first = edits.first, let last = edits.last else {
+            return (base.lowerBound + shift)..<(base.upperBound + shift)
+        }
         let start = first.new.lowerBound - (first.old.lowerBound - base.lowerBound)
         let end = last.new.upperBound + (base.upperBound - last.old.upperBound)
-        return Part(lines: lines, range: start..<end)
+        shift = end - base.upperBound
+        return start..<end
     }
 
-    /// Lines `range` of one text.
-    private struct Part {
-        let lines: TextLines
-        let range: Range<Int>
-        var bytes: ArraySlice<UInt8> { lines.bytes(of: range) }
+    /// Joins two conflicts with at most three lines of ours between them, or only lines without an ASCII letter
+    /// or digit: one conflict reads more easily than two so close (git's `xdl_simplify_non_conflicts`).
+    private static func joinCloseConflicts(_ regions: inout [Region], _ oursLines: TextLines) {
+        var index = 0
+        while index + 1 < regions.count {
+            let (current, next) = (regions[index], regions[index + 1])
+            let between = current.ours.upperBound..<next.ours.lowerBound
+            if current.kind == .conflict && next.kind == .conflict
+                && (between.count <= 3 || !oursLines.bytes(of: between).contains(where: isAlphanumeric))
+            {
+                regions[index].ours = current.ours.lowerBound..<next.ours.upperBound
+                regions[index].theirs = current.theirs.lowerBound..<next.theirs.upperBound
+                regions.remove(at: index + 1)
+            } else {
+                index += 1
+            }
+        }
     }
 
-    /// The marked conflict, with the lines both sides start and end with kept outside the marks.
-    private static func appendConflict(
-        ours: Part, theirs: Part, oursLabel: String, theirsLabel: String, to out: inout [UInt8]
-    ) {
-        var oursRange = ours.range
-        var theirsRange = theirs.range
-        while !oursRange.isEmpty && !theirsRange.isEmpty
-            && ours.lines[oursRange.lowerBound] == theirs.lines[theirsRange.lowerBound]
-        {
-            out.append(contentsOf: ours.lines[oursRange.lowerBound])
-            oursRange = (oursRange.lowerBound + 1)..<oursRange.upperBound
-            theirsRange = (theirsRange.lowerBound + 1)..<theirsRange.upperBound
-        }
-        var suffix = 0
-        while suffix < min(oursRange.count, theirsRange.count)
-            && ours.lines[oursRange.upperBound - 1 - suffix] == theirs.lines[theirsRange.upperBound - 1 - suffix]
-        {
-            suffix += 1
-        }
-        oursRange = oursRange.lowerBound..<(oursRange.upperBound - suffix)
-        theirsRange = theirsRange.lowerBound..<(theirsRange.upperBound - suffix)
-        out.append(contentsOf: marker("<<<<<<<", oursLabel))
-        appendEndingInNewline(ours.lines.bytes(of: oursRange), to: &out)
-        out.append(contentsOf: "=======\n".utf8)
-        appendEndingInNewline(theirs.lines.bytes(of: theirsRange), to: &out)
-        out.append(contentsOf: marker(">>>>>>>", theirsLabel))
-        out.append(contentsOf: ours.lines.bytes(of: oursRange.upperBound..<(oursRange.upperBound + suffix)))
+    /// C's `isalnum` in the C locale, as git tests it byte by byte.
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
     private static func marker(_ mark: String, _ label: String) -> String.UTF8View {

@@ -4,7 +4,8 @@ import Testing
 
 @Suite("LineMerge: three-way line merge with git merge-file's rules")
 struct LineMergeTests {
-    /// Compares with `git merge-file` on generated edits: clean exactly when git's is, and the same bytes then.
+    /// Compares with `git merge-file` on generated edits: clean exactly when git's is, the same bytes, and the same
+    /// number of conflicts.
     private func compareWithGit(lines: GeneratedTexts.Lines, seeds: ClosedRange<UInt64>) throws -> (Int, Int) {
         let files = try ToolFiles()
         var clean = 0
@@ -26,20 +27,20 @@ struct LineMergeTests {
                 #expect(Array(text.utf8) == Array(git.out.utf8), "\(context)")
             case .conflicts(let marked, let count):
                 conflicting += 1
-                #expect(git.conflicts > 0, "\(context)")
-                #expect(count > 0 && marked.contains("<<<<<<< ours\n") && marked.contains(">>>>>>> theirs\n"))
+                #expect(Int(git.conflicts) == count, "\(context)")
+                #expect(Array(marked.utf8) == Array(git.out.utf8), "\(context)")
             }
         }
         return (clean, conflicting)
     }
 
-    @Test func cleanExactlyWhenGitMergeFileIsAndTheSameBytesOnTextsOfDistinctLines() throws {
+    @Test func theSameBytesAndConflictCountAsGitMergeFileOnTextsOfDistinctLines() throws {
         let (clean, conflicting) = try compareWithGit(lines: .distinct, seeds: 1...300)
         // The generator gives both outcomes often enough for the comparison to mean something.
         #expect(clean > 60 && conflicting > 60, "\(clean) clean, \(conflicting) conflicting")
     }
 
-    @Test func cleanExactlyWhenGitMergeFileIsOnTextsOfRepeatedLines() throws {
+    @Test func theSameBytesAndConflictCountAsGitMergeFileOnTextsOfRepeatedLines() throws {
         let (clean, conflicting) = try compareWithGit(lines: .repeated, seeds: 1001...1200)
         #expect(clean > 30 && conflicting > 30, "\(clean) clean, \(conflicting) conflicting")
     }
@@ -107,6 +108,18 @@ struct LineMergeTests {
         }
         #expect(Array(marked.utf8) == Array("메모\n<<<<<<< ours\n\u{AC00}\n=======\n\u{1100}\u{1161}\n>>>>>>> theirs\n끝\n".utf8))
         #expect(LineMerge.merge(base: base, ours: nfc, theirs: nfc) == .clean(nfc))
+    }
+
+    @Test func conflictsWithAtMostThreeLinesOrOnlyPunctuationBetweenJoinAsInGit() {
+        let base = "1\n2\n3\n4\n5\n"
+        #expect(
+            LineMerge.merge(base: base, ours: "A\n2\n3\n4\nE\n", theirs: "a\n2\n3\n4\ne\n")
+                == .conflicts(marked: "<<<<<<< ours\nA\n2\n3\n4\nE\n=======\na\n2\n3\n4\ne\n>>>>>>> theirs\n", count: 1))
+        let braces = "x\n}\n}\n\n}\n}\ny\n"
+        #expect(
+            LineMerge.merge(base: braces, ours: "X\n}\n}\n\n}\n}\nY\n", theirs: "x1\n}\n}\n\n}\n}\ny1\n")
+                == .conflicts(
+                    marked: "<<<<<<< ours\nX\n}\n}\n\n}\n}\nY\n=======\nx1\n}\n}\n\n}\n}\ny1\n>>>>>>> theirs\n", count: 1))
     }
 
     @Test func twoSeparateConflictsAreCountedApart() {
