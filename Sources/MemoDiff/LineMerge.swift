@@ -44,7 +44,9 @@ public enum MergeResult: Sendable, Equatable, CustomStringConvertible {
 /// `git merge-file` uses): a conflict's two sides are diffed and only their differing lines stay between marks;
 /// conflicts with at most three lines between them, or only lines without a letter or digit, join into one.
 /// Lines without a newline get one before a mark. The result is the bytes `git merge-file -p` prints, marks
-/// and conflict count included (the labels are parameters; git's are file names or `-L`'s).
+/// and conflict count included (the labels are parameters; git's are file names or `-L`'s), as long as both
+/// diffs are exact: git turns to heuristics past about 256 changed lines, and `LineDiff` replaces a region whole
+/// past its work limit, so on texts that far apart the two can cut regions differently.
 public enum LineMerge {
     /// Merges `ours` and `theirs`, two edits of `base`.
     /// - Parameters:
