@@ -56,9 +56,13 @@ let package = Package(
         ),
         // The write(2) loop every writer shares (EINTR, EAGAIN, short writes), and files fsynced whole or not at all.
         .target(name: "MemoSystem"),
+        // Line diffs (`diff -u` text) and three-way line merges (`git merge-file`'s rules), on UTF-8 bytes; the
+        // standard library only.
+        .target(name: "MemoDiff"),
         // The model: memo, change, errors, limits, dates, the storage protocols, the table and its write planner,
-        // the subject. Values and protocols only: no thread, no file, no clock of its own.
-        .target(name: "MemoModel", swiftSettings: hotPathSettings + modelSettings),
+        // the subject. Values and protocols only: no thread, no file, no clock of its own. The planner merges a
+        // stale update with MemoDiff (`StaleUpdate`).
+        .target(name: "MemoModel", dependencies: ["MemoDiff"], swiftSettings: hotPathSettings + modelSettings),
         // What a server tells its operators: log records (level, format, event, fields) and the stage trace.
         .target(name: "MemoDiagnostics", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
         // The machinery of the stores: the shared core (table, history, watchers under one lock), the memory
@@ -88,8 +92,6 @@ let package = Package(
             swiftSettings: hotPathSettings),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
-        // Line diffs (`diff -u` text) and three-way line merges (`git merge-file`'s rules), on UTF-8 bytes.
-        .target(name: "MemoDiff"),
         .target(
             name: "MemoClient",
             dependencies: ["MemoSystem", "MemoModel", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
