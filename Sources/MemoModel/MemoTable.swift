@@ -318,9 +318,19 @@ public struct WritePlanner {
                 author: author)
             record(id, memo)
             return made(Change(revision: revision, kind: .created, memo: memo))
-        case .update(let id, let content, let expected, _, let author):
-            // The merge flag is carried for the stores that merge; planned here as a plain guarded update.
-            var memo = try changing(id, expected: expected, in: table)
+        case .update(let id, var content, let expected, let merge, let author):
+            // A stale update that asks to be merged is, when the version it started from is still kept and its
+            // lines merge with the ones changed since (`StaleUpdate`), an ordinary update of the merged text
+            // guarded by the current revision; otherwise it is the conflict it was.
+            var guarded = expected
+            if merge, let expected, let live = current(id, in: table), live.revision != expected,
+                let base = version(id, expected, lookup),
+                let merged = StaleUpdate.merged(base: base.content, current: live.content, update: content)
+            {
+                content = merged
+                guarded = live.revision
+            }
+            var memo = try changing(id, expected: guarded, in: table)
             memo.content = content
             memo.updateMicros = max(nowMicros, memo.insertMicros)
             memo.author = author
