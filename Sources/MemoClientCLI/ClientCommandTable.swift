@@ -69,6 +69,10 @@ public enum ClientCommandTable {
                 again if another writer moves it meanwhile: the last writer wins). An update whose answer is lost
                 (or answered outcome-unknown) is sent again with that revision until --timeout; a conflict whose
                 memo holds our text means the first try did it (exit 0). Still unknown: exit 7.
+                --if-revision N alone is a strict compare-and-swap. With --merge as well, a memo moved on since N
+                is not a conflict when the lines changed since and ours neither overlap nor touch: the server merges
+                them, like git merge, against version N (which it keeps, see log) and prints the merged memo.
+                Overlapping or adjacent edits, or version N no longer kept, are still the conflict (exit 4).
                 """),
         CommandSpec(
             "rm", aliases: ["delete"], arguments: "ID", completion: ids, summary: "delete a memo",
@@ -271,6 +275,10 @@ public enum ClientCommandTable {
         OptionSpec(
             "--expect", .value("R"), scope: .only(["restore"]),
             help: "only if the memo is still at revision R (a memo in the trash: its delete's), else exit 4"),
+        OptionSpec(
+            "--merge", scope: .only(["edit"]),
+            help: "with --if-revision N: merge with the lines changed since N instead of a conflict (the server "
+                + "merges like git; overlapping or adjacent edits still exit 4)"),
         OptionSpec(
             "--allow-empty", scope: .only(["add", "edit"]), help: "allow empty content (refused by default, exit 1)"),
         OptionSpec("--quiet", aliases: ["-q"], scope: .only(writes), help: "print nothing on success"),

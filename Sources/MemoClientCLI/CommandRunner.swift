@@ -28,7 +28,8 @@ public enum ClientCommand: Sendable, Hashable {
     /// `id`: create with this id, idempotently (the same id and content again change nothing; other content is a
     /// conflict).
     case add(TextSource, allowEmpty: Bool, id: UUID? = nil)
-    case edit(id: String, text: TextSource, ifRevision: UInt64?, allowEmpty: Bool)
+    /// `merge`: with `ifRevision`, a stale revision is merged by the server (`--merge`).
+    case edit(id: String, text: TextSource, ifRevision: UInt64?, allowEmpty: Bool, merge: Bool = false)
     case remove(id: String, ifRevision: UInt64?)
     case watch
     /// `watch --since REVISION`: the changes after `revision` only, without the list first.
@@ -129,7 +130,7 @@ public struct CommandRunner: Sendable {
         // would refuse is refused here, before anything is sent.
         var text: String?
         switch command {
-        case .add(let source, let allowEmpty, _), .edit(_, let source, _, let allowEmpty):
+        case .add(let source, let allowEmpty, _), .edit(_, let source, _, let allowEmpty, _):
             let content = try Self.read(source)
             try MemoLimits.validate(content: content)
             if content.isEmpty, !allowEmpty {
@@ -168,9 +169,10 @@ public struct CommandRunner: Sendable {
             // With --id, the same id and content again return the memo as it was (an older revision).
             let verb = id != nil && memo.revision <= baseline ? "unchanged" : "created"
             if !quiet { out.line(formatter.written(memo, verb: verb)) }
-        case .edit(let idText, _, let ifRevision, _):
+        case .edit(let idText, _, let ifRevision, _, let merge):
             let (id, found) = try await resolve(idText, client)
-            let memo = try await edit(id, found: found, to: text ?? "", ifRevision: ifRevision, client, retry)
+            let memo = try await edit(
+                id, found: found, to: text ?? "", ifRevision: ifRevision, merge: merge, client, retry)
             if !quiet { out.line(formatter.written(memo, verb: "updated")) }
         case .remove(let idText, let ifRevision):
             let (id, found) = try await resolve(idText, client)

@@ -203,7 +203,10 @@ extension Invocation {
             command = .add(try rest("the memo's text"), allowEmpty: allowEmpty, id: givenID)
         case "edit":
             let id = try required("an ID")
-            command = .edit(id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty)
+            let merge = line.flag("--merge")
+            if merge && ifRevision == nil { throw UsageError("--merge needs --if-revision N, the revision the edit started from") }
+            command = .edit(
+                id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty, merge: merge)
         case "rm":
             command = .remove(id: try required("an ID"), ifRevision: ifRevision)
         case "watch":
