@@ -179,8 +179,8 @@ let package = Package(
             name: "MemoServerTests",
             dependencies: [
                 "MemoServer", "MemoModel", "MemoStore", "MemoDiagnostics", "MemoWire", "MemoSQLite", "MemoPostgres",
-                "MemoProbe", "MemoTLS", "MemoNet", "MemoTestSupport", "TLSTestSupport", "PostgresTestSupport", "ServerTestSupport",
-                "ClientTestSupport",
+                "MemoProbe", "MemoTLS", "MemoPKI", "MemoNet", "MemoTestSupport", "TLSTestSupport", "PostgresTestSupport",
+                "ServerTestSupport", "ClientTestSupport",
             ],
             // A pg_dump of a database made by memo-server 1.0.0, read by path (#filePath).
             exclude: ["Fixtures"]
