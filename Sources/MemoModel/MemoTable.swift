@@ -327,6 +327,9 @@ public struct WritePlanner {
                 let base = version(id, expected, lookup),
                 let merged = StaleUpdate.merged(base: base.content, current: live.content, update: content)
             {
+                // The memo already reads as the merge (an update resent after its answer was lost, or the same
+                // edit made on both sides): nothing to write, the memo as it is is the answer.
+                if merged.hasSameBytes(as: live.content) { return .existing(live) }
                 content = merged
                 guarded = live.revision
             }

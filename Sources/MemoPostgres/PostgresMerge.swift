@@ -13,9 +13,10 @@ enum PostgresMerge {
     /// Rounds of read, merge and write before a stale update that keeps meeting new changes is left a conflict.
     static let rounds = 3
 
-    /// The base version's content, the memo's content and its revision: one row, or none when either is gone.
+    /// The base version's content and the memo as it is: one row, or none when either is gone.
     static let readBase = """
-        SELECT b.content, m.content, m.revision FROM memos m JOIN memo_changes b ON b.id = m.id
+        SELECT b.content, m.content, m.revision, m.insert_micros, m.update_micros, m.author_name, m.author_serial
+        FROM memos m JOIN memo_changes b ON b.id = m.id
         WHERE m.id = $1::uuid AND b.revision = $2::bigint AND b.vkind BETWEEN 1 AND 3
         """
 
@@ -62,6 +63,14 @@ enum PostgresMerge {
                             base: rows.text(0, 0), current: rows.text(0, 1), update: content)
                     else { continue }
                     let current = UInt64(rows.integer(0, 2))
+                    if merged.hasSameBytes(as: rows.text(0, 1)) {
+                        // Already the merge (a resent update that was done, or the same edit on both sides).
+                        results[index] = .success(.existing(Memo(
+                            id: id, content: rows.text(0, 1), insertMicros: rows.integer(0, 3),
+                            updateMicros: rows.integer(0, 4), revision: current,
+                            author: Author(name: rows.text(0, 5), serial: rows.text(0, 6)))))
+                        continue
+                    }
                     retries.append(
                         (index, .update(id: id, content: merged, expectedRevision: current, merge: false, author: author)))
                 }

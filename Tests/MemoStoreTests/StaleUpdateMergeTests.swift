@@ -146,6 +146,29 @@ struct StaleUpdateMergeTests {
     }
 
     @Test(arguments: StoreKind.allCases)
+    func aStaleUpdateAlreadyDoneChangesNothingAndAnswersTheMemoAsItIs(kind: StoreKind) async throws {
+        let handle = try kind.make()
+        defer { handle.store.close() }
+        let store = handle.store
+        let id = UUID()
+        let base = try await store.perform(.create(id: id, content: "a\nb\nc\n", insertMicros: nil, author: dana))
+        let ours = WriteOp.update(id: id, content: "a\nb\nC\n", expectedRevision: base.revision, merge: true, author: erin)
+        let done = try await store.perform(ours)
+        // Sent again (its answer was lost): the memo already holds it; no new revision.
+        let again = try await store.perform(ours)
+        #expect(again == done)
+        #expect(store.revision == done.revision)
+        // The same edit made by someone else meanwhile: taken once, nothing written.
+        let other = UUID()
+        let first = try await store.perform(.create(id: other, content: "1\n2\n3\n", insertMicros: nil))
+        let theirs = try await store.perform(.update(id: other, content: "1\nzwei\n3\n", expectedRevision: nil))
+        let same = try await store.perform(
+            .update(id: other, content: "1\nzwei\n3\n", expectedRevision: first.revision, merge: true, author: erin))
+        #expect(same == theirs)
+        #expect(store.revision == theirs.revision)
+    }
+
+    @Test(arguments: StoreKind.allCases)
     func aStaleUpdateMergesAgainstAnUpdateEarlierInTheSameBatch(kind: StoreKind) async throws {
         let handle = try kind.make()
         defer { handle.store.close() }
