@@ -29,6 +29,8 @@ public enum DetailEvent: Sendable, Hashable {
     case gone(deletedHere: Bool)
     /// Put this text on the clipboard (the terminal layer knows how: OSC 52).
     case copy(String)
+    /// `h`: the memo's kept versions.
+    case history
 }
 
 /// The detail scene's model, live: an edit by anyone shows at once, a delete elsewhere is reported.
@@ -128,6 +130,12 @@ public final class DetailViewModel {
     /// Scrolls a long memo; the view keeps the offset within the text.
     public func scroll(by lines: Int, limit: Int) {
         store.update { state in state.scroll = max(0, min(limit, state.scroll + lines)) }
+    }
+
+    /// Opens the memo's history.
+    public func openHistory() {
+        guard current.memo != nil, !current.isGone else { return }
+        events.send(.history)
     }
 
     public func edit() {
