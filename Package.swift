@@ -88,6 +88,8 @@ let package = Package(
             swiftSettings: hotPathSettings),
         .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
         .target(name: "MemoText"),
+        // Line diffs (`diff -u` text) and three-way line merges (`git merge-file`'s rules), on UTF-8 bytes.
+        .target(name: "MemoDiff"),
         .target(
             name: "MemoClient",
             dependencies: ["MemoSystem", "MemoModel", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
@@ -154,6 +156,7 @@ let package = Package(
             path: "Tests/ClientTestSupport"),
         .testTarget(name: "MemoSystemTests", dependencies: ["MemoSystem"]),
         .testTarget(name: "MemoModelTests", dependencies: ["MemoModel", "MemoTestSupport"]),
+        .testTarget(name: "MemoDiffTests", dependencies: ["MemoDiff", "MemoTestSupport"]),
         .testTarget(
             name: "MemoStoreTests",
             dependencies: ["MemoModel", "MemoStore", "MemoSQLite", "MemoTestSupport", "StoreTestSupport"]),
