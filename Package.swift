@@ -100,7 +100,7 @@ let package = Package(
                 "MemoSystem", "MemoModel", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
             ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoNet"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoNet", "MemoDiff"]),
         .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoViewModels", "MemoNet"]),
         .executableTarget(
             name: "memo-server",

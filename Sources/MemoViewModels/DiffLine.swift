@@ -1,4 +1,5 @@
 import Foundation
+import MemoDiff
 
 /// One line of a version's difference from the one before, as the history scene marks it.
 public struct DiffLine: Sendable, Hashable {
@@ -19,11 +20,23 @@ public struct DiffLine: Sendable, Hashable {
         self.text = text
     }
 
-    /// The lines of `new` against `old`, in order, each marked.
+    /// The lines of `new` against `old`, in order, each marked: MemoDiff's line difference (lines compared as
+    /// UTF-8 bytes), every line shown, not only those near a change.
     static func lines(from old: String, to new: String) -> [DiffLine] {
-        // TEMPORARY until MemoDiff lands: the whole text replaced.
-        let before = old.isEmpty ? [] : old.split(separator: "\n", omittingEmptySubsequences: false)
-        let after = new.isEmpty ? [] : new.split(separator: "\n", omittingEmptySubsequences: false)
-        return before.map { DiffLine(.removed, String($0)) } + after.map { DiffLine(.added, String($0)) }
+        let diff = LineDiff(old: old, new: new)
+        func text(_ lines: TextLines, _ index: Int) -> String {
+            let bytes = lines[index]
+            return String(decoding: lines.hasNewline(index) ? bytes.dropLast() : bytes, as: UTF8.self)
+        }
+        var result: [DiffLine] = []
+        var next = 0
+        for edit in diff.edits {
+            result += (next..<edit.old.lowerBound).map { DiffLine(.same, text(diff.old, $0)) }
+            result += edit.old.map { DiffLine(.removed, text(diff.old, $0)) }
+            result += edit.new.map { DiffLine(.added, text(diff.new, $0)) }
+            next = edit.old.upperBound
+        }
+        result += (next..<diff.old.count).map { DiffLine(.same, text(diff.old, $0)) }
+        return result
     }
 }
