@@ -18,13 +18,28 @@ public struct Change: Sendable, Hashable {
     /// The global revision this change produced; revisions start at 1 and have no gaps.
     public var revision: UInt64
     public var kind: ChangeKind
-    /// The memo after the change; for a delete, the memo as it was, with `revision` set to the delete's.
+    /// The memo after the change; for a delete, the memo as it was, with `revision` set to the delete's (and
+    /// `author` set to the deleter).
     public var memo: Memo
+    /// A restore: an update that made an old version current again, or a create that brought a memo back from the
+    /// trash. Kept with the memo's versions (kind `restore`); the change feed does not carry it.
+    public var restored: Bool
 
-    public init(revision: UInt64, kind: ChangeKind, memo: Memo) {
+    public init(revision: UInt64, kind: ChangeKind, memo: Memo, restored: Bool = false) {
         self.revision = revision
         self.kind = kind
         self.memo = memo
+        self.restored = restored
+    }
+
+    /// The kind of version the change makes, nil for a delete (which makes none: it moves the memo to the trash).
+    public var versionKind: VersionKind? {
+        if restored { return kind == .deleted ? nil : .restore }
+        switch kind {
+        case .created: return .create
+        case .updated: return .update
+        case .deleted: return nil
+        }
     }
 }
 

@@ -13,13 +13,18 @@ public struct Memo: Sendable, Hashable, Identifiable {
     public var updateMicros: Int64
     /// The global revision of this memo's last change.
     public var revision: UInt64
+    /// Who made the memo's last change (`Author.none` when not known: made before versions were kept).
+    public var author: Author
 
-    public init(id: UUID, content: String, insertMicros: Int64, updateMicros: Int64, revision: UInt64) {
+    public init(
+        id: UUID, content: String, insertMicros: Int64, updateMicros: Int64, revision: UInt64, author: Author = .none
+    ) {
         self.id = id
         self.content = content
         self.insertMicros = insertMicros
         self.updateMicros = updateMicros
         self.revision = revision
+        self.author = author
     }
 
     public var insertDate: Date { Date(unixMicros: insertMicros) }

@@ -4,6 +4,9 @@ import Foundation
 public enum MemoError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No memo has this id (or it was deleted).
     case notFound(UUID)
+    /// A restore or a history found no such version of the memo (never kept, or purged), with the reason; answered
+    /// as not-found.
+    case versionNotFound(id: UUID, reason: String)
     /// The memo's revision is not the one the caller expected, or a create reused an id for other content.
     case conflict(id: UUID, expected: UInt64?, actual: UInt64)
     /// The content is larger than `MemoLimits.maxContentBytes`.
@@ -30,6 +33,7 @@ public enum MemoError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .notFound(let id): return "memo \(id.uuidString.lowercased()) not found"
+        case .versionNotFound(let id, let reason): return "memo \(id.uuidString.lowercased()): \(reason)"
         case .conflict(let id, let expected, let actual):
             if let expected {
                 return "memo \(id.uuidString.lowercased()) is at revision \(actual), not the expected \(expected)"

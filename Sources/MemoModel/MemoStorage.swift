@@ -102,7 +102,7 @@ public protocol ChangeFeed: Sendable {
 
 /// What the server needs of a store: the storage protocol and the change feed, plus a callback form of writes
 /// (so that I/O threads never wait on a write) and synchronous reads of the in-memory table.
-public protocol ServingStore: MemoStorage, ChangeFeed {
+public protocol ServingStore: MemoStorage, ChangeFeed, VersionReading {
     /// Submits writes to be applied in order; `completion` runs once, on any thread, with one result per write
     /// (in the same order) after every one of them is durable or has failed. A batch costs the store one lock
     /// and one wake-up instead of one per write.
@@ -186,5 +186,13 @@ extension ServingStore {
 
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
         try await perform(.delete(id: id, expectedRevision: expectedRevision))
+    }
+
+    /// Restores a version of a live memo, or brings a memo back from the trash (see `WriteOp.restore`).
+    @discardableResult
+    public func restore(
+        id: UUID, revision: UInt64?, expectedRevision: UInt64? = nil, author: Author = .none
+    ) async throws -> Memo {
+        try await perform(.restore(id: id, revision: revision, expectedRevision: expectedRevision, author: author))
     }
 }

@@ -1,25 +1,50 @@
 import Foundation
 
-/// A write the stores know how to plan and apply.
+/// A write the stores know how to plan and apply. Each carries its author (the client certificate the server took
+/// it from; `Author.none` for a store used directly), kept with the change and the memo's versions.
 public enum WriteOp: Sendable, Hashable {
     /// Creates a memo with this id, or returns the existing one when the id already holds the same content
     /// (the same UTF-8 bytes). The dates are kept when given (an import); `updateMicros` must not be before the
     /// insert date.
-    case create(id: UUID, content: String, insertMicros: Int64?, updateMicros: Int64? = nil)
-    case update(id: UUID, content: String, expectedRevision: UInt64?)
-    case delete(id: UUID, expectedRevision: UInt64?)
+    case create(id: UUID, content: String, insertMicros: Int64?, updateMicros: Int64? = nil, author: Author = .none)
+    /// Replaces a memo's content. `merge`: on a revision conflict the store may merge the content against the
+    /// version at `expectedRevision` (the base); a store that does not merge answers the conflict as usual.
+    case update(id: UUID, content: String, expectedRevision: UInt64?, merge: Bool = false, author: Author = .none)
+    case delete(id: UUID, expectedRevision: UInt64?, author: Author = .none)
+    /// For a live memo: makes its content that of its kept version `revision` (an update, version kind `restore`;
+    /// `revision` is then required). For a memo in the trash: brings it back under its id with its last content,
+    /// or that of version `revision` when given (a create, version kind `restore`). Guarded by `expectedRevision`
+    /// (the live memo's revision, or the delete's for a memo in the trash).
+    case restore(id: UUID, revision: UInt64?, expectedRevision: UInt64?, author: Author = .none)
+
+    /// The memo the write is about.
+    public var id: UUID {
+        switch self {
+        case .create(let id, _, _, _, _), .update(let id, _, _, _, _), .delete(let id, _, _), .restore(let id, _, _, _):
+            return id
+        }
+    }
+
+    /// The write's author.
+    public var author: Author {
+        switch self {
+        case .create(_, _, _, _, let author), .update(_, _, _, _, let author), .delete(_, _, let author),
+             .restore(_, _, _, let author):
+            return author
+        }
+    }
 
     /// Checks what can be checked without the store, in the order the planner checks it: the content's size,
     /// then a create's dates (`MemoDates`). A server calls it before handing the write to any store, so that no
     /// store (PostgreSQL's included) ever sees a date out of the range.
     public func validateArguments() throws(MemoError) {
         switch self {
-        case .create(_, let content, let insertMicros, let updateMicros):
+        case .create(_, let content, let insertMicros, let updateMicros, _):
             try MemoLimits.validate(content: content)
             try MemoDates.validate(insertMicros: insertMicros, updateMicros: updateMicros)
-        case .update(_, let content, _):
+        case .update(_, let content, _, _, _):
             try MemoLimits.validate(content: content)
-        case .delete:
+        case .delete, .restore:
             break
         }
     }
@@ -184,6 +209,8 @@ public struct MemoTable: Sendable {
 /// Writes later in a batch see the effects of earlier ones through an overlay.
 public struct WritePlanner {
     private var overlay: [UUIDKey: Memo?] = [:]
+    /// The changes planned so far in this batch, for a restore of a version (or a trash entry) the batch made.
+    private var planned: [Change] = []
     public private(set) var revision: UInt64
     /// The insert clock: the latest insert date this store handed out to a create without one. Dates a client
     /// gives (an import, a future date) never move it, so they cannot shift later dates or overflow it.
@@ -224,6 +251,35 @@ public struct WritePlanner {
         if keepsOverlay { overlay[UUIDKey(id)] = .some(memo) }
     }
 
+    /// Records a planned change and returns its outcome.
+    private mutating func made(_ change: Change) -> WriteOutcome {
+        planned.append(change)
+        return .change(change)
+    }
+
+    /// The version `revision` of memo `id`: made earlier in this batch, or kept by the store.
+    private func version(_ id: UUID, _ revision: UInt64, _ lookup: VersionLookup) -> MemoVersion? {
+        if let change = planned.last(where: { $0.revision == revision }) {
+            guard change.memo.id == id, let kind = change.versionKind else { return nil }
+            let memo = change.memo
+            return MemoVersion(
+                id: id, revision: revision, kind: kind, micros: memo.updateMicros, author: memo.author,
+                content: memo.content)
+        }
+        return lookup.version(id, revision)
+    }
+
+    /// The trash entry of memo `id`: a delete earlier in this batch, or the store's.
+    private func trashed(_ id: UUID, _ lookup: VersionLookup) -> TrashEntry? {
+        if let change = planned.last(where: { $0.memo.id == id }) {
+            guard change.kind == .deleted else { return nil }
+            return TrashEntry(
+                memo: change.memo, revision: change.revision, deletedMicros: change.memo.updateMicros,
+                deletedBy: change.memo.author)
+        }
+        return lookup.trashed(id)
+    }
+
     /// Plans one write.
     /// - Parameters:
     ///   - nowMicros: the time of the write, microseconds since the Unix epoch.
@@ -234,12 +290,13 @@ public struct WritePlanner {
     /// one it gave when that is not before now. An update or a delete is dated now, or at the memo's insert date
     /// when that is still in the future, so that no memo's update date is before its insert date (an export of
     /// it must import again).
+    ///   - lookup: the store's kept versions and trash, for a restore.
     public mutating func plan(
-        _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64
+        _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64, lookup: VersionLookup = .none
     ) throws(MemoError) -> WriteOutcome {
         try op.validateArguments()
         switch op {
-        case .create(let id, let content, let insertMicros, let updateMicros):
+        case .create(let id, let content, let insertMicros, let updateMicros, let author):
             if let existing = current(id, in: table) {
                 // Bytes, not `==`: an NFD retry of an NFC memo is other content, hence a conflict.
                 if existing.content.hasSameBytes(as: content) { return .existing(existing) }
@@ -256,23 +313,82 @@ public struct WritePlanner {
             try MemoDates.validate(insertMicros: insert, updateMicros: update)
             if insertMicros == nil { lastInsertMicros = insert }
             revision += 1
-            let memo = Memo(id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision)
+            let memo = Memo(
+                id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision,
+                author: author)
             record(id, memo)
-            return .change(Change(revision: revision, kind: .created, memo: memo))
-        case .update(let id, let content, let expected):
+            return made(Change(revision: revision, kind: .created, memo: memo))
+        case .update(let id, let content, let expected, _, let author):
+            // The merge flag is carried for the stores that merge; planned here as a plain guarded update.
             var memo = try changing(id, expected: expected, in: table)
             memo.content = content
             memo.updateMicros = max(nowMicros, memo.insertMicros)
+            memo.author = author
             record(id, memo)
-            return .change(Change(revision: revision, kind: .updated, memo: memo))
-        case .delete(let id, let expected):
+            return made(Change(revision: revision, kind: .updated, memo: memo))
+        case .delete(let id, let expected, let author):
             var memo = try changing(id, expected: expected, in: table)
             // A delete's change carries when it happened, so that a watcher can say when a memo went away.
             memo.updateMicros = max(nowMicros, memo.insertMicros)
+            memo.author = author
             record(id, nil)
-            return .change(Change(revision: revision, kind: .deleted, memo: memo))
+            return made(Change(revision: revision, kind: .deleted, memo: memo))
+        case .restore(let id, let wanted, let expected, let author):
+            return try planRestore(id, wanted, expected, author, in: table, nowMicros: nowMicros, lookup: lookup)
         }
     }
+
+    private mutating func planRestore(
+        _ id: UUID, _ wanted: UInt64?, _ expected: UInt64?, _ author: Author, in table: borrowing MemoTable,
+        nowMicros: Int64, lookup: VersionLookup
+    ) throws(MemoError) -> WriteOutcome {
+        if let live = current(id, in: table) {
+            guard let wanted else {
+                throw .invalidArgument("memo \(id.uuidString.lowercased()) is not deleted: name the revision to restore")
+            }
+            if let expected, expected != live.revision {
+                throw .conflict(id: id, expected: expected, actual: live.revision)
+            }
+            guard let version = version(id, wanted, lookup) else {
+                throw .versionNotFound(id: id, reason: Self.notKept(wanted))
+            }
+            var memo = try changing(id, expected: expected, in: table)
+            memo.content = version.content
+            memo.updateMicros = max(nowMicros, memo.insertMicros)
+            memo.author = author
+            record(id, memo)
+            return made(Change(revision: revision, kind: .updated, memo: memo, restored: true))
+        }
+        guard let entry = trashed(id, lookup) else {
+            throw .versionNotFound(id: id, reason: Self.notInTrash)
+        }
+        if let expected, expected != entry.revision {
+            throw .conflict(id: id, expected: expected, actual: entry.revision)
+        }
+        var content = entry.memo.content
+        if let wanted {
+            guard let version = version(id, wanted, lookup) else {
+                throw .versionNotFound(id: id, reason: Self.notKept(wanted))
+            }
+            content = version.content
+        }
+        // Back under its id and at its place in the list (its insert date), as a create of its own revision.
+        let update = max(nowMicros, entry.memo.insertMicros)
+        revision += 1
+        let memo = Memo(
+            id: id, content: content, insertMicros: entry.memo.insertMicros, updateMicros: update,
+            revision: revision, author: author)
+        record(id, memo)
+        return made(Change(revision: revision, kind: .created, memo: memo, restored: true))
+    }
+
+    /// The reason a restore of a version that is not kept fails with (every store's words).
+    public static func notKept(_ revision: UInt64) -> String {
+        "version \(revision) not found: not a version of this memo, or no longer kept (purged)"
+    }
+
+    /// The reason a restore of a memo that is neither live nor in the trash fails with.
+    public static let notInTrash = "not found: not a memo, and not in the trash (never made, or purged)"
 }
 
 extension UUID {

@@ -1,13 +1,19 @@
 import MemoModel
-/// The tables and functions of a memo database, version 1.
+/// The tables and functions of a memo database, version 2 (version 1 plus authors, versions and the trash).
 ///
 /// Revisions come from the one-row `memo_head`, locked first by every write (`memo_write`), so that commit order
 /// is revision order and a failed write consumes no revision; a sequence would leave gaps on rollback and
 /// transient holes under concurrency. `memo_changes` is the history every server's feed reads, kept after
 /// `memo_floor`; contents are bytea so that identity is decided on bytes.
+///
+/// Version 2 records each change's author (`author_name`, `author_serial`, on the memo too) and marks the rows of
+/// `memo_changes` that are kept versions (`vkind` 1, 2, 3: create, update, restore) or the delete of a memo in the
+/// trash (`vkind` 4); such a row stays below the floor until it stops being one (a newer version pushes it out, the
+/// memo leaves the trash, or the trash is purged by `memo_purge`), then goes at once when below the floor, or with
+/// the next prune. Writes, prunes and purges take the head lock, so that one server at a time moves the floor.
 enum PostgresSQL {
-    /// The schema version this binary writes; a database at a newer one is refused.
-    static let schemaVersion: Int64 = 1
+    /// The schema version this binary writes; a database at a newer one is refused, one at version 1 upgraded.
+    static let schemaVersion: Int64 = 2
 
     /// The channel whose notifications carry the head revision after a write commits (a hint only).
     static let channel = "memo_changes"
@@ -40,28 +46,81 @@ CREATE TABLE memo_changes (
 );
 INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
 INSERT INTO memo_floor (revision) VALUES (0);
-""" + writeFunction + """
-CREATE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+INSERT INTO memo_schema VALUES (1);
+""" + upgradeToVersion2
+
+    /// From version 1 to 2, in the caller's transaction: the author columns, the versions' marks (every memo's
+    /// versions start with its current change, or a row of its own when that change was pruned; author empty),
+    /// the trash (each memo whose last delete is still in the changes), the indexes and the functions.
+    static let upgradeToVersion2 = """
+ALTER TABLE memos ADD COLUMN author_name text NOT NULL DEFAULT '',
+    ADD COLUMN author_serial text NOT NULL DEFAULT '';
+ALTER TABLE memo_changes ADD COLUMN author_name text NOT NULL DEFAULT '',
+    ADD COLUMN author_serial text NOT NULL DEFAULT '', ADD COLUMN vkind smallint NOT NULL DEFAULT 0;
+UPDATE memo_changes c SET vkind = CASE c.kind WHEN 1 THEN 1 ELSE 2 END
+    FROM memos m WHERE m.id = c.id AND m.revision = c.revision;
+UPDATE memo_changes c SET vkind = 4 WHERE c.kind = 3
+    AND c.revision = (SELECT max(d.revision) FROM memo_changes d WHERE d.id = c.id)
+    AND NOT EXISTS (SELECT 1 FROM memos m WHERE m.id = c.id);
+\(carryPrunedVersions)
+CREATE INDEX memo_changes_versions ON memo_changes (id, revision) WHERE vkind > 0;
+CREATE INDEX memo_changes_trash ON memo_changes (revision) WHERE vkind = 4;
+DROP FUNCTION IF EXISTS memo_write(smallint[], uuid[], bytea[], bigint[], bigint[], bigint[], bigint, bigint);
+\(writeFunction)
+\(pruneFunction)
+UPDATE memo_schema SET version = 2;
+"""
+
+    /// A memo whose current change was pruned (below the floor) gets its version as a row of its own, below the
+    /// floor, so that its history starts with its current content: under the memo's own revision, which the
+    /// pruned change had (so no change uses it).
+    static let carryPrunedVersions = """
+INSERT INTO memo_changes (revision, kind, id, content, insert_micros, update_micros, vkind)
+    SELECT m.revision, CASE WHEN m.update_micros = m.insert_micros THEN 1 ELSE 2 END, m.id, m.content,
+        m.insert_micros, m.update_micros, CASE WHEN m.update_micros = m.insert_micros THEN 1 ELSE 2 END
+    FROM memos m WHERE NOT EXISTS (SELECT 1 FROM memo_changes c WHERE c.revision = m.revision);
+"""
+
+    /// Moves the floor up to `head - keep` and deletes the changes below it that are not kept versions or in the
+    /// trash; under the head lock, one server at a time.
+    static let pruneFunction = """
+CREATE OR REPLACE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     target bigint;
+    old_floor bigint;
 BEGIN
-    SELECT h.revision - keep INTO target FROM memo_head h WHERE h.one;
+    SELECT h.revision - keep INTO target FROM memo_head h WHERE h.one FOR UPDATE;
+    SELECT f.revision INTO old_floor FROM memo_floor f WHERE f.one;
     UPDATE memo_floor SET revision = target WHERE one AND revision < target;
     IF FOUND THEN
-        DELETE FROM memo_changes WHERE revision <= target;
+        DELETE FROM memo_changes WHERE revision > old_floor AND revision <= target AND vkind = 0;
     END IF;
     RETURN (SELECT f.revision FROM memo_floor f WHERE f.one);
 END
 $$;
-INSERT INTO memo_schema VALUES (1);
+CREATE OR REPLACE FUNCTION memo_purge(before bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    floor_rev bigint;
+    gone uuid[];
+BEGIN
+    PERFORM 1 FROM memo_head h WHERE h.one FOR UPDATE;
+    SELECT f.revision INTO floor_rev FROM memo_floor f WHERE f.one;
+    SELECT coalesce(array_agg(DISTINCT c.id), '{}') INTO gone FROM memo_changes c
+        WHERE c.vkind = 4 AND c.update_micros < before;
+    DELETE FROM memo_changes WHERE id = ANY(gone) AND vkind > 0 AND revision <= floor_rev;
+    UPDATE memo_changes SET vkind = 0 WHERE id = ANY(gone) AND vkind > 0;
+    RETURN coalesce(array_length(gone, 1), 0);
+END
+$$;
 """
 
     /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
-    /// against the shared tables. Contents follow as one bytea parameter each, from `$8` on.
+    /// against the shared tables. Contents follow as one bytea parameter each, from `$14` on.
     static func write(count: Int) -> String {
-        let contents = (0..<count).map { "$\($0 + 8)::bytea" }.joined(separator: ",")
+        let contents = (0..<count).map { "$\($0 + 14)::bytea" }.joined(separator: ",")
         return "SELECT * FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint)"
+            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::text[], $9::text[], $10::bigint[], "
+            + "$11::boolean[], $12::integer, $13::boolean)"
     }
 
     /// The write function, made with the schema and replaced at every start (`PostgresSchema.ensure`), so that a
@@ -70,80 +129,162 @@ INSERT INTO memo_schema VALUES (1);
     static let writeFunction = """
 CREATE OR REPLACE FUNCTION memo_write(
     kinds smallint[], ids uuid[], contents bytea[], inserts bigint[], updates bigint[], expected bigint[],
-    now bigint, after bigint
+    now bigint, after bigint, names text[], serials text[], targets bigint[], merges boolean[], keep integer,
+    trash boolean
 ) RETURNS TABLE (
     o_status smallint, o_kind smallint, o_id uuid, o_content bytea, o_insert bigint, o_update bigint,
-    o_revision bigint
+    o_revision bigint, o_name text, o_serial text, o_restored boolean
 ) LANGUAGE plpgsql AS $$
 DECLARE
     head bigint;
     start_head bigint;
     last bigint;
+    floor_rev bigint;
     m memos%ROWTYPE;
     present boolean;
     ins bigint;
     upd bigint;
+    body bytea;
+    found_rev bigint;
+    cutoff bigint;
+    vk smallint;
 BEGIN
     SELECT h.revision, h.last_insert INTO head, last FROM memo_head h WHERE h.one FOR UPDATE;
+    SELECT f.revision INTO floor_rev FROM memo_floor f WHERE f.one;
     start_head := head;
     -- The other servers' changes since the caller's last one, committed before this lock was granted: the
     -- caller applies them with its own without a read of its own (status 5, first).
     IF head > after AND head - after <= 1000 THEN
-        RETURN QUERY SELECT 5::smallint, c.kind, c.id, c.content, c.insert_micros, c.update_micros, c.revision
-            FROM memo_changes c WHERE c.revision > after ORDER BY c.revision;
+        RETURN QUERY SELECT 5::smallint, c.kind, c.id, c.content, c.insert_micros, c.update_micros, c.revision,
+            c.author_name, c.author_serial, c.vkind = 3
+            FROM memo_changes c WHERE c.revision > after AND c.revision > floor_rev ORDER BY c.revision;
     END IF;
     FOR i IN 1 .. coalesce(array_length(kinds, 1), 0) LOOP
         SELECT * INTO m FROM memos WHERE memos.id = ids[i];
         present := FOUND;
-        IF kinds[i] = 1 THEN
-            IF present THEN
-                IF m.content = contents[i] THEN
-                    RETURN QUERY SELECT 1::smallint, 1::smallint, m.id, m.content, m.insert_micros,
-                        m.update_micros, m.revision;
-                ELSE
-                    RETURN QUERY SELECT 3::smallint, 1::smallint, m.id, NULL::bytea, NULL::bigint, NULL::bigint,
-                        m.revision;
+        body := contents[i];
+        vk := 0;
+        IF kinds[i] = 1 OR (kinds[i] = 4 AND NOT present) THEN
+            IF kinds[i] = 4 THEN
+                -- A restore from the trash: back under its id, at its insert date, with its last content or the
+                -- version asked for (status 8: not in the trash, 7: no such version, 3: not the expected delete).
+                SELECT c.revision, c.content, c.insert_micros INTO found_rev, body, ins FROM memo_changes c
+                    WHERE c.id = ids[i] AND c.vkind = 4 ORDER BY c.revision DESC LIMIT 1;
+                IF NOT FOUND THEN
+                    RETURN QUERY SELECT 8::smallint, 4::smallint, ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
+                        NULL::bigint, NULL::text, NULL::text, NULL::boolean;
+                    CONTINUE;
                 END IF;
-                CONTINUE;
-            END IF;
-            -- The insert clock: only a create without a date moves it (a client's dates never do), and it
-            -- stops at 9999-12-31, so that its step cannot overflow.
-            IF inserts[i] IS NULL THEN
-                ins := greatest(now, least(last, \(MemoDates.latestMicros - 1)) + 1);
-                last := ins;
+                IF expected[i] IS NOT NULL AND expected[i] <> found_rev THEN
+                    RETURN QUERY SELECT 3::smallint, 4::smallint, ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
+                        found_rev, NULL::text, NULL::text, NULL::boolean;
+                    CONTINUE;
+                END IF;
+                IF targets[i] IS NOT NULL THEN
+                    SELECT c.content INTO body FROM memo_changes c
+                        WHERE c.revision = targets[i] AND c.id = ids[i] AND c.vkind BETWEEN 1 AND 3;
+                    IF NOT FOUND THEN
+                        RETURN QUERY SELECT 7::smallint, 4::smallint, ids[i], NULL::bytea, NULL::bigint,
+                            NULL::bigint, targets[i], NULL::text, NULL::text, NULL::boolean;
+                        CONTINUE;
+                    END IF;
+                END IF;
+                upd := greatest(now, ins);
+                vk := 3;
             ELSE
-                ins := inserts[i];
-            END IF;
-            upd := coalesce(updates[i], greatest(now, ins));
-            IF upd < ins THEN
-                RETURN QUERY SELECT 4::smallint, 1::smallint, ids[i], NULL::bytea, ins, upd, NULL::bigint;
-                CONTINUE;
+                IF present THEN
+                    IF m.content = contents[i] THEN
+                        RETURN QUERY SELECT 1::smallint, 1::smallint, m.id, m.content, m.insert_micros,
+                            m.update_micros, m.revision, m.author_name, m.author_serial, false;
+                    ELSE
+                        RETURN QUERY SELECT 3::smallint, 1::smallint, m.id, NULL::bytea, NULL::bigint,
+                            NULL::bigint, m.revision, NULL::text, NULL::text, NULL::boolean;
+                    END IF;
+                    CONTINUE;
+                END IF;
+                -- The insert clock: only a create without a date moves it (a client's dates never do), and it
+                -- stops at 9999-12-31, so that its step cannot overflow.
+                IF inserts[i] IS NULL THEN
+                    ins := greatest(now, least(last, \(MemoDates.latestMicros - 1)) + 1);
+                    last := ins;
+                ELSE
+                    ins := inserts[i];
+                END IF;
+                upd := coalesce(updates[i], greatest(now, ins));
+                IF upd < ins THEN
+                    RETURN QUERY SELECT 4::smallint, 1::smallint, ids[i], NULL::bytea, ins, upd, NULL::bigint,
+                        NULL::text, NULL::text, NULL::boolean;
+                    CONTINUE;
+                END IF;
+                vk := 1;
             END IF;
             head := head + 1;
-            INSERT INTO memos VALUES (ids[i], contents[i], ins, upd, head);
-            INSERT INTO memo_changes VALUES (head, 1, ids[i], contents[i], ins, upd);
-            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], contents[i], ins, upd, head;
+            -- A memo back from the trash (or a new one under a trashed id) leaves the trash.
+            DELETE FROM memo_changes c WHERE c.id = ids[i] AND c.vkind = 4 AND c.revision <= floor_rev;
+            UPDATE memo_changes c SET vkind = 0 WHERE c.id = ids[i] AND c.vkind = 4;
+            INSERT INTO memos VALUES (ids[i], body, ins, upd, head, names[i], serials[i]);
+            INSERT INTO memo_changes VALUES (head, 1, ids[i], body, ins, upd, names[i], serials[i],
+                CASE WHEN keep > 0 THEN vk ELSE 0 END);
+            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], body, ins, upd, head, names[i], serials[i],
+                vk = 3;
         ELSIF NOT present THEN
             RETURN QUERY SELECT 2::smallint, kinds[i], ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
-                NULL::bigint;
+                NULL::bigint, NULL::text, NULL::text, NULL::boolean;
+            CONTINUE;
         ELSIF expected[i] IS NOT NULL AND expected[i] <> m.revision THEN
-            RETURN QUERY SELECT 3::smallint, kinds[i], m.id, NULL::bytea, NULL::bigint, NULL::bigint, m.revision;
-        ELSIF kinds[i] = 2 THEN
+            RETURN QUERY SELECT 3::smallint, kinds[i], m.id, NULL::bytea, NULL::bigint, NULL::bigint, m.revision,
+                NULL::text, NULL::text, NULL::boolean;
+            CONTINUE;
+        ELSIF kinds[i] = 2 OR kinds[i] = 4 THEN
+            vk := 2;
+            IF kinds[i] = 4 THEN
+                -- A restore of a live memo's version (status 6: no revision named, 7: no such version).
+                IF targets[i] IS NULL THEN
+                    RETURN QUERY SELECT 6::smallint, 4::smallint, m.id, NULL::bytea, NULL::bigint, NULL::bigint,
+                        m.revision, NULL::text, NULL::text, NULL::boolean;
+                    CONTINUE;
+                END IF;
+                SELECT c.content INTO body FROM memo_changes c
+                    WHERE c.revision = targets[i] AND c.id = m.id AND c.vkind BETWEEN 1 AND 3;
+                IF NOT FOUND THEN
+                    RETURN QUERY SELECT 7::smallint, 4::smallint, m.id, NULL::bytea, NULL::bigint, NULL::bigint,
+                        targets[i], NULL::text, NULL::text, NULL::boolean;
+                    CONTINUE;
+                END IF;
+                vk := 3;
+            END IF;
             head := head + 1;
-            UPDATE memos SET content = contents[i], update_micros = greatest(now, m.insert_micros),
-                revision = head WHERE memos.id = m.id;
-            INSERT INTO memo_changes VALUES (head, 2, m.id, contents[i], m.insert_micros,
-                greatest(now, m.insert_micros));
-            RETURN QUERY SELECT 0::smallint, 2::smallint, m.id, contents[i], m.insert_micros,
-                greatest(now, m.insert_micros), head;
+            UPDATE memos SET content = body, update_micros = greatest(now, m.insert_micros),
+                revision = head, author_name = names[i], author_serial = serials[i] WHERE memos.id = m.id;
+            INSERT INTO memo_changes VALUES (head, 2, m.id, body, m.insert_micros,
+                greatest(now, m.insert_micros), names[i], serials[i], CASE WHEN keep > 0 THEN vk ELSE 0 END);
+            RETURN QUERY SELECT 0::smallint, 2::smallint, m.id, body, m.insert_micros,
+                greatest(now, m.insert_micros), head, names[i], serials[i], vk = 3;
         ELSE
             head := head + 1;
             DELETE FROM memos WHERE memos.id = m.id;
-            -- A delete's change is dated when it happened (as the other stores date it).
+            -- A delete's change is dated when it happened (as the other stores date it), and is the memo's
+            -- trash entry; with no trash the memo's versions go now.
             INSERT INTO memo_changes VALUES (head, 3, m.id, m.content, m.insert_micros,
-                greatest(now, m.insert_micros));
+                greatest(now, m.insert_micros), names[i], serials[i], CASE WHEN trash THEN 4 ELSE 0 END);
+            IF NOT trash THEN
+                DELETE FROM memo_changes c WHERE c.id = m.id AND c.vkind > 0 AND c.revision <= floor_rev;
+                UPDATE memo_changes c SET vkind = 0 WHERE c.id = m.id AND c.vkind > 0;
+            END IF;
             RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros,
-                greatest(now, m.insert_micros), head;
+                greatest(now, m.insert_micros), head, names[i], serials[i], false;
+            CONTINUE;
+        END IF;
+        -- The memo's versions beyond the newest `keep` stop being versions.
+        IF keep > 0 THEN
+            SELECT c.revision INTO cutoff FROM memo_changes c WHERE c.id = ids[i] AND c.vkind BETWEEN 1 AND 3
+                ORDER BY c.revision DESC OFFSET keep LIMIT 1;
+            IF FOUND THEN
+                DELETE FROM memo_changes c WHERE c.id = ids[i] AND c.vkind BETWEEN 1 AND 3
+                    AND c.revision <= least(cutoff, floor_rev);
+                UPDATE memo_changes c SET vkind = 0 WHERE c.id = ids[i] AND c.vkind BETWEEN 1 AND 3
+                    AND c.revision <= cutoff;
+            END IF;
         END IF;
     END LOOP;
     IF head <> start_head THEN
@@ -158,11 +299,14 @@ $$;
         "BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_notify('\(channel)', '\(head)'); COMMIT"
     }
 
-    /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot).
+    /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot). Only the changes
+    /// above the floor: the rows below it are kept versions and trash entries, not the history.
     static let changesAfter = """
-        SELECT f.revision, c.revision, c.kind, c.id, c.content, c.insert_micros, c.update_micros
+        SELECT f.revision, c.revision, c.kind, c.id, c.content, c.insert_micros, c.update_micros, c.author_name,
+            c.author_serial, c.vkind
         FROM memo_floor f LEFT JOIN LATERAL (
-            SELECT * FROM memo_changes WHERE revision > $1::bigint ORDER BY revision LIMIT $2::bigint
+            SELECT * FROM memo_changes WHERE revision > $1::bigint AND revision > f.revision
+            ORDER BY revision LIMIT $2::bigint
         ) c ON true
         ORDER BY c.revision
         """

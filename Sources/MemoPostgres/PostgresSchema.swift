@@ -20,9 +20,13 @@ enum PostgresSchema {
                         "the database's memo schema is version \(version), newer than this memo-server knows "
                             + "(\(PostgresSQL.schemaVersion)): upgrade memo-server")
                 }
-                // This binary's write function (an older one let a client's date move the insert clock), and an
-                // insert clock such a date moved into the future set back to the latest insert date up to now.
-                try connection.execute(PostgresSQL.writeFunction)
+                if version < 2 {
+                    // Authors, versions and the trash, in this transaction: all of it or none.
+                    try connection.execute(PostgresSQL.upgradeToVersion2)
+                }
+                // This binary's functions (an older write function let a client's date move the insert clock),
+                // and an insert clock such a date moved into the future set back to the latest insert date up to now.
+                try connection.execute(PostgresSQL.writeFunction + PostgresSQL.pruneFunction)
                 _ = try connection.execute(
                     "UPDATE memo_head SET last_insert = (SELECT coalesce(max(insert_micros), 0) FROM memos "
                         + "WHERE insert_micros <= $1::bigint) WHERE one AND last_insert > $1::bigint",
@@ -50,7 +54,8 @@ enum PostgresSchema {
             let head = UInt64(heads.integer(0, 0))
             let floor = UInt64(heads.integer(0, 1))
             let memoRows = try connection.execute(
-                "SELECT id, content, insert_micros, update_micros, revision FROM memos", [])
+                "SELECT id, content, insert_micros, update_micros, revision, author_name, author_serial FROM memos",
+                [])
             var memos: [Memo] = []
             memos.reserveCapacity(memoRows.rowCount)
             for row in 0..<memoRows.rowCount {
@@ -58,11 +63,13 @@ enum PostgresSchema {
                     Memo(
                         id: memoRows.uuid(row, 0), content: memoRows.text(row, 1),
                         insertMicros: memoRows.integer(row, 2), updateMicros: memoRows.integer(row, 3),
-                        revision: UInt64(memoRows.integer(row, 4))))
+                        revision: UInt64(memoRows.integer(row, 4)),
+                        author: Author(name: memoRows.text(row, 5), serial: memoRows.text(row, 6))))
             }
             let start = max(floor, head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0)
             let changeRows = try connection.execute(
-                "SELECT revision, kind, id, content, insert_micros, update_micros FROM memo_changes "
+                "SELECT revision, kind, id, content, insert_micros, update_micros, author_name, author_serial, vkind "
+                    + "FROM memo_changes "
                     + "WHERE revision > $1::bigint ORDER BY revision", [.text(String(start))])
             var history = ChangeHistory(capacity: historyCapacity, head: start)
             for row in 0..<changeRows.rowCount {
@@ -79,7 +86,8 @@ enum PostgresSchema {
         }
     }
 
-    /// Decodes a `memo_changes` row whose columns start at `first`: revision, kind, id, content, insert, update.
+    /// Decodes a `memo_changes` row whose columns start at `first`: revision, kind, id, content, insert, update,
+    /// author name, author serial, vkind.
     static func change(_ rows: PGResult, _ row: Int, from first: Int) throws(MemoError) -> Change {
         let revision = UInt64(rows.integer(row, first))
         guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, first + 1))) else {
@@ -88,7 +96,7 @@ enum PostgresSchema {
         let memo = Memo(
             id: rows.uuid(row, first + 2), content: rows.text(row, first + 3),
             insertMicros: rows.integer(row, first + 4), updateMicros: rows.integer(row, first + 5),
-            revision: revision)
-        return Change(revision: revision, kind: kind, memo: memo)
+            revision: revision, author: Author(name: rows.text(row, first + 6), serial: rows.text(row, first + 7)))
+        return Change(revision: revision, kind: kind, memo: memo, restored: rows.integer(row, first + 8) == 3)
     }
 }

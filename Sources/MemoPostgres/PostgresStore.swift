@@ -30,6 +30,12 @@ public final class PostgresStore: StateBackedStore {
     let uri: String
     /// Batch sizes, commit times and the feed's progress, for `status`.
     let stats = PostgresStats()
+    /// The versions kept per memo and the trash's days (every server over one database should give the same).
+    public let versions: VersionPolicy
+    private let reader: PostgresVersionReader
+    /// How often this server purges the trash of what is older than its days (under the head lock, one server at
+    /// a time), in seconds.
+    public static let purgeIntervalSeconds = 60
 
     /// Connects to the database at `uri` (any libpq URI or connection string), creating the schema on first use,
     /// and loads the memos and the last `historyCapacity` changes in one snapshot.
@@ -51,9 +57,12 @@ public final class PostgresStore: StateBackedStore {
         recheckMillis: Int = 1_000,
         storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis,
         maxFeedLagMillis: Int = PostgresStore.defaultMaxFeedLagMillis,
+        versions: VersionPolicy = .standard,
         log: @escaping @Sendable (LogRecord) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
+        self.versions = versions
+        reader = PostgresVersionReader(uri: uri, timeoutMillis: storageTimeoutMillis, log: log)
         self.historyCapacity = historyCapacity
         self.storageTimeoutMillis = storageTimeoutMillis
         self.uri = uri
@@ -116,10 +125,13 @@ public final class PostgresStore: StateBackedStore {
         var handedOver = storeState.revision
         // The earliest deadline of a committed write waiting to be applied here: it is answered then at the latest.
         var waiterDeadline: DispatchTime?
+        var nextPurge = DispatchTime.now()
+        // Also due when the store's clock passed the interval (a test steps its clock by days).
+        var nextPurgeMicros = clock()
         while true {
             let (batch, finished) = queue.take(
                 limit: Self.maxBatch,
-                waitingUntil: min(connection == nil ? writerLink.nextAttempt : .distantFuture,
+                waitingUntil: min(connection == nil ? writerLink.nextAttempt : nextPurge,
                                   waiterDeadline ?? .distantFuture))
             if !batch.isEmpty {
                 // Each write is answered within the storage timeout of its submission: the batch's deadline is its
@@ -158,10 +170,16 @@ public final class PostgresStore: StateBackedStore {
                 connection = writerLink.connect(listening: false)
             }
             if let current = connection, !prune(on: current, prunedUpTo: &prunedUpTo) { connection = nil }
+            if let current = connection, nextPurge <= .now() || clock() >= nextPurgeMicros {
+                if !purge(on: current) { connection = nil }
+                nextPurge = .now() + .seconds(Self.purgeIntervalSeconds)
+                nextPurgeMicros = clock() + Int64(Self.purgeIntervalSeconds) * 1_000_000
+            }
             waiterDeadline = feed.expireWaiters()
             if finished { break }
         }
         feed.stop()
+        reader.close()
         storeState.close()
         queue.writerStopped()
     }
@@ -214,7 +232,8 @@ public final class PostgresStore: StateBackedStore {
                 let rows = try connection.execute(
                     PostgresSQL.write(count: sent.count),
                     WriteCall.parameters(
-                        sent.map { batch[$0].op }, clock(), after: max(storeState.revision, handedOver)),
+                        sent.map { batch[$0].op }, clock(), after: max(storeState.revision, handedOver),
+                        policy: versions),
                     deadline: deadline)
                 stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
@@ -304,7 +323,32 @@ public final class PostgresStore: StateBackedStore {
         }
     }
 
+    /// Purges the trash of the memos deleted longer ago than the policy's days, with their versions.
+    /// - Returns: false when the connection broke (or timed out) meanwhile.
+    private func purge(on connection: PGConnection) -> Bool {
+        do throws(PGError) {
+            _ = try connection.execute(
+                "SELECT memo_purge($1::bigint)", [.text(String(versions.purgeBefore(nowMicros: clock())))])
+            return true
+        } catch {
+            if error.connectionLost { writerLink.lost(error) }
+            return !error.connectionLost
+        }
+    }
+
     // MARK: ServingStore
+
+    public func history(
+        id: UUID, limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
+    ) {
+        reader.history(id: id, limit: limit, before: before, completion: completion)
+    }
+
+    public func trash(
+        limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<TrashPage, MemoError>) -> Void
+    ) {
+        reader.trash(limit: limit, before: before, completion: completion)
+    }
 
     public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
         queue.submit(ops, completion: completion)

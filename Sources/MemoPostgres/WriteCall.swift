@@ -11,46 +11,85 @@ enum WriteCall {
         case invalidDates = 4
         /// Not a write's row: another server's change that came before this call's (they lead the result).
         case earlier = 5
+        /// A restore of a live memo that names no revision.
+        case restoreNeedsRevision = 6
+        /// A restore of a version that is not kept (never one of this memo's, or purged); its revision follows.
+        case versionNotKept = 7
+        /// A restore of a memo that is neither live nor in the trash.
+        case notInTrash = 8
     }
 
-    /// Kinds, ids, insert dates, update dates, expected revisions and the time as text arrays, then each content
-    /// in binary.
+    /// Kinds, ids, insert dates, update dates, expected revisions and the time as text arrays, then the authors,
+    /// restore targets, merge flags and the version policy, then each content in binary.
     /// - Parameter after: the last revision the caller applied; the other servers' changes after it come back.
-    static func parameters(_ ops: [WriteOp], _ nowMicros: Int64, after: UInt64) -> [PGParameter] {
+    static func parameters(
+        _ ops: [WriteOp], _ nowMicros: Int64, after: UInt64, policy: VersionPolicy
+    ) -> [PGParameter] {
         var kinds: [String] = []
         var ids: [String] = []
         var inserts: [String] = []
         var updates: [String] = []
         var expected: [String] = []
         var contents: [PGParameter] = []
+        var names: [String] = []
+        var serials: [String] = []
+        var targets: [String] = []
+        var merges: [String] = []
         for op in ops {
+            names.append(quoted(op.author.name))
+            serials.append(quoted(op.author.serial))
+            var target = "NULL"
+            var merge = "f"
             switch op {
-            case .create(let id, let content, let insert, let update):
+            case .create(let id, let content, let insert, let update, _):
                 kinds.append("1")
                 ids.append(id.uuidString)
                 inserts.append(insert.map(String.init) ?? "NULL")
                 updates.append(update.map(String.init) ?? "NULL")
                 expected.append("NULL")
                 contents.append(.binary(Array(content.utf8)))
-            case .update(let id, let content, let revision):
+            case .update(let id, let content, let revision, let merging, _):
+                merge = merging ? "t" : "f"
                 kinds.append("2")
                 ids.append(id.uuidString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 contents.append(.binary(Array(content.utf8)))
-            case .delete(let id, let revision):
+            case .delete(let id, let revision, _):
                 kinds.append("3")
                 ids.append(id.uuidString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 contents.append(.binary([]))
+            case .restore(let id, let wanted, let revision, _):
+                kinds.append("4")
+                ids.append(id.uuidString)
+                inserts.append("NULL")
+                updates.append("NULL")
+                expected.append(revision.map(Self.bigint) ?? "NULL")
+                target = wanted.map(Self.bigint) ?? "NULL"
+                contents.append(.binary([]))
             }
+            targets.append(target)
+            merges.append(merge)
         }
         func array(_ items: [String]) -> PGParameter { .text("{" + items.joined(separator: ",") + "}") }
         return [array(kinds), array(ids), array(inserts), array(updates), array(expected), .text(String(nowMicros)),
-                .text(String(after))] + contents
+                .text(String(after)), array(names), array(serials), array(targets), array(merges),
+                .text(String(policy.keep)), .text(policy.trashDays > 0 ? "t" : "f")] + contents
+    }
+
+    /// An element of a text array literal: quoted, with backslashes and quotes escaped (a certificate's name may
+    /// hold any character, and an empty one must not read as NULL).
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for character in text.unicodeScalars {
+            if character == "\\" || character == "\"" { out.unicodeScalars.append("\\") }
+            out.unicodeScalars.append(character)
+        }
+        return out + "\""
     }
 
     /// A revision no memo can be at stands for one beyond bigint, so that it is a conflict, not an SQL error
@@ -64,14 +103,17 @@ enum WriteCall {
         var changes: [Change] = []
         for row in 0..<rows.rowCount where rows.integer(row, 0) == Status.earlier.rawValue {
             guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else { break }
-            changes.append(Change(revision: UInt64(rows.integer(row, 6)), kind: kind, memo: memo(rows, row)))
+            changes.append(Change(
+                revision: UInt64(rows.integer(row, 6)), kind: kind, memo: memo(rows, row),
+                restored: rows.integer(row, 9) != 0))
         }
         return changes
     }
 
     private static func memo(_ rows: PGResult, _ row: Int) -> Memo {
         Memo(id: rows.uuid(row, 2), content: rows.text(row, 3), insertMicros: rows.integer(row, 4),
-             updateMicros: rows.integer(row, 5), revision: UInt64(rows.integer(row, 6)))
+             updateMicros: rows.integer(row, 5), revision: UInt64(rows.integer(row, 6)),
+             author: Author(name: rows.text(row, 7), serial: rows.text(row, 8)))
     }
 
     /// The outcome of `op` from row `row` of the call's result.
@@ -79,15 +121,23 @@ enum WriteCall {
         guard row < rows.rowCount, let status = Status(rawValue: rows.integer(row, 0)) else {
             return .failure(.storage("memo_write answered \(rows.rowCount) rows, not one per write"))
         }
-        let id: UUID
+        let id = op.id
         let expected: UInt64?
         switch op {
-        case .create(let opID, _, _, _): (id, expected) = (opID, nil)
-        case .update(let opID, _, let revision), .delete(let opID, let revision): (id, expected) = (opID, revision)
+        case .create: expected = nil
+        case .update(_, _, let revision, _, _), .delete(_, let revision, _), .restore(_, _, let revision, _):
+            expected = revision
         }
         switch status {
         case .notFound:
             return .failure(.notFound(id))
+        case .restoreNeedsRevision:
+            return .failure(.invalidArgument(
+                "memo \(id.uuidString.lowercased()) is not deleted: name the revision to restore"))
+        case .versionNotKept:
+            return .failure(.versionNotFound(id: id, reason: WritePlanner.notKept(UInt64(rows.integer(row, 6)))))
+        case .notInTrash:
+            return .failure(.versionNotFound(id: id, reason: WritePlanner.notInTrash))
         case .conflict:
             return .failure(.conflict(id: id, expected: expected, actual: UInt64(rows.integer(row, 6))))
         case .invalidDates:
@@ -102,7 +152,8 @@ enum WriteCall {
             guard let kind = ChangeKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else {
                 return .failure(.storage("memo_write answered an unknown change kind"))
             }
-            return .success(.change(Change(revision: memo.revision, kind: kind, memo: memo)))
+            return .success(.change(Change(
+                revision: memo.revision, kind: kind, memo: memo, restored: rows.integer(row, 9) != 0)))
         }
     }
 }

@@ -8,7 +8,7 @@ enum SQLiteMigration {
     /// that is not part of the history (`SQLiteSchema.carriedKind`).
     static func upgradeFromVersion1(_ database: SQLiteDatabase) throws(MemoError) {
         try database.execute("""
-            CREATE TABLE changes_v2 \(SQLiteSchema.changesTable);
+            CREATE TABLE changes_v2 \(SQLiteSchema.version2ChangesTable);
             INSERT INTO changes_v2 (revision, current, kind, id, insert_us, update_us, content)
                 SELECT revision, 0, kind, id, insert_us, update_us, content FROM changes;
             INSERT INTO changes_v2 (revision, current, kind, id, insert_us, update_us, content)
@@ -32,8 +32,26 @@ enum SQLiteMigration {
             DROP TABLE memos;
             DROP TABLE changes;
             ALTER TABLE changes_v2 RENAME TO changes;
+            UPDATE meta SET value = 2 WHERE key = 'schema';
+            INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', 2), ('head', 0);
+            """)
+    }
+
+    /// Version 3 records each change's author and keeps versions and a trash (see `SQLiteSchema`). Every memo's
+    /// versions start with its current row (kind create when that row is its create, update otherwise; author
+    /// empty), and each memo whose last delete is still in the history goes to the trash, dated by that delete.
+    static func upgradeFromVersion2(_ database: SQLiteDatabase) throws(MemoError) {
+        try database.execute("""
+            ALTER TABLE changes ADD COLUMN author TEXT NOT NULL DEFAULT '';
+            ALTER TABLE changes ADD COLUMN serial TEXT NOT NULL DEFAULT '';
+            ALTER TABLE changes ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+            UPDATE changes SET version = CASE kind WHEN \(ChangeKind.created.rawValue) THEN \(VersionKind.create.rawValue)
+                ELSE \(VersionKind.update.rawValue) END WHERE current = 1;
+            UPDATE changes SET version = \(SQLiteSchema.trashVersion) WHERE kind = \(ChangeKind.deleted.rawValue)
+                AND revision IN (SELECT MAX(revision) FROM changes GROUP BY id)
+                AND id NOT IN (SELECT id FROM changes WHERE current = 1);
+            \(SQLiteSchema.versionIndexes)
             UPDATE meta SET value = \(SQLiteSchema.version) WHERE key = 'schema';
-            INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', \(SQLiteSchema.version)), ('head', 0);
             """)
     }
 

@@ -8,24 +8,45 @@ import MemoModel
 ///   Rows that are not current are the history, kept for the last `historyCapacity` revisions at least; a current
 ///   row stays as long as its memo does, however old. `kind` 0 marks a row that carries a memo but is not a
 ///   change of the history: a memo carried over from version 1 whose change had already been trimmed.
+/// - Version 3 adds to each row its `author` and `serial` (the change's author; empty before version 3) and
+///   `version`: 0 for a row that is not a kept version, 1, 2 or 3 (`VersionKind`: create, update, restore) for one
+///   of a memo's last `--versions` versions, and 4 (`trashVersion`) for the delete of a memo in the trash. A row
+///   that is a version or in the trash stays, whatever the history's bound, until it stops being one (a newer
+///   version pushes it out, or the trash is purged); then it goes with the history's next trim, or at once when it
+///   is already older than the history.
 /// - `meta`: `schema` (the format version) and `head`, the revision of the last committed change as of the last
 ///   trim. Between trims the head is the newest revision in `changes` (trimming always keeps the newest), so a
 ///   transaction does not rewrite the meta page; the head is the larger of the two.
 final class SQLiteSchema {
-    static let version: Int64 = 2
+    static let version: Int64 = 3
     /// The `kind` of a row that only carries a memo (see the type's comment).
     static let carriedKind: Int64 = 0
+    /// The `version` of a delete whose memo is in the trash.
+    static let trashVersion: Int64 = 4
+
+    /// Version 2's table, which the upgrade from version 1 makes before it upgrades to version 3.
+    static let version2ChangesTable = """
+        (revision INTEGER PRIMARY KEY, current INTEGER NOT NULL, kind INTEGER NOT NULL, id BLOB NOT NULL,
+         insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, content TEXT NOT NULL)
+        """
 
     static let changesTable = """
         (revision INTEGER PRIMARY KEY, current INTEGER NOT NULL, kind INTEGER NOT NULL, id BLOB NOT NULL,
-         insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, content TEXT NOT NULL)
+         insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, content TEXT NOT NULL,
+         author TEXT NOT NULL DEFAULT '', serial TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 0)
+        """
+
+    /// A memo's versions and trash entry by id, and the trash by revision.
+    static let versionIndexes = """
+        CREATE INDEX changes_versions ON changes (id, revision) WHERE version > 0;
+        CREATE INDEX changes_trash ON changes (revision) WHERE version = 4;
         """
 
     let database: SQLiteDatabase
     let historyCapacity: Int
 
-    /// Opens the schema: creates it in a new file, upgrades a version 1 file in place (in one transaction), and
-    /// refuses a version it does not know, naming it.
+    /// Opens the schema: creates it in a new file, upgrades a version 1 or 2 file in place (in one transaction),
+    /// and refuses a version it does not know, naming it.
     init(database: SQLiteDatabase, historyCapacity: Int) throws(MemoError) {
         self.database = database
         self.historyCapacity = historyCapacity
@@ -39,18 +60,24 @@ final class SQLiteSchema {
             try transaction { () throws(MemoError) in
                 try database.execute("""
                     CREATE TABLE changes \(Self.changesTable);
+                    \(Self.versionIndexes)
                     INSERT INTO meta (key, value) VALUES ('schema', \(Self.version)), ('head', 0);
                     """)
             }
         case 1:
-            try transaction { () throws(MemoError) in try SQLiteMigration.upgradeFromVersion1(database) }
+            try transaction { () throws(MemoError) in
+                try SQLiteMigration.upgradeFromVersion1(database)
+                try SQLiteMigration.upgradeFromVersion2(database)
+            }
+        case 2:
+            try transaction { () throws(MemoError) in try SQLiteMigration.upgradeFromVersion2(database) }
         case Self.version:
             break
         case let version?:
             let newer = version > Self.version ? ", made by a newer memo-server" : ""
             throw .storage("""
                 \(database.path) has schema version \(version)\(newer); this memo-server reads version \
-                \(Self.version) and upgrades version 1: use a memo-server that knows version \(version)
+                \(Self.version) and upgrades versions 1 and 2: use a memo-server that knows version \(version)
                 """)
         }
     }
@@ -109,13 +136,15 @@ final class SQLiteSchema {
         changes.reserveCapacity(Int(min(UInt64(historyCapacity), head)))
         var oldestFormer = UInt64.max
         let select = try database.prepare(
-            "SELECT revision, current, kind, id, insert_us, update_us, content FROM changes ORDER BY revision")
+            "SELECT revision, current, kind, id, insert_us, update_us, content, author, serial, version FROM changes "
+                + "ORDER BY revision")
         while try select.step() {
             let revision = UInt64(select.int64(0))
             let current = select.int64(1) != 0
             let kindValue = select.int64(2)
             let inHistory = revision > oldest && kindValue != Self.carriedKind
-            if !current { oldestFormer = min(oldestFormer, revision) }
+            let kept = select.int64(9) != 0
+            if !current && !kept { oldestFormer = min(oldestFormer, revision) }
             // Most rows of a large store are older memos' current rows or trimmed-to-be history: only what is kept
             // is decoded.
             guard current || inHistory else { continue }
@@ -124,10 +153,11 @@ final class SQLiteSchema {
             else { throw .storage("\(database.path): change \(revision) is malformed") }
             let memo = Memo(
                 id: id, content: select.string(6), insertMicros: select.int64(4), updateMicros: select.int64(5),
-                revision: revision)
+                revision: revision, author: Author(name: select.string(7), serial: select.string(8)))
             if current { memos.append(memo) }
             if inHistory, let kind = ChangeKind(rawValue: UInt8(kindValue)) {
-                changes.append(Change(revision: revision, kind: kind, memo: memo))
+                let restored = select.int64(9) == Int64(VersionKind.restore.rawValue)
+                changes.append(Change(revision: revision, kind: kind, memo: memo, restored: restored))
             }
         }
         select.reset()

@@ -24,6 +24,11 @@ public final class SQLiteStore: StateBackedStore {
     private let lock: StoreLock
     /// Room kept on the disk for deletes (`PATH-reserve`), released when the disk fills; writer thread only.
     private let reserve: DiskReserve
+    /// The versions kept per memo and the trash's days.
+    public let versions: VersionPolicy
+    private let reader: SQLiteVersionReader
+    /// How often the writer purges the trash of what is older than its days, in seconds.
+    public static let purgeIntervalSeconds = 60
 
     /// The reserve's size when none is given: room for a checkpoint of the whole log and then the deletes of a
     /// few thousand small memos.
@@ -52,10 +57,12 @@ public final class SQLiteStore: StateBackedStore {
         path: String,
         historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
         reserveBytes: Int = SQLiteStore.defaultReserveBytes,
-        clock: @escaping @Sendable () -> Int64 = { Date().unixMicros }
+        clock: @escaping @Sendable () -> Int64 = { Date().unixMicros },
+        versions: VersionPolicy = .standard
     ) throws(MemoError) {
         self.path = path
         self.clock = clock
+        self.versions = versions
         reserve = DiskReserve(path: path + "-reserve", size: reserveBytes)
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty, !FileManager.default.fileExists(atPath: folder) {
@@ -84,9 +91,10 @@ public final class SQLiteStore: StateBackedStore {
         // pages below its heap top resident unless asked, and a server's memory is measured from here.
         malloc_trim(0)
         // The writer thread owns the connection from here on.
-        let writer = try SQLiteWriter(schema: schema, trimmed: loaded.trimmed) { [storeState] id in
+        let writer = try SQLiteWriter(schema: schema, trimmed: loaded.trimmed, policy: versions) { [storeState] id in
             (try? storeState.read { table in table.memo(id)?.revision }) ?? nil
         }
+        reader = try SQLiteVersionReader(path: path)
         let thread = Thread { [self] in self.run(writer) }
         thread.name = "memo-sqlite-writer"
         thread.start()
@@ -95,11 +103,21 @@ public final class SQLiteStore: StateBackedStore {
     // MARK: Writer
 
     private func run(_ writer: SQLiteWriter) {
+        var nextPurge = DispatchTime.now()
+        // Also due when the store's clock passed the interval (a test steps its clock by days).
+        var nextPurgeMicros = clock()
         while true {
-            let (batch, finished) = queue.take(limit: Self.maxBatch)
+            let (batch, finished) = queue.take(limit: Self.maxBatch, waitingUntil: nextPurge)
             if !batch.isEmpty { commit(batch, with: writer) }
+            if nextPurge <= .now() || clock() >= nextPurgeMicros {
+                // A failed pass (a full disk) is tried again at the next.
+                _ = try? writer.purgeTrash(deletedBefore: versions.purgeBefore(nowMicros: clock()))
+                nextPurge = .now() + .seconds(Self.purgeIntervalSeconds)
+                nextPurgeMicros = clock() + Int64(Self.purgeIntervalSeconds) * 1_000_000
+            }
             if finished { break }
         }
+        reader.close()
         writer.close()
         lock.release()
         storeState.close()
@@ -132,11 +150,12 @@ public final class SQLiteStore: StateBackedStore {
             let refusal = MemoError.storageFull("\(path): database or disk is full; deletes still work, other writes "
                 + "resume once the disk has \(reserve.resumeBytes) bytes free")
             results = Array(repeating: .failure(refusal), count: ops.count)
-            for (index, result) in zip(deletes, storeState.plan(deletes.map { ops[$0] }, nowMicros: clock())) {
+            for (index, result) in zip(deletes, storeState.plan(
+                deletes.map { ops[$0] }, nowMicros: clock(), lookup: writer.lookup)) {
                 results[index] = result
             }
         } else {
-            results = storeState.plan(ops, nowMicros: clock())
+            results = storeState.plan(ops, nowMicros: clock(), lookup: writer.lookup)
         }
         let changes = results.compactMap { result -> Change? in
             if case .success(.change(let change)) = result { return change }
@@ -169,6 +188,18 @@ public final class SQLiteStore: StateBackedStore {
 
     public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
         queue.submit(ops, completion: completion)
+    }
+
+    public func history(
+        id: UUID, limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
+    ) {
+        reader.history(id: id, limit: limit, before: before, completion: completion)
+    }
+
+    public func trash(
+        limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<TrashPage, MemoError>) -> Void
+    ) {
+        reader.trash(limit: limit, before: before, completion: completion)
     }
 
     /// Commits every write already submitted, closes the file and stops the watchers. Safe to call twice.

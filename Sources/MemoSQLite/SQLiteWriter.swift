@@ -2,9 +2,11 @@ import Foundation
 import MemoModel
 /// Writes committed batches.
 ///
-/// Each change is one row written with its content; an update or a delete also clears the `current` mark of the
-/// memo's previous row (found by its revision, which the store's table knows), or deletes that row when it is
-/// already older than the history.
+/// Each change is one row written with its content and author; an update or a delete also clears the `current`
+/// mark of the memo's previous row (found by its revision, which the store's table knows), or deletes that row
+/// when it is already older than the history and not a kept version. A create or an update is marked as a version
+/// (and the memo's oldest version beyond the policy's count stops being one); a delete is marked as in the trash
+/// (or, with no trash days, forgets the memo's versions at once).
 // @unchecked Sendable: the store makes it on the opening thread and hands it to its writer thread, the only
 // thread that touches it (and its connection) from then on.
 final class SQLiteWriter: @unchecked Sendable {
@@ -17,6 +19,17 @@ final class SQLiteWriter: @unchecked Sendable {
     private let drop: SQLiteStatement
     private let setHead: SQLiteStatement
     private let trim: SQLiteStatement
+    private let leaveTrash: SQLiteStatement
+    private let dropLeftTrash: SQLiteStatement
+    private let nthVersion: SQLiteStatement
+    private let dropVersions: SQLiteStatement
+    private let unmarkVersions: SQLiteStatement
+    private let dropKept: SQLiteStatement
+    private let unmarkKept: SQLiteStatement
+    private let findVersion: SQLiteStatement
+    private let findTrashed: SQLiteStatement
+    private let expired: SQLiteStatement
+    let policy: VersionPolicy
     private var writesSinceTrim = 0
     /// No row at or below this revision is one that is not current (see `SQLiteSchema.Loaded.trimmed`).
     private var trimmed: UInt64
@@ -26,9 +39,11 @@ final class SQLiteWriter: @unchecked Sendable {
     private let committedRevision: (UUID) -> UInt64?
 
     init(
-        schema: SQLiteSchema, trimmed: UInt64, committedRevision: @escaping (UUID) -> UInt64?
+        schema: SQLiteSchema, trimmed: UInt64, policy: VersionPolicy,
+        committedRevision: @escaping (UUID) -> UInt64?
     ) throws(MemoError) {
         self.schema = schema
+        self.policy = policy
         self.trimmed = trimmed
         self.committedRevision = committedRevision
         let db = schema.database
@@ -36,13 +51,92 @@ final class SQLiteWriter: @unchecked Sendable {
         commit = try db.prepare("COMMIT")
         rollback = try db.prepare("ROLLBACK")
         insertChange = try db.prepare("""
-            INSERT INTO changes (revision, current, kind, id, insert_us, update_us, content)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO changes (revision, current, kind, id, insert_us, update_us, content, author, serial, version)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         retire = try db.prepare("UPDATE changes SET current = 0 WHERE revision = ? AND current = 1")
-        drop = try db.prepare("DELETE FROM changes WHERE revision = ? AND current = 1")
+        drop = try db.prepare("DELETE FROM changes WHERE revision = ? AND current = 1 AND version = 0")
         setHead = try db.prepare("UPDATE meta SET value = ? WHERE key = 'head'")
-        trim = try db.prepare("DELETE FROM changes WHERE revision > ? AND revision <= ? AND current = 0")
+        trim = try db.prepare(
+            "DELETE FROM changes WHERE revision > ? AND revision <= ? AND current = 0 AND version = 0")
+        leaveTrash = try db.prepare("UPDATE changes SET version = 0 WHERE id = ? AND version = 4")
+        dropLeftTrash = try db.prepare("DELETE FROM changes WHERE id = ? AND version = 4 AND revision <= ?")
+        nthVersion = try db.prepare(
+            "SELECT revision FROM changes WHERE id = ? AND version BETWEEN 1 AND 3 ORDER BY revision DESC "
+                + "LIMIT 1 OFFSET ?")
+        dropVersions = try db.prepare(
+            "DELETE FROM changes WHERE id = ? AND version BETWEEN 1 AND 3 AND current = 0 AND revision <= ?")
+        unmarkVersions = try db.prepare(
+            "UPDATE changes SET version = 0 WHERE id = ? AND version BETWEEN 1 AND 3 AND revision <= ?")
+        dropKept = try db.prepare("DELETE FROM changes WHERE id = ? AND current = 0 AND version > 0 AND revision <= ?")
+        unmarkKept = try db.prepare("UPDATE changes SET version = 0 WHERE id = ? AND current = 0 AND version > 0")
+        findVersion = try db.prepare(
+            "SELECT version, update_us, author, serial, content FROM changes "
+                + "WHERE revision = ? AND id = ? AND version BETWEEN 1 AND 3")
+        findTrashed = try db.prepare(
+            "SELECT revision, insert_us, update_us, author, serial, content FROM changes "
+                + "WHERE id = ? AND version = 4 ORDER BY revision DESC LIMIT 1")
+        expired = try db.prepare("SELECT id FROM changes WHERE version = 4 AND update_us < ?")
+    }
+
+    /// The planner's reads of the file: a kept version, a trash entry (on the writer thread, before the batch).
+    var lookup: VersionLookup {
+        VersionLookup(version: { [self] id, revision in
+            findVersion.bind(1, Int64(clamping: revision))
+            findVersion.bind(2, id.bytes)
+            defer { findVersion.reset() }
+            guard (try? findVersion.step()) == true,
+                  let kind = VersionKind(rawValue: UInt8(truncatingIfNeeded: findVersion.int64(0))) else { return nil }
+            return MemoVersion(
+                id: id, revision: revision, kind: kind, micros: findVersion.int64(1),
+                author: Author(name: findVersion.string(2), serial: findVersion.string(3)),
+                content: findVersion.string(4))
+        }, trashed: { [self] id in
+            findTrashed.bind(1, id.bytes)
+            defer { findTrashed.reset() }
+            guard (try? findTrashed.step()) == true else { return nil }
+            let revision = UInt64(findTrashed.int64(0))
+            let author = Author(name: findTrashed.string(3), serial: findTrashed.string(4))
+            let memo = Memo(
+                id: id, content: findTrashed.string(5), insertMicros: findTrashed.int64(1),
+                updateMicros: findTrashed.int64(2), revision: revision, author: author)
+            return TrashEntry(memo: memo, revision: revision, deletedMicros: memo.updateMicros, deletedBy: author)
+        })
+    }
+
+    /// Purges the trash of the memos deleted before `cutoffMicros`, with their versions, in one transaction.
+    /// - Returns: how many memos were purged.
+    @discardableResult
+    func purgeTrash(deletedBefore cutoffMicros: Int64) throws(MemoError) -> Int {
+        expired.bind(1, cutoffMicros)
+        var ids: [UUID] = []
+        do throws(MemoError) {
+            while try expired.step() { if let id = expired.uuid(0) { ids.append(id) } }
+            expired.reset()
+        } catch {
+            expired.reset()
+            throw error
+        }
+        guard !ids.isEmpty else { return 0 }
+        try begin.run()
+        do throws(MemoError) {
+            for id in ids { try forget(id) }
+            try commit.run()
+        } catch {
+            try? rollback.run()
+            throw error
+        }
+        return ids.count
+    }
+
+    /// Memo `id` (deleted) keeps no version and leaves the trash: its rows go now when older than the history,
+    /// with the history's trim otherwise.
+    private func forget(_ id: UUID) throws(MemoError) {
+        dropKept.bind(1, id.bytes)
+        dropKept.bind(2, Int64(trimmed))
+        try dropKept.run()
+        unmarkKept.bind(1, id.bytes)
+        try unmarkKept.run()
     }
 
     /// Commits `changes` in one transaction; on any error nothing of them is stored.
@@ -87,7 +181,22 @@ final class SQLiteWriter: @unchecked Sendable {
 
     private func write(_ change: Change) throws(MemoError) {
         let memo = change.memo
-        if change.kind != .created { try retirePrevious(of: memo.id) }
+        if change.kind == .created {
+            // A memo back from the trash (or a new one under a trashed id) leaves the trash.
+            dropLeftTrash.bind(1, memo.id.bytes)
+            dropLeftTrash.bind(2, Int64(trimmed))
+            try dropLeftTrash.run()
+            leaveTrash.bind(1, memo.id.bytes)
+            try leaveTrash.run()
+        } else {
+            try retirePrevious(of: memo.id)
+        }
+        let version: Int64
+        if change.kind == .deleted {
+            version = policy.trashDays > 0 ? SQLiteSchema.trashVersion : 0
+        } else {
+            version = policy.keep > 0 ? Int64(change.versionKind?.rawValue ?? 0) : 0
+        }
         insertChange.bind(1, Int64(change.revision))
         insertChange.bind(2, change.kind == .deleted ? 0 : 1)
         insertChange.bind(3, Int64(change.kind.rawValue))
@@ -95,8 +204,40 @@ final class SQLiteWriter: @unchecked Sendable {
         insertChange.bind(5, memo.insertMicros)
         insertChange.bind(6, memo.updateMicros)
         insertChange.bind(7, memo.content)
+        insertChange.bind(8, memo.author.name)
+        insertChange.bind(9, memo.author.serial)
+        insertChange.bind(10, version)
         try insertChange.run()
         pendingRevisions[UUIDKey(memo.id)] = change.revision
+        if change.kind == .deleted, version == 0 {
+            try forget(memo.id)
+        } else if change.kind != .deleted, version != 0, change.kind == .updated || change.restored {
+            try capVersions(of: memo.id)
+        }
+    }
+
+    /// The memo's versions beyond the newest `policy.keep` stop being versions.
+    private func capVersions(of id: UUID) throws(MemoError) {
+        nthVersion.bind(1, id.bytes)
+        nthVersion.bind(2, Int64(policy.keep))
+        let cutoff: Int64
+        do throws(MemoError) {
+            guard try nthVersion.step() else {
+                nthVersion.reset()
+                return
+            }
+            cutoff = nthVersion.int64(0)
+            nthVersion.reset()
+        } catch {
+            nthVersion.reset()
+            throw error
+        }
+        dropVersions.bind(1, id.bytes)
+        dropVersions.bind(2, min(cutoff, Int64(trimmed)))
+        try dropVersions.run()
+        unmarkVersions.bind(1, id.bytes)
+        unmarkVersions.bind(2, cutoff)
+        try unmarkVersions.run()
     }
 
     /// The memo's row so far stops being its current one: it stays as history, or goes when older than that.
@@ -104,9 +245,15 @@ final class SQLiteWriter: @unchecked Sendable {
         guard let previous = pendingRevisions[UUIDKey(id)] ?? committedRevision(id) else {
             throw .storage("\(schema.database.path): no row for memo \(id.uuidString.lowercased())")
         }
-        let statement = previous <= trimmed ? drop : retire
+        var statement = previous <= trimmed ? drop : retire
         statement.bind(1, Int64(previous))
         try statement.run()
+        if schema.database.changedRows == 0, statement === drop {
+            // A kept version: it stays, no longer current.
+            statement = retire
+            statement.bind(1, Int64(previous))
+            try statement.run()
+        }
         guard schema.database.changedRows == 1 else {
             throw .storage("\(schema.database.path): no current row \(previous) for memo \(id.uuidString.lowercased())")
         }

@@ -365,9 +365,9 @@ struct WriteTarget {
 
     init(_ op: WriteOp) {
         switch op {
-        case .create(let id, _, _, _): (kind, self.id) = (.create, id)
-        case .update(let id, _, _): (kind, self.id) = (.update, id)
-        case .delete(let id, _): (kind, self.id) = (.delete, id)
+        case .create(let id, _, _, _, _): (kind, self.id) = (.create, id)
+        case .update(let id, _, _, _, _), .restore(let id, _, _, _): (kind, self.id) = (.update, id)
+        case .delete(let id, _, _): (kind, self.id) = (.delete, id)
         }
     }
 }

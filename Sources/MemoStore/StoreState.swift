@@ -20,6 +20,9 @@ public final class StoreState: Sendable {
         var nextObserver: UInt64 = 0
         /// The insert clock of the writes planned here (see `WritePlanner.lastInsertMicros`).
         var lastInsertMicros: Int64
+        /// The kept versions and trash, when this state keeps them itself (the memory store); the durable stores
+        /// keep theirs in their database and pass their lookup to `plan`.
+        var shelf: VersionShelf?
     }
 
     private let inner: Mutex<Inner>
@@ -28,10 +31,15 @@ public final class StoreState: Sendable {
     /// - Parameter nowMicros: the real time of opening (not a store's clock, which tests may step on each call).
     ///   The insert clock starts at the latest insert date not after it: dates in the future are a client's (an
     ///   import), not the clock's, and must not move it.
-    public init(table: MemoTable, history: ChangeHistory, nowMicros: Int64 = Date().unixMicros) {
+    /// - Parameter versions: the policy of versions and trash this state keeps in memory (the memory store's);
+    ///   nil when the store keeps them elsewhere.
+    public init(
+        table: MemoTable, history: ChangeHistory, nowMicros: Int64 = Date().unixMicros, versions: VersionPolicy? = nil
+    ) {
         precondition(table.revision == history.head, "the history must end at the table's revision")
         let clock = table.latestInsert(notAfter: nowMicros)
-        inner = Mutex(Inner(table: table, history: history, lastInsertMicros: clock))
+        inner = Mutex(Inner(
+            table: table, history: history, lastInsertMicros: clock, shelf: versions.map(VersionShelf.init)))
     }
 
     /// The revision of the last applied change.
@@ -61,13 +69,17 @@ public final class StoreState: Sendable {
 
     /// Plans writes against the current table; nothing changes until `apply`.
     /// Only one thread at a time may plan and apply (the store's writer), or plans could collide.
-    public func plan(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
+    /// - Parameter lookup: the store's kept versions and trash (for a restore), read on this thread while planning.
+    public func plan(
+        _ ops: [WriteOp], nowMicros: Int64, lookup: VersionLookup = .none
+    ) -> [Result<WriteOutcome, MemoError>] {
         inner.withLock { inner in
             if inner.closed { return ops.map { _ in .failure(.closed) } }
             var planner = WritePlanner(startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros)
+            let lookup = inner.shelf?.lookup ?? lookup
             let results = ops.map { op -> Result<WriteOutcome, MemoError> in
                 do throws(MemoError) {
-                    return .success(try planner.plan(op, in: inner.table, nowMicros: nowMicros))
+                    return .success(try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup))
                 } catch {
                     return .failure(error)
                 }
@@ -93,9 +105,10 @@ public final class StoreState: Sendable {
             var results: [Result<WriteOutcome, MemoError>] = []
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
+            let lookup = inner.shelf?.lookup ?? .none
             for op in ops {
                 do throws(MemoError) {
-                    let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros)
+                    let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup)
                     if case .change(let change) = outcome {
                         pending.append(applyLocked(change, to: &inner, edits: &edits, evicted: &evicted))
                     }
@@ -139,6 +152,7 @@ public final class StoreState: Sendable {
             edits.append(.remove(change.memo, at: inner.table.countNewer(than: change.memo)))
         }
         inner.table.apply(change)
+        inner.shelf?.record(change)
         if inner.listDeltas != nil, change.kind != .deleted {
             let position = inner.table.countNewer(than: change.memo)
             let memo = change.memo
@@ -204,6 +218,34 @@ public final class StoreState: Sendable {
             let (memos, more) = inner.table.page(after: cursor, limit: limit)
             return ListPage(revision: inner.table.revision, memos: memos, more: more)
         }
+    }
+
+    /// See `VersionReading.history`, for a state that keeps its versions (the memory store).
+    /// - Throws: `notFound` for an id it knows nothing of, `closed`.
+    public func history(id: UUID, limit: Int, before: UInt64?) throws(MemoError) -> VersionPage {
+        try inner.withLock { inner throws(MemoError) -> VersionPage in
+            if inner.closed { throw .closed }
+            let live = inner.table.memo(id) != nil
+            guard let shelf = inner.shelf else {
+                if live { return VersionPage(versions: [], more: false) }
+                throw .notFound(id)
+            }
+            return try shelf.history(id: id, limit: limit, before: before, live: live)
+        }
+    }
+
+    /// See `VersionReading.trash`, for a state that keeps its versions (the memory store).
+    public func trash(limit: Int, before: UInt64?) throws(MemoError) -> TrashPage {
+        try inner.withLock { inner throws(MemoError) -> TrashPage in
+            if inner.closed { throw .closed }
+            return inner.shelf?.trash(limit: limit, before: before) ?? TrashPage(entries: [], more: false)
+        }
+    }
+
+    /// Purges what the kept trash holds from before `cutoffMicros` (the memory store's pass). - Returns: how many.
+    @discardableResult
+    public func purgeTrash(deletedBefore cutoffMicros: Int64) -> Int {
+        inner.withLock { $0.shelf?.purge(deletedBefore: cutoffMicros) ?? 0 }
     }
 
     /// See `ChangeFeed.observeChanges`.

@@ -67,7 +67,7 @@ extension ErrorCode {
     /// The code a storage error travels as.
     public init(_ error: MemoError) {
         switch error {
-        case .notFound: self = .notFound
+        case .notFound, .versionNotFound: self = .notFound
         case .conflict: self = .conflict
         case .contentTooLarge: self = .contentTooLarge
         case .invalidArgument: self = .invalidRequest

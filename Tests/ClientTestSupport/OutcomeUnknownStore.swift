@@ -41,6 +41,7 @@ package final class OutcomeUnknownStore: ServingStore {
                 case .create: .create
                 case .update: .update
                 case .delete: .delete
+                case .restore: .update
                 }
                 return state.armed.remove(kind) != nil
             }
@@ -55,6 +56,16 @@ package final class OutcomeUnknownStore: ServingStore {
     }
 
     package func memo(_ id: UUID) throws(MemoError) -> Memo { try inner.memo(id) }
+    package func history(
+        id: UUID, limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
+    ) {
+        inner.history(id: id, limit: limit, before: before, completion: completion)
+    }
+    package func trash(
+        limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<TrashPage, MemoError>) -> Void
+    ) {
+        inner.trash(limit: limit, before: before, completion: completion)
+    }
     package func close() { inner.close() }
     package var revision: UInt64 { inner.revision }
     package var storeStatus: StoreStatus { inner.storeStatus }

@@ -99,7 +99,7 @@ struct FramedSession {
         #expect(bytewise.framesReceived == 3)
         #expect(try sent(actions) == sent(wholeActions))
         #expect(try sent(actions).count == 2)  // welcome and pong; the create went to the store
-        guard case .submit(3, .create(let createdID, let content, _, _)) = try #require(actions.last) else {
+        guard case .submit(3, .create(let createdID, let content, _, _, _)) = try #require(actions.last) else {
             Issue.record("the create was not submitted: \(actions)")
             return
         }

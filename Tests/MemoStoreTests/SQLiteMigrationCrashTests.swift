@@ -44,7 +44,7 @@ struct SQLiteMigrationCrashTests {
         #expect(try Version1File.describe(path: path) == (1, ["changes", "memos", "meta"]))
         let store = try SQLiteStore(path: path)
         defer { store.close() }
-        #expect(try Version1File.describe(path: path) == (2, ["changes", "meta"]))
+        #expect(try Version1File.describe(path: path) == (SQLiteSchema.version, ["changes", "meta"]))
         #expect(store.revision == UInt64(count))
         let list = try #require(store.memoList().value)
         #expect(list.count == count)

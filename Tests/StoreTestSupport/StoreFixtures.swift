@@ -21,16 +21,24 @@ package enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Senda
 
     package var testDescription: String { rawValue }
 
-    package func make(historyCapacity: Int = MemoLimits.defaultHistoryCapacity) throws -> StoreHandle {
+    package func make(
+        historyCapacity: Int = MemoLimits.defaultHistoryCapacity, versions: VersionPolicy = .standard,
+        clock: @escaping @Sendable () -> Int64 = { Date().unixMicros }
+    ) throws -> StoreHandle {
         switch self {
         case .memory:
-            return StoreHandle(store: MemoryStore(historyCapacity: historyCapacity), directory: nil)
+            return StoreHandle(
+                store: MemoryStore(historyCapacity: historyCapacity, clock: clock, versions: versions), directory: nil)
         case .sqlite:
             let directory = try TemporaryDirectory()
-            let store = try SQLiteStore(path: directory.path + "/memos.sqlite", historyCapacity: historyCapacity)
+            let store = try SQLiteStore(
+                path: directory.path + "/memos.sqlite", historyCapacity: historyCapacity, clock: clock,
+                versions: versions)
             return StoreHandle(store: store, directory: directory)
         case .postgres:
-            let store = try PostgresStore(uri: try TestPostgres.shared().makeDatabase(), historyCapacity: historyCapacity)
+            let store = try PostgresStore(
+                uri: try TestPostgres.shared().makeDatabase(), historyCapacity: historyCapacity, clock: clock,
+                versions: versions)
             return StoreHandle(store: store, directory: nil)
         }
     }
