@@ -112,11 +112,19 @@ public final class DetailViewModel {
         }
     }
 
-    /// The text, the insert date, and the revision with the update date (a memo written here and not yet
+    /// The text, the insert date, and the revision with who made the last change and when (`revision 7 · edited by
+    /// alice · <date>`; just the date for a change from before authors were kept; a memo written here and not yet
     /// confirmed has no revision yet: revision 0).
-    nonisolated static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
+    public nonisolated static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
         let updated = dateFormat.string(from: memo.updateDate)
-        let revision = memo.revision == 0 ? strings.notYetConfirmed : strings.revisionUpdated(memo.revision, updated)
+        let revision: String
+        if memo.revision == 0 {
+            revision = strings.notYetConfirmed
+        } else if memo.author.isEmpty {
+            revision = strings.revisionUpdated(memo.revision, updated)
+        } else {
+            revision = strings.history.revisionEditedBy(memo.revision, memo.author.description, updated)
+        }
         return [memo.content, dateFormat.string(from: memo.insertDate), revision]
     }
 

@@ -22,8 +22,11 @@ public struct DiffLine: Sendable, Hashable {
 
     /// The lines of `new` against `old`, in order, each marked: MemoDiff's line difference (lines compared as
     /// UTF-8 bytes), every line shown, not only those near a change.
+    /// A last line without its newline is taken as the same line with it: the scene shows lines, not terminators
+    /// (`memo-client log --patch` prints the exact difference, `\ No newline at end of file` included).
     static func lines(from old: String, to new: String) -> [DiffLine] {
-        let diff = LineDiff(old: old, new: new)
+        func terminated(_ text: String) -> String { text.isEmpty || text.hasSuffix("\n") ? text : text + "\n" }
+        let diff = LineDiff(old: terminated(old), new: terminated(new))
         func text(_ lines: TextLines, _ index: Int) -> String {
             let bytes = lines[index]
             return String(decoding: lines.hasNewline(index) ? bytes.dropLast() : bytes, as: UTF8.self)

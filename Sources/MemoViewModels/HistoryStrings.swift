@@ -1,4 +1,5 @@
 import Foundation
+import MemoModel
 
 /// The words of the history and trash scenes and of the detail's author line, one table per language like
 /// `Strings` (a string missing from one language is a compile error). `Strings.history` picks the table of the
@@ -12,7 +13,7 @@ public struct HistoryStrings: Sendable {
     public var historyHints: [KeyHint]
     public var historyHintsReadOnly: [KeyHint]
     public var paneHints: [KeyHint]
-    public var kindName: @Sendable (VersionEntry.Kind) -> String
+    public var kindName: @Sendable (VersionKind) -> String
     public var loading: String
     public var noVersions: String
     /// Shown under the last version loaded when the server keeps older ones.
@@ -29,7 +30,6 @@ public struct HistoryStrings: Sendable {
     public var restoring: String
     public var restoredRevision: @Sendable (UInt64) -> String
     public var notRestoredConflict: String
-    public var notRestoredGone: String
     public var notRestored: @Sendable (String) -> String
     /// `h` or `T` with a store that keeps no versions (a local store).
     public var noHistoryHere: String
@@ -49,11 +49,11 @@ public struct HistoryStrings: Sendable {
         revisionEditedBy: { "revision \($0) · edited by \($1) · \($2)" },
         historyTitle: "History",
         historyHints: [
-            KeyHint("j/k move", 2), KeyHint("Enter show", 0), KeyHint("d diff", 0), KeyHint("r restore", 0),
+            KeyHint("j/k move", 2), KeyHint("Enter show", 1), KeyHint("d diff", 1), KeyHint("r restore", 0),
             KeyHint("Esc back", 0),
         ],
         historyHintsReadOnly: [
-            KeyHint("j/k move", 2), KeyHint("Enter show", 0), KeyHint("d diff", 0), KeyHint("Esc back", 0),
+            KeyHint("j/k move", 2), KeyHint("Enter show", 1), KeyHint("d diff", 1), KeyHint("Esc back", 0),
         ],
         paneHints: [KeyHint("j/k scroll", 1), KeyHint("Esc back", 0)],
         kindName: { kind in
@@ -78,7 +78,6 @@ public struct HistoryStrings: Sendable {
         restoring: "restoring…",
         restoredRevision: { "restored revision \($0)" },
         notRestoredConflict: "changed by someone else meanwhile; not restored",
-        notRestoredGone: "no longer kept (purged); not restored",
         notRestored: { "not restored: \($0)" },
         noHistoryHere: "no history here: this store keeps no versions",
         trashTitle: "Trash",
@@ -94,11 +93,11 @@ public struct HistoryStrings: Sendable {
         revisionEditedBy: { "리비전 \($0) · \($1) 수정 · \($2)" },
         historyTitle: "변경 이력",
         historyHints: [
-            KeyHint("j/k 이동", 2), KeyHint("Enter 보기", 0), KeyHint("d 비교", 0), KeyHint("r 되돌리기", 0),
+            KeyHint("j/k 이동", 2), KeyHint("Enter 보기", 1), KeyHint("d 비교", 1), KeyHint("r 되돌리기", 0),
             KeyHint("Esc 뒤로", 0),
         ],
         historyHintsReadOnly: [
-            KeyHint("j/k 이동", 2), KeyHint("Enter 보기", 0), KeyHint("d 비교", 0), KeyHint("Esc 뒤로", 0),
+            KeyHint("j/k 이동", 2), KeyHint("Enter 보기", 1), KeyHint("d 비교", 1), KeyHint("Esc 뒤로", 0),
         ],
         paneHints: [KeyHint("j/k 스크롤", 1), KeyHint("Esc 뒤로", 0)],
         kindName: { kind in
@@ -123,7 +122,6 @@ public struct HistoryStrings: Sendable {
         restoring: "되돌리는 중…",
         restoredRevision: { "리비전 \($0)으로 되돌렸습니다" },
         notRestoredConflict: "그사이 다른 사람이 바꿨습니다; 되돌리지 않았습니다",
-        notRestoredGone: "더 이상 보관되지 않습니다 (영구 삭제); 되돌리지 않았습니다",
         notRestored: { "되돌리지 못했습니다: \($0)" },
         noHistoryHere: "이력이 없습니다: 이 저장소는 버전을 보관하지 않습니다",
         trashTitle: "휴지통",

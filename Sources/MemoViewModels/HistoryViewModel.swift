@@ -16,7 +16,7 @@ public struct HistoryState: Sendable, Hashable {
     /// The memo as the list now has it (its revision guards a restore); nil before it was seen.
     public var memo: Memo?
     /// The kept versions, newest first.
-    public var versions: [VersionEntry] = []
+    public var versions: [MemoVersion] = []
     /// Older versions are kept beyond the ones loaded.
     public var more = false
     /// The first answer has come.
@@ -26,15 +26,15 @@ public struct HistoryState: Sendable, Hashable {
     /// The first line shown in the content or difference pane.
     public var scroll = 0
     /// The version whose restore waits for y/N.
-    public var confirmingRestore: VersionEntry?
+    public var confirmingRestore: MemoVersion?
     /// True once the memo is no longer listed.
     public var isGone = false
     public var message: String?
 
-    public var selectedVersion: VersionEntry? { versions.indices.contains(selected) ? versions[selected] : nil }
+    public var selectedVersion: MemoVersion? { versions.indices.contains(selected) ? versions[selected] : nil }
 
     /// The version before the selected one (nil for the first, or when older ones are not loaded).
-    public var previousVersion: VersionEntry? {
+    public var previousVersion: MemoVersion? {
         versions.indices.contains(selected + 1) ? versions[selected + 1] : nil
     }
 }
@@ -116,7 +116,7 @@ public final class HistoryViewModel {
         let generation = loadGeneration
         let (source, memoID) = (source, memoID)
         task = Task { @FrontEnd [weak self] in
-            let result: Result<(versions: [VersionEntry], more: Bool), any Error>
+            let result: Result<VersionPage, any Error>
             do {
                 result = .success(try await source.history(of: memoID, limit: Self.pageSize))
             } catch {
@@ -127,7 +127,7 @@ public final class HistoryViewModel {
         }
     }
 
-    private func apply(_ result: Result<(versions: [VersionEntry], more: Bool), any Error>) {
+    private func apply(_ result: Result<VersionPage, any Error>) {
         switch result {
         case .success(let page):
             store.update { state in
@@ -230,7 +230,7 @@ public final class HistoryViewModel {
     /// a child task (returned, for tests) and the scene keeps taking keys.
     @discardableResult
     public func answerRestore(_ yes: Bool) -> Task<Void, Never>? {
-        let asked = store.update { state -> (VersionEntry, UInt64?)? in
+        let asked = store.update { state -> (MemoVersion, UInt64?)? in
             defer { state.confirmingRestore = nil }
             guard yes, let version = state.confirmingRestore else { return nil }
             return (version, state.memo?.revision)
@@ -255,7 +255,8 @@ public final class HistoryViewModel {
     nonisolated static func describeRestore(_ error: any Error, _ strings: Strings) -> String {
         switch error {
         case MemoError.conflict: return strings.history.notRestoredConflict
-        case MemoError.notFound: return strings.history.notRestoredGone
+        case MemoError.versionNotFound(_, let reason): return strings.history.notRestored(reason)
+        case MemoError.notFound: return strings.history.notRestored(strings.alreadyDeleted)
         default: return strings.history.notRestored("\(error)")
         }
     }

@@ -275,10 +275,10 @@ public final class SceneCoordinator {
 
 /// Versions for a store that keeps none: every request is refused (the scenes are pushed only with a source).
 private struct NoVersions: VersionSource {
-    func history(of id: UUID, limit: Int) async throws -> (versions: [VersionEntry], more: Bool) {
+    func history(of id: UUID, limit: Int) async throws -> VersionPage {
         throw MemoError.unavailable("no versions kept")
     }
-    func trash(limit: Int) async throws -> (items: [TrashItem], more: Bool) {
+    func trash(limit: Int) async throws -> TrashPage {
         throw MemoError.unavailable("no versions kept")
     }
     func restore(id: UUID, revision: UInt64?, expectedRevision: UInt64?) async throws -> Memo {

@@ -4,17 +4,17 @@ import MemoModel
 /// What the trash scene shows.
 public struct TrashState: Sendable, Hashable {
     /// The deleted memos, the last deleted first.
-    public var items: [TrashItem] = []
+    public var items: [TrashEntry] = []
     /// More are in the trash than were loaded.
     public var more = false
     /// The first answer has come.
     public var loaded = false
     public var selected = 0
     /// The memo whose bringing back waits for y/N.
-    public var confirmingRestore: TrashItem?
+    public var confirmingRestore: TrashEntry?
     public var message: String?
 
-    public var selectedItem: TrashItem? { items.indices.contains(selected) ? items[selected] : nil }
+    public var selectedItem: TrashEntry? { items.indices.contains(selected) ? items[selected] : nil }
 }
 
 /// What the trash scene asks of the coordinator.
@@ -96,7 +96,7 @@ public final class TrashViewModel {
         let generation = loadGeneration
         let source = source
         task = Task { @FrontEnd [weak self] in
-            let result: Result<(items: [TrashItem], more: Bool), any Error>
+            let result: Result<TrashPage, any Error>
             do {
                 result = .success(try await source.trash(limit: Self.pageSize))
             } catch {
@@ -107,12 +107,12 @@ public final class TrashViewModel {
                 state.loaded = true
                 switch result {
                 case .success(let page):
-                    let kept = state.selectedItem?.id
-                    state.items = page.items
+                    let kept = state.selectedItem?.memo.id
+                    state.items = page.entries
                     state.more = page.more
-                    state.selected = kept.flatMap { id in page.items.firstIndex { $0.id == id } }
-                        ?? min(state.selected, max(0, page.items.count - 1))
-                    if let asked = state.confirmingRestore, !page.items.contains(where: { $0.id == asked.id }) {
+                    state.selected = kept.flatMap { id in page.entries.firstIndex { $0.memo.id == id } }
+                        ?? min(state.selected, max(0, page.entries.count - 1))
+                    if let asked = state.confirmingRestore, !page.entries.contains(where: { $0.memo.id == asked.memo.id }) {
                         // Brought back or purged meanwhile: the question no longer stands.
                         state.confirmingRestore = nil
                         state.message = strings.history.trashItemGone
@@ -134,7 +134,7 @@ public final class TrashViewModel {
     /// The answer; the memo comes back under its id as a child task (returned, for tests).
     @discardableResult
     public func answerRestore(_ yes: Bool) -> Task<Void, Never>? {
-        let item = store.update { state -> TrashItem? in
+        let item = store.update { state -> TrashEntry? in
             defer { state.confirmingRestore = nil }
             return yes ? state.confirmingRestore : nil
         }
@@ -145,10 +145,14 @@ public final class TrashViewModel {
             let message: String
             var purged = false
             do {
-                try await source.restore(id: item.id, revision: nil, expectedRevision: nil)
+                // Guarded by the delete's revision: a memo deleted again meanwhile is not brought back twice.
+                try await source.restore(id: item.memo.id, revision: nil, expectedRevision: item.revision)
                 message = strings.history.broughtBack
             } catch {
-                if case MemoError.notFound = error { purged = true }
+                switch error {
+                case MemoError.notFound, MemoError.versionNotFound: purged = true
+                default: break
+                }
                 message = HistoryViewModel.describeRestore(error, strings)
             }
             self?.store.update { $0.message = message }

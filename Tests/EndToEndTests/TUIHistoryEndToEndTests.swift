@@ -1,6 +1,7 @@
 import Foundation
 import MemoPKI
 import MemoTestSupport
+import ServerTestSupport
 import MemoViewModels
 import Testing
 

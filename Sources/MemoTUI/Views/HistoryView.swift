@@ -11,9 +11,8 @@ public enum HistoryView {
     static func bodyRows(height: Int) -> Int { max(1, height - 3) }
 
     /// One version's line: "r12  alice  <date>  edited  first line".
-    static func line(_ version: VersionEntry, strings: Strings, dateFormat: MemoDateFormat) -> String {
-        let author = version.author.isEmpty ? "-" : version.author
-        return "r\(version.revision)  \(author)  \(dateFormat.string(from: version.date))  "
+    static func line(_ version: MemoVersion, strings: Strings, dateFormat: MemoDateFormat) -> String {
+        return "r\(version.revision)  \(version.author)  \(dateFormat.string(from: version.date))  "
             + "\(strings.history.kindName(version.kind))  \(TextLayout.headline(of: version.content))"
     }
 
@@ -79,7 +78,7 @@ public enum HistoryView {
             let title: String
             if state.pane == .content {
                 title = strings.history.versionHeading(
-                    version.revision, version.author.isEmpty ? "-" : version.author,
+                    version.revision, version.author.description,
                     model.dateFormat.string(from: version.date))
             } else {
                 title = strings.history.differenceHeading(version.revision, state.previousVersion?.revision)

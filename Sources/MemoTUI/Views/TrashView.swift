@@ -25,15 +25,15 @@ public enum TrashView {
             guard row + 1 < grid.height - 1 else { break }
             let selected = first + offset == state.selected
             if selected { grid.fill(row: row, style: .reverse) }
-            let headline = (selected ? "> " : "  ") + TextLayout.headline(of: item.content)
+            let headline = (selected ? "> " : "  ") + TextLayout.headline(of: item.memo.content)
             grid.put(TextLayout.truncate(headline, to: grid.width), row: row, column: 0,
                      style: selected ? .reverse : .plain)
             let by = strings.history.deletedBy(
-                item.deletedBy.isEmpty ? "-" : item.deletedBy, model.dateFormat.string(from: item.deletedDate))
+                item.deletedBy.description, model.dateFormat.string(from: item.deletedDate))
             grid.put(TextLayout.truncate("    " + by, to: grid.width), row: row + 1, column: 0, style: .dim)
         }
         if let item = state.confirmingRestore {
-            let name = TextLayout.truncate(TextLayout.headline(of: item.content), to: max(1, grid.width / 2))
+            let name = TextLayout.truncate(TextLayout.headline(of: item.memo.content), to: max(1, grid.width / 2))
             _ = SceneChrome.promptLine(strings.history.bringBack(name), into: &grid)
         } else if let message = state.message {
             _ = SceneChrome.promptLine(message, style: .dim, into: &grid)
