@@ -55,16 +55,24 @@ extension ClientError {
     /// The error a server's `error` frame stands for: a `MemoError` when it names a storage outcome.
     static func fromServer(code: ErrorCode, message: String, request: Message) -> any Error {
         let id: UUID? = switch request {
-        case .get(let id), .update(let id, _, _), .delete(let id, _): id
+        case .get(let id), .update(let id, _, _, _), .delete(let id, _), .history(let id, _, _),
+             .restore(let id, _, _): id
         case .create(let id, _, _, _): id
         default: nil
         }
         let expected: UInt64? = switch request {
-        case .update(_, let expected, _), .delete(_, let expected): expected
+        case .update(_, let expected, _, _), .delete(_, let expected), .restore(_, _, let expected): expected
         default: nil
         }
         switch code {
-        case .notFound: return id.map { MemoError.notFound($0) } ?? ClientError.server(code: code, message: message)
+        case .notFound:
+            guard let id else { return ClientError.server(code: code, message: message) }
+            // A version not kept, or a memo not in the trash: the server's reason follows "memo ID: ".
+            let prefix = "memo \(id.uuidString.lowercased()): "
+            if message.hasPrefix(prefix) {
+                return MemoError.versionNotFound(id: id, reason: String(message.dropFirst(prefix.count)))
+            }
+            return MemoError.notFound(id)
         case .conflict:
             guard let id else { return ClientError.server(code: code, message: message) }
             return MemoError.conflict(id: id, expected: expected, actual: Self.actualRevision(in: message) ?? 0)
@@ -72,7 +80,7 @@ extension ClientError {
             if case .create(_, _, _, let content) = request {
                 return MemoError.contentTooLarge(size: content.utf8.count, limit: MemoLimits.maxContentBytes)
             }
-            if case .update(_, _, let content) = request {
+            if case .update(_, _, let content, _) = request {
                 return MemoError.contentTooLarge(size: content.utf8.count, limit: MemoLimits.maxContentBytes)
             }
             return MemoError.invalidArgument(message)

@@ -141,6 +141,12 @@ struct RequestTable {
         }
         requests[id]?.sentOn = link.attempt
         requests[id]?.attempts += 1
+        // An update gains its flags byte from version 3 (the only request whose bytes differ by version).
+        if case .update = request.message, let version = link.welcome?.version,
+           version >= WireProtocol.authorsVersion {
+            actions.append(.send(request.message.frame(requestID: id, version: version)))
+            return
+        }
         actions.append(.send(request.frame))
     }
 
@@ -202,7 +208,7 @@ struct RequestTable {
         for frame in frames {
             let message: Message
             do throws(WireError) {
-                message = try Message(frame: frame)
+                message = try Message(frame: frame, version: link.welcome?.version ?? WireProtocol.minimumVersion)
             } catch {
                 actions.append(.closeConnection(.lost("bad frame from the server: \(error)"), polite: true))
                 return

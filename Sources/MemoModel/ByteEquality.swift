@@ -11,7 +11,10 @@ extension String {
 }
 
 extension Memo {
-    /// Equal when every field is, content compared as UTF-8 bytes (not by canonical equivalence).
+    /// Equal when every field but the author is, content compared as UTF-8 bytes (not by canonical equivalence).
+    /// The author is left out: it describes the last change, which the revision already names, and a peer of
+    /// protocol version 1 or 2 (or a cache written before authors) knows the memo without it. Compare `author`
+    /// itself where it matters.
     public static func == (a: Memo, b: Memo) -> Bool {
         a.id == b.id && a.revision == b.revision && a.insertMicros == b.insertMicros
             && a.updateMicros == b.updateMicros && a.content.hasSameBytes(as: b.content)

@@ -32,6 +32,8 @@ public final class ProbeConnection {
     /// Kept between reads by `readAvailable(_:)`.
     private var plaintext: [UInt8] = []
     private var nextID: UInt32 = 1
+    /// The protocol version the server's welcome agreed (1 until then): how frames are encoded and decoded.
+    public private(set) var version: UInt16 = 1
 
     /// A client TLS context for `identity`; share one among many connections (loading certificates is slow).
     public static func context(for identity: Identity) throws -> TLSContext {
@@ -48,12 +50,19 @@ public final class ProbeConnection {
         stream = try TLSStream(address: address, context: context, timeout: timeout)
     }
 
-    /// Sends hello and checks the welcome.
+    /// Sends hello (offering versions 1 to `version`) and checks the welcome.
     @discardableResult
-    public func hello() throws -> Message {
-        let reply = try request(.hello(minVersion: 1, maxVersion: 1, client: "probe"))
+    public func hello(version: UInt16 = 1) throws -> Message {
+        let reply = try request(.hello(minVersion: 1, maxVersion: version, client: "probe"))
         guard case .welcome = reply else { throw Failure.timedOut("welcome, got \(reply)") }
         return reply
+    }
+
+    /// Decodes a frame as the agreed version writes it; a welcome sets the version.
+    private func decode(_ frame: Frame) throws -> Message {
+        let message = try Message(frame: frame, version: version)
+        if case .welcome(let agreed, _, _, _, _) = message { version = agreed }
+        return message
     }
 
     /// Sends `message` with a fresh request id and returns the id.
@@ -61,7 +70,7 @@ public final class ProbeConnection {
     public func send(_ message: Message, id: UInt32? = nil) throws -> UInt32 {
         let requestID = id ?? nextID
         nextID = max(nextID, requestID) + 1
-        try sendRaw(message.frame(requestID: requestID))
+        try sendRaw(message.frame(requestID: requestID, version: version))
         return requestID
     }
 
@@ -81,11 +90,11 @@ public final class ProbeConnection {
         let deadline = ContinuousClock.now + timeout
         if let index = stash.firstIndex(where: filter) {
             let frame = stash.remove(at: index)
-            return (frame, try Message(frame: frame))
+            return (frame, try decode(frame))
         }
         while true {
             while let frame = try decoder.next() {
-                if filter(frame) { return (frame, try Message(frame: frame)) }
+                if filter(frame) { return (frame, try decode(frame)) }
                 stash.append(frame)
             }
             if peerClosed { throw Failure.closed }
@@ -125,11 +134,11 @@ public final class ProbeConnection {
 
     /// Waits until the server closes the connection; returns the frames that came before.
     public func readUntilClosed() throws -> [Message] {
-        var messages = try stash.map { try Message(frame: $0) }
+        var messages = try stash.map { try decode($0) }
         stash.removeAll()
         let deadline = ContinuousClock.now + timeout
         while true {
-            while let frame = try decoder.next() { messages.append(try Message(frame: frame)) }
+            while let frame = try decoder.next() { messages.append(try decode(frame)) }
             if peerClosed { return messages }
             do {
                 try take(try stream.read(until: deadline, what: "the server to close"))

@@ -3,7 +3,7 @@ import MemoWire
 
 /// What a request was, for `memo_requests_total{kind}`: a small fixed set.
 enum RequestKind: Int, CaseIterable {
-    case hello, create, get, list, update, delete, subscribe, unsubscribe, ping, status, other
+    case hello, create, get, list, update, delete, subscribe, unsubscribe, ping, status, restore, other
 
     init(type: UInt8) {
         switch Message.Kind(rawValue: type) {
@@ -17,6 +17,7 @@ enum RequestKind: Int, CaseIterable {
         case .unsubscribe: self = .unsubscribe
         case .ping: self = .ping
         case .status: self = .status
+        case .restore: self = .restore
         default: self = .other
         }
     }

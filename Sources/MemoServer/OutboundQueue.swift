@@ -1,10 +1,12 @@
 import MemoModel
 import MemoWire
 
-/// A change frame encoded once for every subscriber; only the request id differs, patched as it is copied.
+/// A change frame encoded once for every subscriber; only the request id differs, patched as it is copied. Encoded
+/// twice: as versions 1 and 2 write it, and as version 3 does (the memo with its author).
 final class SharedFrame: Sendable {
     let revision: UInt64
     let bytes: [UInt8]
+    let authoredBytes: [UInt8]
     /// CLOCK_MONOTONIC nanoseconds when the frame was made, as the store applied the change: where
     /// `memo_delivery_delay_seconds` starts.
     let madeAt: UInt64
@@ -12,7 +14,13 @@ final class SharedFrame: Sendable {
     init(change: Change) {
         revision = change.revision
         bytes = Message.change(change).frame(requestID: 0)
+        authoredBytes = Message.change(change).frame(requestID: 0, version: WireProtocol.authorsVersion)
         madeAt = monotonicNanos()
+    }
+
+    /// The frame as protocol `version` writes it.
+    func bytes(for version: UInt16) -> [UInt8] {
+        version >= WireProtocol.authorsVersion ? authoredBytes : bytes
     }
 }
 
@@ -26,12 +34,16 @@ struct ChunkStream {
     let maxFrameSize: Int
     /// Set for the answer to a `list-page`: `page` chunks, the last saying whether more memos follow the page.
     let pageMore: Bool?
+    /// The connection's protocol version (from 3, memos carry their authors).
+    let version: UInt16
     private var next = 0
     private(set) var finished = false
 
     init(
-        requestID: UInt32, revision: UInt64, memos: [Memo], snapshot: Bool, maxFrameSize: Int, pageMore: Bool? = nil
+        requestID: UInt32, revision: UInt64, memos: [Memo], snapshot: Bool, maxFrameSize: Int, pageMore: Bool? = nil,
+        version: UInt16 = WireProtocol.minimumVersion
     ) {
+        self.version = version
         self.requestID = requestID
         self.revision = revision
         self.memos = memos
@@ -46,7 +58,10 @@ struct ChunkStream {
         var end = next
         var size = 0
         while end < memos.count {
-            let memoSize = Message.memoFixedSize + memos[end].content.utf8.count
+            var memoSize = Message.memoFixedSize + memos[end].content.utf8.count
+            if version >= WireProtocol.authorsVersion {
+                memoSize += 8 + memos[end].author.name.utf8.count + memos[end].author.serial.utf8.count
+            }
             if size + memoSize > budget, end > next { break }
             size += memoSize
             end += 1
@@ -60,7 +75,7 @@ struct ChunkStream {
         } else {
             .memos(revision: revision, last: last, memos: part)
         }
-        message.encode(into: &writer, requestID: requestID)
+        message.encode(into: &writer, requestID: requestID, version: version)
         next = end
         finished = last
     }
@@ -79,6 +94,8 @@ struct OutboundQueue {
     }
 
     private var items = FIFO<Item>()
+    /// The protocol version the connection agreed: how its frames are encoded.
+    var version = WireProtocol.minimumVersion
     /// Small frames appended after every item, in order; `tailOffset` bytes of it are already sent.
     private var tail: [UInt8] = []
     private var tailOffset = 0
@@ -112,7 +129,7 @@ struct OutboundQueue {
             queuedBytes += bytes.count
             return
         case .frame(let bytes): queuedBytes += bytes.count + Self.arrayOverhead + Self.itemOverhead
-        case .change(let frame, _): queuedBytes += frame.bytes.count + Self.itemOverhead
+        case .change(let frame, _): queuedBytes += frame.bytes(for: version).count + Self.itemOverhead
         case .stream: queuedBytes += Self.itemOverhead
         }
         moveTailToItems()
@@ -131,7 +148,7 @@ struct OutboundQueue {
         // place) and gives it back.
         var writer = WireWriter(capacity: 0)
         swap(&writer.bytes, &tail)
-        message.encode(into: &writer, requestID: requestID)
+        message.encode(into: &writer, requestID: requestID, version: version)
         swap(&writer.bytes, &tail)
         let size = tail.count - start
         if size <= Self.smallFrame {
@@ -155,7 +172,7 @@ struct OutboundQueue {
     /// Removes the change `soleChange` gave, once it is sent.
     mutating func removeSoleChange(_ frame: SharedFrame) {
         assert(soleChange?.frame === frame, "removeSoleChange without the change soleChange gave")
-        queuedBytes -= frame.bytes.count + Self.itemOverhead
+        queuedBytes -= frame.bytes(for: version).count + Self.itemOverhead
         items.removeFirst()
     }
 
@@ -189,9 +206,10 @@ struct OutboundQueue {
                 items.removeFirst()
             case .change(let frame, let requestID):
                 let start = writer.bytes.count
-                writer.bytes.append(contentsOf: frame.bytes)
+                let bytes = frame.bytes(for: version)
+                writer.bytes.append(contentsOf: bytes)
                 writer.patchU32(requestID, at: start + WireProtocol.requestIDOffset)
-                queuedBytes -= frame.bytes.count + Self.itemOverhead
+                queuedBytes -= bytes.count + Self.itemOverhead
                 items.removeFirst()
             case .stream(var stream):
                 stream.produce(into: &writer)

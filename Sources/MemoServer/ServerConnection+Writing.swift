@@ -61,7 +61,7 @@ extension ServerConnection {
                     guard !outbound.isEmpty, tls.isHandshakeComplete else { return nil }
                     if let (frame, requestID) = outbound.soleChange,
                        let written = try transport.seal(
-                           frame.bytes, to: socket, scratch: scratch, requestID: requestID) {
+                           frame.bytes(for: outbound.version), to: socket, scratch: scratch, requestID: requestID) {
                         outbound.removeSoleChange(frame)
                         return written
                     }

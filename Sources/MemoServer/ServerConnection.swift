@@ -220,17 +220,19 @@ final class ServerConnection: EventHandler {
             }
             switch action {
             case .helloAccepted:
+                // From here on every frame is the agreed version's (memos with authors from version 3).
+                outbound.version = session?.version ?? WireProtocol.minimumVersion
                 run(machine.helloAnswered())
             case .send(let bytes):
                 enqueue(.frame(bytes))
             case .sendList(let requestID, let revision, let memos):
                 enqueue(.stream(ChunkStream(
                     requestID: requestID, revision: revision, memos: memos, snapshot: false,
-                    maxFrameSize: server.limits.maxFrameSize)))
+                    maxFrameSize: server.limits.maxFrameSize, version: outbound.version)))
             case .sendPage(let requestID, let page):
                 enqueue(.stream(ChunkStream(
                     requestID: requestID, revision: page.revision, memos: page.memos, snapshot: false,
-                    maxFrameSize: server.limits.maxFrameSize, pageMore: page.more)))
+                    maxFrameSize: server.limits.maxFrameSize, pageMore: page.more, version: outbound.version)))
             case .submit:
                 break  // gathered above
             case .subscribe(let requestID, let start):
@@ -243,6 +245,8 @@ final class ServerConnection: EventHandler {
                 logLine(line)
             case .status(let requestID):
                 answerStatus(requestID)
+            case .readVersions(let requestID, let read):
+                readVersions(requestID, read)
             }
             if phase == .closed { return }
         }
@@ -262,6 +266,48 @@ final class ServerConnection: EventHandler {
                 connection.flush()
             }
         }
+    }
+
+    /// Reads kept versions or the trash from the store (on its own thread), then answers on this loop.
+    private func readVersions(_ requestID: UInt32, _ read: VersionRead) {
+        let bound = LoopBound(self, eventLoop: loop)
+        let maxFrame = server.limits.maxFrameSize
+        let answered: @Sendable (Result<Message, MemoError>) -> Void = { result in
+            bound.eventLoop.execute {
+                let connection = bound.value
+                guard connection.phase != .closed, var session = connection.session else { return }
+                let message = session.versionsRead(result, counters: &connection.context.value.counters)
+                connection.session = session
+                connection.enqueue(Self.fitted(message, maxFrameSize: maxFrame), requestID: requestID)
+                connection.flush()
+            }
+        }
+        switch read {
+        case .history(let id, let limit, let before):
+            server.store.history(id: id, limit: limit, before: before) { result in
+                answered(result.map { .versions(id: id, more: $0.more, versions: $0.versions) })
+            }
+        case .trash(let limit, let before):
+            server.store.trash(limit: limit, before: before) { result in
+                answered(result.map { .trashPage(more: $0.more, entries: $0.entries) })
+            }
+        }
+    }
+
+    /// A `versions` or `trash` answer cut to fit one frame: the oldest entries go (and `more` says they follow).
+    static func fitted(_ message: Message, maxFrameSize: Int) -> Message {
+        var message = message
+        while message.frame(requestID: 0, version: WireProtocol.authorsVersion).count > maxFrameSize {
+            switch message {
+            case .versions(let id, _, let versions) where versions.count > 1:
+                message = .versions(id: id, more: true, versions: Array(versions.dropLast(max(1, versions.count / 4))))
+            case .trashPage(_, let entries) where entries.count > 1:
+                message = .trashPage(more: true, entries: Array(entries.dropLast(max(1, entries.count / 4))))
+            default:
+                return message
+            }
+        }
+        return message
     }
 
     private func submit(_ requestIDs: [UInt32], _ ops: [WriteOp]) {
@@ -309,13 +355,13 @@ final class ServerConnection: EventHandler {
             context.value.subscribe(self, requestID: requestID, after: revision)
             enqueue(.stream(ChunkStream(
                 requestID: requestID, revision: revision, memos: memos, snapshot: true,
-                maxFrameSize: server.limits.maxFrameSize)))
+                maxFrameSize: server.limits.maxFrameSize, version: outbound.version)))
         case .after(let revision):
             do throws(MemoError) {
                 let (head, changes) = try store.changes(after: revision)
                 context.value.subscribe(self, requestID: requestID, after: head)
                 enqueue(.frame(Message.subscribed(head: head).frame(requestID: requestID)))
-                for change in changes { enqueue(.frame(Message.change(change).frame(requestID: requestID))) }
+                for change in changes { enqueue(.change(change), requestID: requestID) }
             } catch {
                 session?.subscriptionEnded(requestID)
                 context.value.unsubscribe(self, requestID: requestID)
@@ -342,9 +388,11 @@ final class ServerConnection: EventHandler {
         case .setInterest(let interest):
             setInterest(interest)
         case .startSession:
+            // The author of this connection's writes: its certificate, never anything the client says.
             session = ServerSession(
                 limits: server.limits, role: tls.peerRole == .readOnly ? .readOnly : .readWrite,
-                serverName: server.serverName)
+                serverName: server.serverName,
+                author: Author(name: tls.peerCommonName ?? "", serial: tls.peerSerialNumber ?? ""))
             // A handshake begun before a reload was verified against the previous list.
             closeIfRevoked(nil)
         case .cancelHandshakeDeadline:

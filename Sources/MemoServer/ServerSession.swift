@@ -25,6 +25,14 @@ enum SessionAction {
     case log(LogLine)
     /// Gather the server's status from every loop and answer this request with it (`statusAnswered` after).
     case status(requestID: UInt32)
+    /// Read kept versions or the trash from the store and answer this request (`versionsAnswered` after).
+    case readVersions(requestID: UInt32, VersionRead)
+}
+
+/// A read of the store's kept versions or trash (version 3).
+enum VersionRead {
+    case history(id: UUID, limit: Int, before: UInt64?)
+    case trash(limit: Int, before: UInt64?)
 }
 
 /// A log line about one connection, which the connection writes with its name between the two parts.
@@ -44,6 +52,8 @@ struct ServerSession {
     let limits: ServerLimits
     let role: Role
     let serverName: String
+    /// Who this connection's writes are by: its certificate's common name and serial.
+    let author: Author
     /// Writes waiting for the store, by request id (kept to name a refused write in the log).
     /// What each write in flight is (kind and memo id), for the log line if it is refused: not the whole operation,
     /// whose content would be copied in and released again for every write.
@@ -52,6 +62,8 @@ struct ServerSession {
     private(set) var pendingLists = 0
     /// `status` requests being gathered from the loops: counted in flight, so that a flood of them is bounded.
     private(set) var pendingStatus = 0
+    /// `history` and `trash` reads the store has not answered yet: counted in flight too.
+    private(set) var pendingVersionReads = 0
     /// How the request being handled ended, for the loop's counters (set by `answer` and `fail`); nil when its
     /// answer comes later (a write the store answers, a status the loops answer), which is counted then.
     private var handledResult: RequestResult? = .ok
@@ -63,10 +75,11 @@ struct ServerSession {
     /// Whole frames taken so far (a connection restarts its frame deadline when this moves).
     private(set) var framesReceived = 0
 
-    init(limits: ServerLimits, role: Role, serverName: String = "memo-server") {
+    init(limits: ServerLimits, role: Role, serverName: String = "memo-server", author: Author = .none) {
         self.limits = limits
         self.role = role
         self.serverName = serverName
+        self.author = author
     }
 
     /// Takes the whole frames buffered in `frames` (the connection's transport decodes them) and returns what to
@@ -131,7 +144,7 @@ struct ServerSession {
     ) {
         let message: Message
         do throws(WireError) {
-            message = try Message(type: type, payload: &payload)
+            message = try Message(type: type, payload: &payload, version: version)
         } catch {
             fail(&actions, requestID: id, code: error.code, error.description)
             return
@@ -168,7 +181,7 @@ struct ServerSession {
             return
         }
         switch message {
-        case .get, .list, .listPage, .subscribe:
+        case .get, .list, .listPage, .subscribe, .history, .trash:
             // A store that fell behind its shared database answers no read from state it knows may be stale.
             if case .notReady(let reason) = store.readiness {
                 answer(&actions, id, .error(code: .storageUnavailable, message: Self.notServing(reason)))
@@ -198,11 +211,34 @@ struct ServerSession {
             actions.append(.sendPage(requestID: id, store.page(after: after, limit: Int(limit))))
         case .create(let memoID, let insert, let update, let content):
             write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert,
-                                        updateMicros: update))
-        case .update(let memoID, let expected, let content):
-            write(&actions, id, .update(id: memoID, content: content, expectedRevision: expected))
+                                        updateMicros: update, author: author))
+        case .update(let memoID, let expected, let content, let merge):
+            write(&actions, id, .update(id: memoID, content: content, expectedRevision: expected, merge: merge,
+                                        author: author))
         case .delete(let memoID, let expected):
-            write(&actions, id, .delete(id: memoID, expectedRevision: expected))
+            write(&actions, id, .delete(id: memoID, expectedRevision: expected, author: author))
+        case .restore(let memoID, let revision, let expected):
+            write(&actions, id, .restore(id: memoID, revision: revision, expectedRevision: expected, author: author))
+        case .history(let memoID, let limit, let before):
+            guard limit > 0 else {
+                answer(&actions, id, .error(code: .invalidRequest, message: "a history limit must be at least 1"))
+                return
+            }
+            guard admitInFlight(&actions, id) else { return }
+            pendingVersionReads += 1
+            handledResult = nil
+            actions.append(.readVersions(
+                requestID: id, .history(id: memoID, limit: Int(min(limit, Self.maxVersionsPage)), before: before)))
+        case .trash(let limit, let before):
+            guard limit > 0 else {
+                answer(&actions, id, .error(code: .invalidRequest, message: "a trash limit must be at least 1"))
+                return
+            }
+            guard admitInFlight(&actions, id) else { return }
+            pendingVersionReads += 1
+            handledResult = nil
+            actions.append(.readVersions(
+                requestID: id, .trash(limit: Int(min(limit, Self.maxVersionsPage)), before: before)))
         case .subscribe(let after):
             guard subscriptions.count < limits.maxSubscriptions else {
                 answer(&actions, id, .error(code: .invalidRequest,
@@ -234,7 +270,8 @@ struct ServerSession {
             actions.append(.log(LogLine(
                 event: "client error", detail: "request=\(id) \(code): \(text)", name: "client_error", level: .warn,
                 fields: [("request", "\(id)"), ("code", "\(code.rawValue)"), ("reason", text)])))
-        case .welcome, .memo, .memos, .page, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport:
+        case .welcome, .memo, .memos, .page, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport,
+             .versions, .trashPage:
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:
@@ -269,7 +306,9 @@ struct ServerSession {
     }
 
     private mutating func admitInFlight(_ actions: inout [SessionAction], _ id: UInt32) -> Bool {
-        guard pendingWrites.count + subscriptions.count + pendingLists + pendingStatus < limits.maxInFlight else {
+        guard pendingWrites.count + subscriptions.count + pendingLists + pendingStatus + pendingVersionReads
+                < limits.maxInFlight
+        else {
             fail(&actions, requestID: id, code: .tooManyInFlight,
                  "more than \(limits.maxInFlight) requests in flight; read the answers before sending more")
             return false
@@ -310,6 +349,23 @@ struct ServerSession {
         pendingStatus -= 1
     }
 
+    /// The most versions or trash entries one `history` or `trash` answer holds (a larger limit is cut to it).
+    static let maxVersionsPage: UInt32 = 1000
+
+    /// A `history` or `trash` read finished: the message that answers it.
+    mutating func versionsRead(_ result: Result<Message, MemoError>, counters: inout LoopCounters) -> Message {
+        pendingVersionReads -= 1
+        switch result {
+        case .success(let message):
+            counters.count(.other, .ok)
+            return message
+        case .failure(let error):
+            let code = ErrorCode(error)
+            counters.count(.other, RequestResult(code: code))
+            return .error(code: code, message: error.description)
+        }
+    }
+
     /// The log line of a write the store refused or failed: `refused` when the request was at fault,
     /// `storage error` when the store was.
     static func refusal(requestID: UInt32, _ target: WriteTarget, _ error: MemoError) -> LogLine {
@@ -340,7 +396,7 @@ struct ServerSession {
 
     private mutating func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
         if case .error(let code, _) = message { handledResult = RequestResult(code: code) }
-        actions.append(.send(message.frame(requestID: id)))
+        actions.append(.send(message.frame(requestID: id, version: version)))
     }
 
     private mutating func fail(_ actions: inout [SessionAction], requestID: UInt32, code: ErrorCode, _ text: String) {
@@ -359,6 +415,7 @@ struct WriteTarget {
         switch kind {
         case .update: return "update"
         case .delete: return "delete"
+        case .restore: return "restore"
         default: return "create"
         }
     }
@@ -366,7 +423,8 @@ struct WriteTarget {
     init(_ op: WriteOp) {
         switch op {
         case .create(let id, _, _, _, _): (kind, self.id) = (.create, id)
-        case .update(let id, _, _, _, _), .restore(let id, _, _, _): (kind, self.id) = (.update, id)
+        case .update(let id, _, _, _, _): (kind, self.id) = (.update, id)
+        case .restore(let id, _, _, _): (kind, self.id) = (.restore, id)
         case .delete(let id, _, _): (kind, self.id) = (.delete, id)
         }
     }

@@ -1,7 +1,10 @@
 /// Protocol constants.
 public enum WireProtocol {
-    /// The newest protocol version this build speaks. Version 2 adds `list-page` and its answer `page`.
-    public static let version: UInt16 = 2
+    /// The newest protocol version this build speaks. Version 2 adds `list-page` and its answer `page`; version 3
+    /// adds authors to every memo on the wire, the `update` flags byte, `history`, `trash` and `restore`.
+    public static let version: UInt16 = 3
+    /// The first version whose memos carry their author.
+    public static let authorsVersion: UInt16 = 3
     /// The oldest version this build still speaks: a version 1 peer is served as before.
     public static let minimumVersion: UInt16 = 1
     /// The default largest frame, length prefix included.

@@ -1,15 +1,19 @@
 import Foundation
 import MemoModel
 extension Message {
-    /// The whole frame for this message.
-    public func frame(requestID: UInt32) -> [UInt8] {
+    /// The whole frame for this message, as protocol `version` writes it (before version 3, as versions 1 and 2
+    /// do: memos without authors, `update` without its flags byte).
+    public func frame(requestID: UInt32, version: UInt16 = 2) -> [UInt8] {
         var writer = WireWriter(capacity: frameCapacity)
-        encode(into: &writer, requestID: requestID)
+        encode(into: &writer, requestID: requestID, version: version)
         return writer.bytes
     }
 
-    /// Appends the whole frame for this message.
-    public func encode(into writer: inout WireWriter, requestID: UInt32) {
+    /// Appends the whole frame for this message, as protocol `version` writes it.
+    public func encode(into writer: inout WireWriter, requestID: UInt32, version: UInt16 = 2) {
+        let authors = writer.authors
+        writer.authors = version >= WireProtocol.authorsVersion
+        defer { writer.authors = authors }
         switch self {
         case .memo(let memo):
             writer.memoFrame(memo, type: kind.rawValue, requestID: requestID)
@@ -37,7 +41,7 @@ extension Message {
         switch self {
         case .memo(let memo): return fixed + memo.content.utf8.count
         case .change(let change): return fixed + change.memo.content.utf8.count
-        case .create(_, _, _, let content), .update(_, _, let content): return fixed + content.utf8.count
+        case .create(_, _, _, let content), .update(_, _, let content, _): return fixed + content.utf8.count
         case .error(_, let message), .goingAway(_, let message): return fixed + message.utf8.count
         default: return fixed
         }
@@ -71,10 +75,44 @@ extension Message {
             w.u8((last ? 1 : 0) | (more ? 2 : 0))
             w.u32(UInt32(memos.count))
             for memo in memos { w.memo(memo) }
-        case .update(let id, let expected, let content):
+        case .update(let id, let expected, let content, let merge):
             w.uuid(id)
             Self.encodeExpected(expected, into: &w)
             w.string(content)
+            if w.authors { w.u8(merge ? 1 : 0) }
+        case .history(let id, let limit, let before):
+            w.uuid(id)
+            w.u32(limit)
+            Self.encodeExpected(before, into: &w)
+        case .trash(let limit, let before):
+            w.u32(limit)
+            Self.encodeExpected(before, into: &w)
+        case .restore(let id, let revision, let expected):
+            w.uuid(id)
+            Self.encodeExpected(revision, into: &w)
+            Self.encodeExpected(expected, into: &w)
+        case .versions(let id, let more, let versions):
+            w.uuid(id)
+            w.u8(more ? 1 : 0)
+            w.u32(UInt32(versions.count))
+            for version in versions {
+                w.u64(version.revision)
+                w.u8(version.kind.rawValue)
+                w.i64(version.micros)
+                w.author(version.author)
+                w.string(version.content)
+            }
+        case .trashPage(let more, let entries):
+            w.u8(more ? 1 : 0)
+            w.u32(UInt32(entries.count))
+            for entry in entries {
+                w.u64(entry.revision)
+                w.i64(entry.deletedMicros)
+                w.author(entry.deletedBy)
+                w.uuid(entry.memo.id)
+                w.i64(entry.memo.insertMicros)
+                w.string(entry.memo.content)
+            }
         case .delete(let id, let expected):
             w.uuid(id)
             Self.encodeExpected(expected, into: &w)
@@ -127,15 +165,17 @@ extension Message {
     /// Decodes a frame's message.
     /// - Throws: `WireError` for an unknown type, a field past the end, invalid UTF-8, an undefined value, a count
     ///   that cannot fit, or bytes left over.
-    public init(frame: Frame) throws(WireError) {
+    /// - Parameter version: the protocol version the connection agreed (before 3: memos without authors).
+    public init(frame: Frame, version: UInt16 = 2) throws(WireError) {
         var reader = WireReader(frame.payload)
-        try self.init(type: frame.type, payload: &reader)
+        try self.init(type: frame.type, payload: &reader, version: version)
     }
 
     /// Decodes the message of type `type` from `r`, which holds its payload and nothing else (a frame the
-    /// decoder has not copied out: `FrameDecoder.nextPayload`).
-    public init(type: UInt8, payload r: inout WireReader) throws(WireError) {
+    /// decoder has not copied out: `FrameDecoder.nextPayload`), as protocol `version` writes it.
+    public init(type: UInt8, payload r: inout WireReader, version: UInt16 = 2) throws(WireError) {
         guard let kind = Kind(rawValue: type) else { throw .unknownMessageType(type) }
+        r.authors = version >= WireProtocol.authorsVersion
         switch kind {
         case .hello:
             self = .hello(minVersion: try r.u16("min version"), maxVersion: try r.u16("max version"),
@@ -179,7 +219,63 @@ extension Message {
         case .update:
             let id = try r.uuid("memo id")
             let expected = try Self.decodeExpected(&r)
-            self = .update(id: id, expectedRevision: expected, content: try r.string("content"))
+            let content = try r.string("content")
+            var merge = false
+            if r.authors {
+                let flags = try r.u8("update flags")
+                guard flags & ~1 == 0 else { throw .invalidValue(field: "update flags", value: UInt64(flags)) }
+                merge = flags == 1
+            }
+            self = .update(id: id, expectedRevision: expected, content: content, merge: merge)
+        case .history:
+            let id = try r.uuid("memo id")
+            let limit = try r.u32("limit")
+            self = .history(id: id, limit: limit, before: try Self.decodeExpected(&r, "before"))
+        case .trash:
+            let limit = try r.u32("limit")
+            self = .trash(limit: limit, before: try Self.decodeExpected(&r, "before"))
+        case .restore:
+            let id = try r.uuid("memo id")
+            let revision = try Self.decodeExpected(&r, "revision")
+            self = .restore(id: id, revision: revision, expectedRevision: try Self.decodeExpected(&r))
+        case .versions:
+            let id = try r.uuid("memo id")
+            let flags = try r.u8("versions flags")
+            guard flags & ~1 == 0 else { throw .invalidValue(field: "versions flags", value: UInt64(flags)) }
+            let count = try r.count("version count", minimumSize: 8 + 1 + 8 + 12)
+            var versions: [MemoVersion] = []
+            versions.reserveCapacity(count)
+            for _ in 0..<count {
+                let revision = try r.u64("version revision")
+                let rawKind = try r.u8("version kind")
+                guard let versionKind = VersionKind(rawValue: rawKind) else {
+                    throw .invalidValue(field: "version kind", value: UInt64(rawKind))
+                }
+                let micros = try r.i64("version date")
+                let author = try r.author("version author")
+                versions.append(MemoVersion(
+                    id: id, revision: revision, kind: versionKind, micros: micros, author: author,
+                    content: try r.string("version content")))
+            }
+            self = .versions(id: id, more: flags == 1, versions: versions)
+        case .trashPage:
+            let flags = try r.u8("trash flags")
+            guard flags & ~1 == 0 else { throw .invalidValue(field: "trash flags", value: UInt64(flags)) }
+            let count = try r.count("trash count", minimumSize: 8 + 8 + 8 + 16 + 8 + 4)
+            var entries: [TrashEntry] = []
+            entries.reserveCapacity(count)
+            for _ in 0..<count {
+                let revision = try r.u64("delete revision")
+                let deleted = try r.i64("delete date")
+                let author = try r.author("deleted by")
+                let id = try r.uuid("memo id")
+                let insert = try r.i64("memo insert date")
+                let memo = Memo(
+                    id: id, content: try r.string("memo content"), insertMicros: insert, updateMicros: deleted,
+                    revision: revision, author: author)
+                entries.append(TrashEntry(memo: memo, revision: revision, deletedMicros: deleted, deletedBy: author))
+            }
+            self = .trashPage(more: flags == 1, entries: entries)
         case .delete:
             let id = try r.uuid("memo id")
             self = .delete(id: id, expectedRevision: try Self.decodeExpected(&r))
@@ -240,12 +336,17 @@ extension Message {
         try r.finish()
     }
 
-    private static func decodeExpected(_ r: inout WireReader) throws(WireError) -> UInt64? {
-        let flag = try r.u8("expected-revision flag")
+    /// An optional revision: a flag byte (0 absent, 1 present), then the revision when present.
+    private static func decodeExpected(
+        _ r: inout WireReader, _ field: String = "expected revision"
+    ) throws(WireError) -> UInt64? {
+        let flag = try r.u8(field == "expected revision" ? "expected-revision flag" : field + " flag")
         switch flag {
         case 0: return nil
-        case 1: return try r.u64("expected revision")
-        default: throw .invalidValue(field: "expected-revision flag", value: UInt64(flag))
+        case 1: return try r.u64(field)
+        default:
+            throw .invalidValue(
+                field: field == "expected revision" ? "expected-revision flag" : field + " flag", value: UInt64(flag))
         }
     }
 }

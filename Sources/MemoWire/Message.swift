@@ -14,7 +14,9 @@ public enum Message: Sendable, Hashable {
     case create(id: UUID?, insertMicros: Int64?, updateMicros: Int64? = nil, content: String)
     case get(id: UUID)
     case list
-    case update(id: UUID, expectedRevision: UInt64?, content: String)
+    /// Version 3 adds a flags byte after the content: bit 0 `merge` (on a revision conflict the server may merge
+    /// against the version at `expectedRevision`); earlier versions never carry it.
+    case update(id: UUID, expectedRevision: UInt64?, content: String, merge: Bool = false)
     case delete(id: UUID, expectedRevision: UInt64?)
     /// From a snapshot (nil) or every change after a revision.
     case subscribe(after: UInt64?)
@@ -24,6 +26,13 @@ public enum Message: Sendable, Hashable {
     case status
     /// Version 2: at most `limit` memos (0: no limit) listed after `after` (from the newest when nil).
     case listPage(limit: UInt32, after: ListCursor?)
+    /// Version 3: at most `limit` (1 or more) versions of a memo, newest first, older than revision `before`.
+    case history(id: UUID, limit: UInt32, before: UInt64?)
+    /// Version 3: at most `limit` (1 or more) deleted memos, newest delete first, deleted before revision `before`.
+    case trash(limit: UInt32, before: UInt64?)
+    /// Version 3: restores version `revision` of a live memo, or brings a deleted memo back (its last content, or
+    /// version `revision`'s), guarded by `expectedRevision` (the live memo's, or the delete's). Answered `memo`.
+    case restore(id: UUID, revision: UInt64?, expectedRevision: UInt64?)
 
     // Responses, server to client, with the request's id.
     case welcome(version: UInt16, revision: UInt64, maxFrameSize: UInt32, role: Role, server: String)
@@ -37,6 +46,10 @@ public enum Message: Sendable, Hashable {
     /// Version 2: a chunk of the answer to `listPage`; the last chunk has `last` set, and `more` when memos are
     /// listed after the page.
     case page(revision: UInt64, last: Bool, more: Bool, memos: [Memo])
+    /// Version 3: the answer to `history`; `more` when older versions follow.
+    case versions(id: UUID, more: Bool, versions: [MemoVersion])
+    /// Version 3: the answer to `trash`; `more` when older deletes follow.
+    case trashPage(more: Bool, entries: [TrashEntry])
 
     // Pushed on a subscription, with the subscribe request's id.
     case snapshot(revision: UInt64, last: Bool, memos: [Memo])
@@ -52,7 +65,9 @@ public enum Message: Sendable, Hashable {
     public enum Kind: UInt8, Sendable, CaseIterable {
         case hello = 0x01, create = 0x02, get = 0x03, list = 0x04, update = 0x05, delete = 0x06
         case subscribe = 0x07, unsubscribe = 0x08, ping = 0x09, status = 0x0A, listPage = 0x0B
+        case history = 0x0C, trash = 0x0D, restore = 0x0E
         case welcome = 0x41, memo = 0x42, memos = 0x43, ok = 0x44, pong = 0x45, statusReport = 0x46, page = 0x47
+        case versions = 0x48, trashPage = 0x49
         case snapshot = 0x61, subscribed = 0x62, change = 0x63, historyGone = 0x64
         case error = 0x7E, goingAway = 0x7F
     }
@@ -70,6 +85,11 @@ public enum Message: Sendable, Hashable {
         case .ping: return .ping
         case .status: return .status
         case .listPage: return .listPage
+        case .history: return .history
+        case .trash: return .trash
+        case .restore: return .restore
+        case .versions: return .versions
+        case .trashPage: return .trashPage
         case .welcome: return .welcome
         case .memo: return .memo
         case .memos: return .memos
@@ -99,6 +119,7 @@ extension Message.Kind {
     public var minimumVersion: UInt16 {
         switch self {
         case .listPage, .page: return 2
+        case .history, .trash, .restore, .versions, .trashPage: return 3
         default: return 1
         }
     }

@@ -3,6 +3,8 @@ import MemoModel
 /// Appends big-endian fields to a byte array.
 public struct WireWriter {
     public var bytes: [UInt8]
+    /// Protocol version 3 and later: each memo is followed by its author (name and serial, as strings).
+    public var authors = false
 
     public init(capacity: Int = 64) {
         bytes = []
@@ -49,6 +51,13 @@ public struct WireWriter {
             }
             bytes.append(contentsOf: utf8)
         }
+        if authors { author(memo.author) }
+    }
+
+    /// An author: its name and serial, as strings (version 3).
+    public mutating func author(_ author: Author) {
+        string(author.name)
+        string(author.serial)
     }
 
     /// The whole frame of a message whose payload is one memo (`memo`: the answer to every write and get): the
@@ -56,10 +65,12 @@ public struct WireWriter {
     /// and a patched length (BENCHMARKS.md, "Instruction counts behind the code's shape").
     public mutating func memoFrame(_ memo: Memo, type: UInt8, requestID: UInt32) {
         let headerSize = WireProtocol.headerSize + MemoHeader.size
+        let trailer = authors ? 8 + memo.author.name.utf8.count + memo.author.serial.utf8.count : 0
         var content = memo.content
         content.withUTF8 { utf8 in
             withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { raw in
-                Self.storeFrameHeader(in: raw, length: headerSize - 4 + utf8.count, type: type, requestID: requestID)
+                Self.storeFrameHeader(
+                    in: raw, length: headerSize - 4 + utf8.count + trailer, type: type, requestID: requestID)
                 withUnsafeBytes(of: MemoHeader(memo, contentLength: utf8.count)) { header in
                     raw.baseAddress!.advanced(by: WireProtocol.headerSize)
                         .copyMemory(from: header.baseAddress!, byteCount: MemoHeader.size)
@@ -68,6 +79,7 @@ public struct WireWriter {
             }
             bytes.append(contentsOf: utf8)
         }
+        if authors { author(memo.author) }
     }
 
     /// The whole frame of a `create` request (what every client write of a new memo sends): the frame header and
@@ -144,6 +156,8 @@ public struct WireWriter {
 
 /// Reads big-endian fields from a frame's payload; every read checks the bounds first and throws, never traps.
 public struct WireReader {
+    /// Protocol version 3 and later: each memo is followed by its author (see `WireWriter.authors`).
+    public var authors = false
     private let bytes: [UInt8]
     private var index: Int
     private let end: Int
@@ -235,7 +249,14 @@ public struct WireReader {
         let insert = try i64("memo insert date")
         let update = try i64("memo update date")
         let content = try string("memo content")
-        return Memo(id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision)
+        let author = authors ? try self.author("memo author") : .none
+        return Memo(
+            id: id, content: content, insertMicros: insert, updateMicros: update, revision: revision, author: author)
+    }
+
+    /// An author: name and serial (version 3).
+    public mutating func author(_ field: String) throws(WireError) -> Author {
+        Author(name: try string(field + " name"), serial: try string(field + " serial"))
     }
 
     /// Reads a u32 count of items, each at least `minimumSize` bytes, checking it fits before anything is made.

@@ -18,6 +18,8 @@ struct Serve {
     var configuration = ServerConfiguration()
     var store = "sqlite:memo-data/memos.sqlite"
     var historyCapacity = MemoLimits.defaultHistoryCapacity
+    /// `--versions` and `--trash-days`.
+    var versions = VersionPolicy.standard
     /// `--storage-timeout` and `--max-feed-lag`, in milliseconds (PostgreSQL only).
     var storageTimeoutMillis = PostgresStore.defaultStorageTimeoutMillis
     var maxFeedLagMillis = PostgresStore.defaultMaxFeedLagMillis
@@ -49,6 +51,9 @@ struct Serve {
         limits.frameTimeout = try arguments.seconds("--frame-timeout") ?? limits.frameTimeout
         configuration.limits = limits
         historyCapacity = try arguments.integer("--history", in: 1...100_000_000) ?? historyCapacity
+        versions = VersionPolicy(
+            keep: try arguments.integer("--versions", in: 0...VersionPolicy.maxKeep) ?? versions.keep,
+            trashDays: try arguments.integer("--trash-days", in: 0...VersionPolicy.maxTrashDays) ?? versions.trashDays)
         storageTimeoutMillis = try Self.millis(&arguments, "--storage-timeout", in: 0.1...60) ?? storageTimeoutMillis
         maxFeedLagMillis = try Self.millis(&arguments, "--max-feed-lag", in: 0.1...3600) ?? maxFeedLagMillis
         if let records = try arguments.option("--tls-records") {
@@ -92,12 +97,12 @@ struct Serve {
         let memoStore: any ServingStore
         let storeName: String
         if store == "memory" {
-            memoStore = MemoryStore(historyCapacity: historyCapacity)
+            memoStore = MemoryStore(historyCapacity: historyCapacity, versions: versions)
             storeName = store
         } else if Self.isPostgres(store) {
             memoStore = try PostgresStore(
                 uri: store, historyCapacity: historyCapacity, storageTimeoutMillis: storageTimeoutMillis,
-                maxFeedLagMillis: maxFeedLagMillis, log: { log($0) })
+                maxFeedLagMillis: maxFeedLagMillis, versions: versions, log: { log($0) })
             storeName = Self.redacted(store)
         } else {
             let path = absolutePath(String(store.dropFirst("sqlite:".count)))
@@ -105,7 +110,7 @@ struct Serve {
                 leftovers.expect(file: path + suffix)
             }
             do {
-                memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity)
+                memoStore = try SQLiteStore(path: path, historyCapacity: historyCapacity, versions: versions)
             } catch {
                 leftovers.remove()
                 throw error

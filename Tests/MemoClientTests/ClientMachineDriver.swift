@@ -117,9 +117,10 @@ struct ClientMachineDriver {
 
     // MARK: - Frames
 
-    static func frame(_ message: Message, id: UInt32) -> Frame {
+    /// The frame as the server writes it on a connection that agreed `version` (the welcome's, by default).
+    static func frame(_ message: Message, id: UInt32, version: UInt16 = WireProtocol.version) -> Frame {
         var decoder = FrameDecoder()
-        decoder.append(message.frame(requestID: id))
+        decoder.append(message.frame(requestID: id, version: version))
         return try! decoder.next()!
     }
 

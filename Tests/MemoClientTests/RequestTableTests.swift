@@ -13,7 +13,8 @@ struct RequestTableTests {
     typealias Driver = ClientMachineDriver
     typealias Link = ClientConnectionMachine.Link
 
-    static let welcome = Welcome(revision: 0, maxFrameSize: 1 << 20, role: .readWrite, serverName: "test")
+    static let welcome = Welcome(
+        version: WireProtocol.version, revision: 0, maxFrameSize: 1 << 20, role: .readWrite, serverName: "test")
 
     static func ready(attempt: Int = 1) -> Link {
         Link(isReady: true, isConnected: true, attempt: attempt, welcome: welcome, lastFailure: nil, closed: false)

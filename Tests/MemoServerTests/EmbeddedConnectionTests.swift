@@ -90,7 +90,7 @@ final class EmbeddedConnection {
         decoder.append(plaintext)
         plaintext.removeAll()
         var messages: [Message] = []
-        while let frame = try decoder.next() { messages.append(try Message(frame: frame)) }
+        while let frame = try decoder.next() { messages.append(try Message(frame: frame, version: WireProtocol.version)) }
         return messages
     }
 }

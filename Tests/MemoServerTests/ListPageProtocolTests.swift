@@ -12,7 +12,7 @@ struct ListPageProtocolTests {
     @Test func helloAgreesTheHighestCommonVersion() throws {
         let server = try TestServer()
         defer { server.stop() }
-        for (range, agreed) in [((1, 1), 1), ((1, 2), 2), ((2, 2), 2), ((1, 9), 2)] as [((UInt16, UInt16), UInt16)] {
+        for (range, agreed) in [((1, 1), 1), ((1, 2), 2), ((2, 2), 2), ((1, 9), 3), ((3, 3), 3)] as [((UInt16, UInt16), UInt16)] {
             let client = try server.connect(hello: false)
             let reply = try client.request(.hello(minVersion: range.0, maxVersion: range.1, client: "v"))
             guard case .welcome(let version, _, _, _, _) = reply else {
@@ -22,12 +22,12 @@ struct ListPageProtocolTests {
             #expect(version == agreed, "\(range)")
         }
         let client = try server.connect(hello: false)
-        let refused = try client.request(.hello(minVersion: 3, maxVersion: 4, client: "future"))
+        let refused = try client.request(.hello(minVersion: 4, maxVersion: 5, client: "future"))
         guard case .error(.unsupportedVersion, let text) = refused else {
             Issue.record("\(refused)")
             return
         }
-        #expect(text == "this server speaks protocol versions 1 to 2; the client speaks 3 to 4")
+        #expect(text == "this server speaks protocol versions 1 to 3; the client speaks 4 to 5")
     }
 
     @Test func aPageIsAnsweredInChunksWithMoreOnTheLast() throws {

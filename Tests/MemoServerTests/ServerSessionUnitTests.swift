@@ -63,7 +63,7 @@ struct FramedSession {
             var decoder = FrameDecoder()
             decoder.append(bytes)
             let frame = try #require(try decoder.next())
-            messages.append(try Message(frame: frame))
+            messages.append(try Message(frame: frame, version: WireProtocol.version))
         }
         return messages
     }
@@ -148,7 +148,8 @@ struct FramedSession {
         var session = session()
         _ = feed(&session, hello())
         let id = UUID()
-        let actions = feed(&session, Message.update(id: id, expectedRevision: nil, content: "y").frame(requestID: 9))
+        let actions = feed(&session, Message.update(id: id, expectedRevision: nil, content: "y").frame(
+            requestID: 9, version: WireProtocol.version))
         guard case .submit(9, let op) = try #require(actions.first) else {
             Issue.record("no submit: \(actions)")
             return

@@ -57,6 +57,21 @@ let sampleMessages: [Message] = {
         .listPage(limit: 0, after: ListCursor(insertMicros: -1, id: id)),
         .page(revision: 42, last: true, more: true, memos: [memo, other]),
         .page(revision: 0, last: false, more: false, memos: []),
+        // Version 3 (these messages are the same bytes in every version; memos gain authors only in version 3).
+        .history(id: id, limit: 50, before: nil),
+        .history(id: id, limit: 1, before: 41),
+        .trash(limit: 20, before: nil),
+        .restore(id: id, revision: 7, expectedRevision: nil),
+        .restore(id: id, revision: nil, expectedRevision: 42),
+        .versions(id: id, more: true, versions: [
+            MemoVersion(id: id, revision: 42, kind: .restore, micros: 5, author: Author(name: "앨리스", serial: "1F"),
+                        content: "한글\n"),
+            MemoVersion(id: id, revision: 7, kind: .create, micros: 1, author: .none, content: ""),
+        ]),
+        .trashPage(more: false, entries: [TrashEntry(
+            memo: Memo(id: id, content: "gone", insertMicros: 1, updateMicros: 9, revision: 43,
+                       author: Author(name: "bob", serial: "2A")),
+            revision: 43, deletedMicros: 9, deletedBy: Author(name: "bob", serial: "2A"))]),
     ]
 }()
 

@@ -134,6 +134,13 @@ public enum ServerCommandTable {
                 "--history", .value("N"), default: "100000", scope: .only(["serve"]),
                 help: "changes kept for clients that resume"),
             OptionSpec(
+                "--versions", .value("K"), default: "50", scope: .only(["serve"]),
+                help: "versions kept per memo (memo-client log, restore), 0 to 10000; 0 keeps none"),
+            OptionSpec(
+                "--trash-days", .value("D"), default: "30", scope: .only(["serve"]),
+                help: "days a deleted memo stays in the trash with its versions before it is purged, 0 to 3650; "
+                    + "0 purges it at once"),
+            OptionSpec(
                 "--storage-timeout", .value("SECS"), default: "5", scope: .only(["serve"]),
                 help: "PostgreSQL only: the most a write waits for the database, from 0.1 to 60; then it is "
                     + "answered 501 storage-unavailable (nothing changed) or 505 outcome-unknown (sent, no answer), "
