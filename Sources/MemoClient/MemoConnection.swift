@@ -226,6 +226,41 @@ public final class MemoConnection: Sendable {
         return try result.get()
     }
 
+    /// At most `limit` versions of memo `id`, newest first, older than revision `before` when given: one round
+    /// trip (protocol version 3).
+    /// - Throws: `MemoError.notFound` for an id the server knows nothing of; `ServerTooOldError` (nothing sent)
+    ///   when the server speaks an older version.
+    public func history(id: UUID, limit: UInt32, before: UInt64? = nil) async throws -> VersionPage {
+        let reply = try await send(.history(id: id, limit: limit, before: before))
+        guard case .message(.versions(_, let more, let versions)) = reply else {
+            throw ClientError.protocolError("expected versions in answer to history, got \(reply)")
+        }
+        return VersionPage(versions: versions, more: more)
+    }
+
+    /// At most `limit` deleted memos, newest delete first, deleted before revision `before` when given
+    /// (protocol version 3).
+    public func trash(limit: UInt32, before: UInt64? = nil) async throws -> TrashPage {
+        let reply = try await send(.trash(limit: limit, before: before))
+        guard case .message(.trashPage(let more, let entries)) = reply else {
+            throw ClientError.protocolError("expected a trash page in answer to trash, got \(reply)")
+        }
+        return TrashPage(entries: entries, more: more)
+    }
+
+    /// Restores version `revision` of a live memo, or brings a memo back from the trash (its last content, or
+    /// version `revision`'s), guarded by `expectedRevision` (protocol version 3). A write: its author is this
+    /// client's certificate.
+    /// - Throws: `MemoError.versionNotFound` (a version not kept, a memo not in the trash) with the server's
+    ///   reason, `conflict`, `invalidArgument` (a live memo without `revision`), `permissionDenied`,
+    ///   `outcomeUnknown`.
+    public func restore(
+        id: UUID, revision: UInt64?, expectedRevision: UInt64? = nil, timeout: Duration? = nil
+    ) async throws -> Memo {
+        try await memoRequest(.restore(id: id, revision: revision, expectedRevision: expectedRevision),
+                              timeout: timeout)
+    }
+
     /// Round trip to the server.
     public func ping() async throws -> Duration {
         let start = ContinuousClock.now

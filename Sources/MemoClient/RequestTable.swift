@@ -379,7 +379,7 @@ extension Message {
     /// A create, update or delete: a request whose outcome matters when its answer is lost.
     var isWrite: Bool {
         switch self {
-        case .create, .update, .delete: return true
+        case .create, .update, .delete, .restore: return true
         default: return false
         }
     }

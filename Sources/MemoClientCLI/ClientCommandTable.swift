@@ -78,6 +78,36 @@ public enum ClientCommandTable {
                 nothing then means the first try did it (exit 0). Still unknown: exit 7.
                 """),
         CommandSpec(
+            "log", arguments: "ID", completion: ids, summary: "a memo's versions, newest first, with their authors",
+            help: """
+                The memo's kept versions (the server keeps each memo's last --versions, default 50, and a deleted
+                memo's in the trash), newest first, at most --limit (default 50), in one request:
+                revision<TAB>date<TAB>author<TAB>kind<TAB>first line, kind create, update or restore, author the
+                certificate's name (- when not known). --json: one array of {"revision":N,"kind":"…","date":"…",
+                "author":{"name":"…","serial":"…"},"content":"…"}. ID may be a unique prefix of a live memo's id, or
+                the whole id of a memo in the trash. An id the server knows nothing of: exit 3.
+                """),
+        CommandSpec(
+            "restore", arguments: "ID", completion: ids,
+            summary: "make a memo's content one of its versions again, or bring a deleted memo back",
+            help: """
+                For a live memo: --revision R (a version memo-client log lists) becomes its content again, as an
+                update by this certificate (kind restore); without --revision it is a usage error (exit 2). For a
+                memo in the trash (memo-client trash): brings it back under its id with its last content, or version
+                R's with --revision. --expect R: only if the memo is still at revision R (for a memo in the trash:
+                the revision of its delete), else exit 4. Prints the memo as show does. A version no longer kept or
+                a memo not in the trash (purged): exit 3 with the reason. A read-only certificate: exit 5.
+                """),
+        CommandSpec(
+            "trash", summary: "deleted memos, newest delete first",
+            help: """
+                The memos in the trash (kept --trash-days days by the server, default 30), newest delete first, at
+                most --limit (default 50): id<TAB>revision<TAB>deletedDate<TAB>deleted by<TAB>first line, the
+                revision and date of the delete. --json: one array of {"id":"…","revision":N,"deletedDate":"…",
+                "deletedBy":{"name":"…","serial":"…"},"insertDate":"…","content":"…"}. memo-client restore ID brings
+                one back.
+                """),
+        CommandSpec(
             "watch",
             summary: "the list, then one line per change as it happens; resumes across server restarts with no gap "
                 + "and no repeat, except across an explicit resync (then the whole list again)",
@@ -212,18 +242,19 @@ public enum ClientCommandTable {
             "--output", aliases: ["-o"], .choice(["json", "tsv", "ids", "wide"]),
             help: "json (as --json), tsv (the tab-separated lines below, even on a terminal; show: the memo's list "
                 + "line), ids (one id per line) or wide (id, revision, insertDate, updateDate, size in bytes, "
-                + "first line; tab-separated); ids and wide: list, show, add, edit and rm only"),
+                + "author, first line; tab-separated); ids and wide: list, show, add, edit and rm only"),
         OptionSpec(
             "--json",
             help: "one JSON object per memo per line: id, content, insertDate, updateDate (ISO 8601, UTC, "
-                + "microseconds), revision; watch --json prints {\"type\":\"existing\"|\"created\"|\"updated\"|"
+                + "microseconds), revision (list, show, add, edit, rm: then author {name, serial}); watch --json prints {\"type\":\"existing\"|\"created\"|\"updated\"|"
                 + "\"deleted\",\"revision\":N,\"memo\":{...}} or {\"event\":\"resync\",\"revision\":N}"),
         OptionSpec(
             "--filter", .value("TEXT"), scope: .only(["list"]),
             help: "only memos whose content contains TEXT (case-insensitive)"),
         OptionSpec(
-            "--limit", .value("N"), scope: .only(["list"]),
-            help: "at most N memos (1 or more), read from the server a page at a time"),
+            "--limit", .value("N"), scope: .only(["list", "log", "trash"]),
+            help: "at most N memos (1 or more), read from the server a page at a time; log and trash: at most N "
+                + "versions or deleted memos (default 50)"),
         OptionSpec(
             "--after", .value("CURSOR"), scope: .only(["list"]),
             help: "the memos listed after CURSOR, which a paged list printed (next<TAB>CURSOR, or the JSON next)"),
@@ -234,6 +265,12 @@ public enum ClientCommandTable {
         OptionSpec(
             "--if-revision", .value("N"), scope: .only(["edit", "rm"]),
             help: "only if the memo is still at revision N (else exit 4, conflict)"),
+        OptionSpec(
+            "--revision", .value("R"), scope: .only(["restore"]),
+            help: "the version to restore (its revision, as memo-client log prints it)"),
+        OptionSpec(
+            "--expect", .value("R"), scope: .only(["restore"]),
+            help: "only if the memo is still at revision R (a memo in the trash: its delete's), else exit 4"),
         OptionSpec(
             "--allow-empty", scope: .only(["add", "edit"]), help: "allow empty content (refused by default, exit 1)"),
         OptionSpec("--quiet", aliases: ["-q"], scope: .only(writes), help: "print nothing on success"),

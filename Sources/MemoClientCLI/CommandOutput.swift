@@ -114,7 +114,7 @@ public struct MemoFormatter: Sendable {
     /// One memo as a list line: JSON object; `id<TAB>revision<TAB>insertDate<TAB>first line`; or, for people,
     /// `shortid  local date  first line`, cut to the terminal's width.
     public func line(_ memo: Memo) -> String {
-        if style.json { return MemoJSON.object(memo) }
+        if style.json { return MemoJSON.object(memo, author: true) }
         if style.format == .ids { return memo.id.uuidString.lowercased() }
         if style.format == .wide { return Self.wideLine(memo) }
         if style.human {
@@ -124,6 +124,31 @@ public struct MemoFormatter: Sendable {
         }
         return memo.id.uuidString.lowercased() + "\t" + String(memo.revision) + "\t"
             + Timestamp.iso8601(micros: memo.insertMicros) + "\t" + Self.firstLine(memo.content)
+    }
+
+    /// One version as a `log` line: `revision<TAB>date<TAB>author<TAB>kind<TAB>first line` (the date in ISO 8601
+    /// UTC, the author's name or `-`); for people the local date and the first line cut to the terminal's width.
+    public func line(_ version: MemoVersion) -> String {
+        if style.human {
+            let head = String(version.revision) + "  " + Self.localDate(micros: version.micros) + "  "
+                + version.author.description + "  " + version.kind.name + "  "
+            return paint(head, "2") + humanFirstLine(version.content, after: head.count)
+        }
+        return String(version.revision) + "\t" + Timestamp.iso8601(micros: version.micros) + "\t"
+            + version.author.description + "\t" + version.kind.name + "\t" + Self.firstLine(version.content)
+    }
+
+    /// One deleted memo as a `trash` line: `id<TAB>revision<TAB>deletedDate<TAB>deleted by<TAB>first line` (the
+    /// delete's revision and date); for people the short id, the local date, who deleted it and the first line.
+    public func line(_ entry: TrashEntry) -> String {
+        if style.human {
+            let id = Self.shortID(entry.memo.id)
+            let head = "  " + Self.localDate(micros: entry.deletedMicros) + "  " + entry.deletedBy.description + "  "
+            return paint(id, "33") + paint(head, "2") + humanFirstLine(entry.memo.content, after: id.count + head.count)
+        }
+        return entry.memo.id.uuidString.lowercased() + "\t" + String(entry.revision) + "\t"
+            + Timestamp.iso8601(micros: entry.deletedMicros) + "\t" + entry.deletedBy.description + "\t"
+            + Self.firstLine(entry.memo.content)
     }
 
     /// One change as a watch line: the JSON change object; `kind<TAB>id<TAB>revision<TAB>updateDate<TAB>first
@@ -172,14 +197,15 @@ public struct MemoFormatter: Sendable {
     /// that `show ID | edit ID -`, which drops one final newline, gives back the same bytes); for people with its
     /// control characters made visible.
     public func detail(_ memo: Memo) -> String {
-        if style.json { return MemoJSON.object(memo) + "\n" }
+        if style.json { return MemoJSON.object(memo, author: true) + "\n" }
         // An explicit -o tsv, ids or wide: the memo as one line of that form, not its content.
         if style.format != nil { return line(memo) + "\n" }
         if !style.human { return memo.content + "\n" }
         var text = paint("id", "2") + "        " + memo.id.uuidString.lowercased() + "\n"
         text += paint("revision", "2") + "  " + String(memo.revision) + "\n"
         text += paint("created", "2") + "   " + Self.localDate(micros: memo.insertMicros) + "\n"
-        text += paint("updated", "2") + "   " + Self.localDate(micros: memo.updateMicros) + "\n\n"
+        text += paint("updated", "2") + "   " + Self.localDate(micros: memo.updateMicros) + "\n"
+        text += paint("author", "2") + "    " + memo.author.description + "\n\n"
         let content = TextLayout.displayable(memo.content)
         text += content
         if !content.hasSuffix("\n") { text += "\n" }

@@ -43,6 +43,12 @@ public enum ClientCommand: Sendable, Hashable {
     case status
     /// `config contexts`: the contexts of the config file, the one in effect marked (read locally, no connection).
     case contexts(ContextsListing)
+    /// `log ID`: the memo's kept versions, newest first, at most `limit`.
+    case log(id: String, limit: Int)
+    /// `restore ID`: version `revision` of a live memo, or a memo back from the trash; `ifRevision` guards it.
+    case restore(id: String, revision: UInt64?, ifRevision: UInt64?)
+    /// `trash`: deleted memos, newest delete first, at most `limit`.
+    case trash(limit: Int)
 
     /// How many bad lines an import reports before it stops, unless `--max-errors` says otherwise.
     public static let defaultMaxErrors = 100
@@ -180,6 +186,33 @@ public struct CommandRunner: Sendable {
             for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
         case .importMemos(let path, let maxErrors, _):
             return try await importMemos(path, maxErrors: maxErrors, client)
+        case .log(let idText, let limit):
+            let id = try await resolveKnown(idText, client)
+            let page = try await client.history(id: id, limit: UInt32(limit))
+            if style.json {
+                out.line("[" + page.versions.map(MemoJSON.object).joined(separator: ",") + "]")
+            } else {
+                for version in page.versions { out.line(formatter.line(version)) }
+            }
+        case .restore(let idText, let revision, let ifRevision):
+            let id = try await resolveKnown(idText, client)
+            let memo: Memo
+            do {
+                memo = try await client.restore(
+                    id: id, revision: revision, expectedRevision: ifRevision, timeout: retry.timeLeft)
+            } catch MemoError.invalidArgument where revision == nil {
+                throw CommandUsageError(
+                    "memo \(id.uuidString.lowercased()) is not deleted: give --revision R, a version memo-client "
+                        + "log lists")
+            }
+            out.write(formatter.detail(memo))
+        case .trash(let limit):
+            let page = try await client.trash(limit: UInt32(limit))
+            if style.json {
+                out.line("[" + page.entries.map(MemoJSON.object).joined(separator: ",") + "]")
+            } else {
+                for entry in page.entries { out.line(formatter.line(entry)) }
+            }
         case .whoami, .contexts:
             break  // answered before connecting
         case .status:
@@ -227,6 +260,12 @@ public struct CommandRunner: Sendable {
             throw IDLookupError.ambiguous(text, matches: matches.map { $0.id.uuidString.lowercased() })
         }
         return (first.id, first)
+    }
+
+    /// An id for `log` and `restore`: a whole UUID as given (a memo in the trash is not in the list), else a
+    /// unique prefix of a live memo's id.
+    func resolveKnown(_ text: String, _ client: MemoConnection) async throws -> UUID {
+        try await resolve(text, client).0
     }
 
     static func read(_ source: TextSource) throws -> String {

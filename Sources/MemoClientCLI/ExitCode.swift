@@ -51,7 +51,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         switch error {
         case let error as MemoError:
             switch error {
-            case .notFound: self = .notFound
+            case .notFound, .versionNotFound: self = .notFound
             case .conflict: self = .conflict
             case .permissionDenied: self = .refused
             case .unavailable: self = .unreachable

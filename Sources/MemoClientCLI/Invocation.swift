@@ -216,6 +216,24 @@ extension Invocation {
             command = .importMemos(
                 path: try required("a FILE (or - for stdin)"),
                 maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
+        case "log":
+            command = .log(id: try required("an ID"), limit: limit ?? VersionPolicy.defaultKeep)
+        case "restore":
+            var revision: UInt64?
+            if let text = line.value("--revision") {
+                guard let value = UInt64(text) else {
+                    throw UsageError("--revision takes a revision number, not '\(text)'")
+                }
+                revision = value
+            }
+            var expect = ifRevision
+            if let text = line.value("--expect") {
+                guard let value = UInt64(text) else { throw UsageError("--expect takes a revision number, not '\(text)'") }
+                expect = value
+            }
+            command = .restore(id: try required("an ID"), revision: revision, ifRevision: expect)
+        case "trash":
+            command = .trash(limit: limit ?? VersionPolicy.defaultKeep)
         case "whoami":
             command = .whoami
         case "config contexts":

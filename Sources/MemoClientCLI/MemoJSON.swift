@@ -3,14 +3,47 @@ import MemoModel
 /// The command line's JSON: one object per memo with the fields `id`, `content`, `insertDate`, `updateDate`
 /// (ISO 8601, UTC, microseconds) and `revision`, always in that order.
 public enum MemoJSON {
-    /// `{"id":"…","content":"…","insertDate":"…","updateDate":"…","revision":N}` on one line.
-    public static func object(_ memo: Memo) -> String {
+    /// `{"id":"…","content":"…","insertDate":"…","updateDate":"…","revision":N}` on one line; with `author`,
+    /// `"author":{"name":"…","serial":"…"}` after the revision (the author of the memo's last change; both empty
+    /// when not known).
+    public static func object(_ memo: Memo, author: Bool = false) -> String {
         var text = "{\"id\":\"" + memo.id.uuidString.lowercased() + "\",\"content\":"
         appendString(memo.content, to: &text)
         text += ",\"insertDate\":\"" + Timestamp.iso8601(micros: memo.insertMicros)
         text += "\",\"updateDate\":\"" + Timestamp.iso8601(micros: memo.updateMicros)
-        text += "\",\"revision\":" + String(memo.revision) + "}"
-        return text
+        text += "\",\"revision\":" + String(memo.revision)
+        if author { text += ",\"author\":" + object(memo.author) }
+        return text + "}"
+    }
+
+    /// `{"name":"…","serial":"…"}`.
+    public static func object(_ author: Author) -> String {
+        var text = "{\"name\":"
+        appendString(author.name, to: &text)
+        text += ",\"serial\":"
+        appendString(author.serial, to: &text)
+        return text + "}"
+    }
+
+    /// A version for `log --json`: `{"revision":N,"kind":"create"|"update"|"restore","date":"…","author":{…},
+    /// "content":"…"}`.
+    public static func object(_ version: MemoVersion) -> String {
+        var text = "{\"revision\":" + String(version.revision) + ",\"kind\":\"" + version.kind.name
+        text += "\",\"date\":\"" + Timestamp.iso8601(micros: version.micros) + "\",\"author\":"
+        text += object(version.author) + ",\"content\":"
+        appendString(version.content, to: &text)
+        return text + "}"
+    }
+
+    /// A trash entry for `trash --json`: `{"id":"…","revision":N,"deletedDate":"…","deletedBy":{…},
+    /// "insertDate":"…","content":"…"}` (the delete's revision and date, who deleted it, the memo's last content).
+    public static func object(_ entry: TrashEntry) -> String {
+        var text = "{\"id\":\"" + entry.memo.id.uuidString.lowercased() + "\",\"revision\":" + String(entry.revision)
+        text += ",\"deletedDate\":\"" + Timestamp.iso8601(micros: entry.deletedMicros) + "\",\"deletedBy\":"
+        text += object(entry.deletedBy) + ",\"insertDate\":\"" + Timestamp.iso8601(micros: entry.memo.insertMicros)
+        text += "\",\"content\":"
+        appendString(entry.memo.content, to: &text)
+        return text + "}"
     }
 
     /// `{"type":"created"|"updated"|"deleted","revision":N,"memo":{…}}` on one line.

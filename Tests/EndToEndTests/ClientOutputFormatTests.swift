@@ -23,11 +23,11 @@ struct ClientOutputFormatTests {
         let memo = try #require(server.store.snapshot().memos.first { $0.id.uuidString.lowercased() == id })
         let wide = id + "\t1\t" + Timestamp.iso8601(micros: memo.insertMicros) + "\t"
             + Timestamp.iso8601(micros: memo.updateMicros) + "\t" + String(memo.content.utf8.count)
-            + "\t첫 줄 and a tab"
+            + "\tclient\t첫 줄 and a tab"
         #expect(memo.content.utf8.count == 29)
         let listed = try client("list", "--output", "wide")
         #expect(listed.out.split(separator: "\n").last.map(String.init) == wide)
-        #expect(listed.out.split(separator: "\n").first?.split(separator: "\t").count == 6)
+        #expect(listed.out.split(separator: "\n").first?.split(separator: "\t").count == 7)
         #expect(try client("list", "-o", "ids").out.split(separator: "\n").last.map(String.init) == id)
         #expect(try client("list", "-o", "tsv").out == (try client("list").out))
 
@@ -40,7 +40,7 @@ struct ClientOutputFormatTests {
         #expect(try client("show", id, "-o", "json").out == (try client("show", id, "--json").out))
 
         let edited = try client("edit", id, "-o", "wide", "new")
-        #expect(edited.out.hasPrefix(id + "\t3\t") && edited.out.hasSuffix("\t3\tnew\n"), "\(edited.out)")
+        #expect(edited.out.hasPrefix(id + "\t3\t") && edited.out.hasSuffix("\t3\tclient\tnew\n"), "\(edited.out)")
         #expect(try client("rm", id, "-o", "ids").out == id + "\n")
 
         let refused = try client("watch", "-o", "wide")
@@ -57,6 +57,6 @@ struct ClientOutputFormatTests {
         #expect(MemoFormatter(style: OutputStyle(json: false, human: true, color: true, format: .ids)).line(memo)
             == memo.id.uuidString.lowercased())
         #expect(MemoFormatter(style: OutputStyle(json: false, human: true, color: true, format: .wide)).line(memo)
-            == memo.id.uuidString.lowercased() + "\t9\t1970-01-01T00:00:00.000000Z\t1970-01-01T00:00:00.000001Z\t3\ta")
+            == memo.id.uuidString.lowercased() + "\t9\t1970-01-01T00:00:00.000000Z\t1970-01-01T00:00:00.000001Z\t3\t-\ta")
     }
 }
