@@ -59,9 +59,13 @@ struct TUIHistoryEndToEndTests {
         try alice.press("k")
         try alice.press("d")
         screen = try alice.waitForScreen(containing: "- 장보기: 우유", "+ 장보기: 우유, 계란")
+        // (Each key waits for the screen: an Escape followed at once by j reads as Alt-j.)
         try alice.press("Escape")
+        try alice.waitForScreen(containing: "History", "> r")
         try alice.press("j")
-        try alice.waitForScreen(containing: "> r", "client")
+        try alice.waitForScreen("the first version selected") { lines in
+            lines.contains { $0.hasPrefix("> r") && $0.contains("client") }
+        }
 
         // Alice restores the first version (y/N, No by default): Bob's detail shows it at once, by alice.
         try alice.press("r")
@@ -99,6 +103,7 @@ struct TUIHistoryEndToEndTests {
 
         // Back on the list and into the memo: the detail names who brought it back.
         try alice.press("Escape")
+        try alice.waitForScreen(containing: "Memos")
         try open("장보기: 우유", in: alice)
         try alice.waitForScreen(containing: "edited by alice")
     }
