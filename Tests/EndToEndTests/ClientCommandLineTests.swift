@@ -195,6 +195,6 @@ struct ClientCommandLineTests {
         #expect(statuses == [0, 4])
         #expect(results.withLock { $0 }.contains { $0.1.contains("is at revision 2, not the expected 1") })
         let final = try runClient(["show", id, "--json"], server: address, certs: certs).out
-        #expect(final.contains("\"revision\":2}"))
+        #expect(final.contains("\"revision\":2,\"author\":"))
     }
 }
