@@ -111,15 +111,8 @@ extension CommandRunner {
                                 updateMicros: record.updateMicros, timeout: timeout)
                         }
                         return memo.revision > baseline ? .created(line: line) : .unchanged(line: line)
-                    } catch let error as MemoError {
-                        if case .conflict = error { return .conflict(line: line, error) }
-                        if case .outcomeUnknown = error { return .unknown(line: line, error) }
-                        // A read-only certificate is refused for every line alike: the import stops, exit 5.
-                        if case .permissionDenied = error { return .stop(line: line, error) }
-                        return .failed(line: line, error)
                     } catch {
-                        // Anything else (unreachable, refused, timed out) stops the import.
-                        return .stop(line: line, error)
+                        return Self.outcome(of: error, line: line)
                     }
                 }
             }
@@ -173,13 +166,23 @@ extension CommandRunner {
                 }
             }
             return .created(line: line)
-        } catch let error as MemoError {
-            if case .conflict = error { return .conflict(line: line, error) }
-            if case .outcomeUnknown = error { return .unknown(line: line, error) }
-            if case .permissionDenied = error { return .stop(line: line, error) }
-            return .failed(line: line, error)
         } catch {
+            return outcome(of: error, line: line)
+        }
+    }
+
+    /// What a line's failed write means for the import.
+    fileprivate static func outcome(of error: any Error, line: Int) -> ImportOutcome {
+        guard let error = error as? MemoError else {
+            // Anything else (unreachable, refused, timed out) stops the import.
             return .stop(line: line, error)
+        }
+        switch error {
+        case .conflict: return .conflict(line: line, error)
+        case .outcomeUnknown: return .unknown(line: line, error)
+        // A read-only certificate is refused for every line alike: the import stops, exit 5.
+        case .permissionDenied: return .stop(line: line, error)
+        default: return .failed(line: line, error)
         }
     }
 }

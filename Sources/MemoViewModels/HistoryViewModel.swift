@@ -103,9 +103,10 @@ public final class HistoryViewModel {
             if gone { events.send(.gone) }
             return
         }
+        // The first sight of the memo is the list as it was when the scene opened: the load `init` started covers it.
         let changed = store.update { state -> Bool in
             defer { state.memo = memo }
-            return state.memo?.revision != memo.revision
+            return state.memo.map { $0.revision != memo.revision } ?? false
         }
         if changed { reload() }
     }
