@@ -100,6 +100,7 @@ let package = Package(
             name: "MemoClientCLI",
             dependencies: [
                 "MemoSystem", "MemoModel", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
+                "MemoDiff",
             ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
         .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoNet", "MemoDiff"]),

@@ -146,9 +146,13 @@ public enum ClientCommandTable {
                 ready.
                 """),
         CommandSpec(
-            "export", summary: "every memo as JSON lines (lossless)",
+            "export", summary: "every memo as JSON lines (lossless); --versions: with their kept versions",
             help: """
-                Every memo as one JSON object per line (id, content, insertDate, updateDate, revision).
+                Every memo as one JSON object per line (id, content, insertDate, updateDate, revision, author: the
+                certificate that made its last change, {"name":"…","serial":"…"}, both empty when not known). With
+                --versions each object also has "versions": the memo's kept versions, newest first, as log --json
+                prints them (one history request per memo). The authors and dates in the file are a record: import
+                cannot give them back (the server takes authors from the certificate only).
                 """),
         CommandSpec(
             "import", arguments: "FILE | -", completion: .files,
@@ -162,6 +166,11 @@ public enum ClientCommandTable {
                 failure's exit code) or on Ctrl-C (exit 130). Bad lines are reported in line order. A read-only
                 certificate stops the import at once (exit 5). On a terminal, stderr shows a progress line (lines,
                 lines/s, and for a file %, eta).
+                A line with "versions" (export --versions) whose memo is not on the server is replayed: created with
+                the oldest version's content and its insertDate, then updated to each later version's content in
+                order, each update expecting the revision the one before got; the memo's history then holds those
+                contents, made by the importing certificate at the time of the import. A memo already there is
+                unchanged when its content is the line's, else a conflict (nothing replayed).
                 """),
         CommandSpec(
             "whoami", summary: "the client certificate: name, role, serial, issuer, expiry",
@@ -269,6 +278,14 @@ public enum ClientCommandTable {
         OptionSpec(
             "--if-revision", .value("N"), scope: .only(["edit", "rm"]),
             help: "only if the memo is still at revision N (else exit 4, conflict)"),
+        OptionSpec(
+            "--patch", scope: .only(["log"]),
+            help: "after each version, its difference from the version before as diff -u prints it (--- rOLD, "
+                + "+++ rNEW; the oldest kept against --- /dev/null), then an empty line; --json: a \"patch\" field"),
+        OptionSpec(
+            "--versions", scope: .only(["export"]),
+            help: "each memo with \"versions\": its kept versions, newest first, as log --json prints them; import "
+                + "replays them (below)"),
         OptionSpec(
             "--revision", .value("R"), scope: .only(["restore"]),
             help: "the version to restore (its revision, as memo-client log prints it)"),

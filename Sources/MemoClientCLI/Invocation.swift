@@ -214,13 +214,14 @@ extension Invocation {
         case "status":
             command = .status
         case "export":
-            command = .export
+            command = .export(versions: line.flag("--versions"))
         case "import":
             command = .importMemos(
                 path: try required("a FILE (or - for stdin)"),
                 maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
         case "log":
-            command = .log(id: try required("an ID"), limit: limit ?? VersionPolicy.defaultKeep)
+            command = .log(
+                id: try required("an ID"), limit: limit ?? VersionPolicy.defaultKeep, patch: line.flag("--patch"))
         case "restore":
             var revision: UInt64?
             if let text = line.value("--revision") {

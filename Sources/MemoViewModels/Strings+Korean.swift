@@ -15,7 +15,7 @@ extension Strings {
         ],
         detailHints: [
             KeyHint("e 편집", 0), KeyHint("d 삭제", 1), KeyHint("s 복사", 1), KeyHint("S 파일로 저장", 2),
-            KeyHint("? 도움말", 0), KeyHint("Esc 뒤로", 0),
+            KeyHint("h 이력", 1), KeyHint("? 도움말", 0), KeyHint("Esc 뒤로", 0),
         ],
         detailHintsReadOnly: [
             KeyHint("s 복사", 1), KeyHint("S 파일로 저장", 1), KeyHint("? 도움말", 0), KeyHint("Esc 뒤로", 0),
@@ -32,12 +32,12 @@ extension Strings {
         helpLines: [
             "j/k ↑/↓   이동", "g/G       처음/끝", "PgUp/PgDn 한 화면 위/아래", "Enter     열기", "n         새 메모",
             "d         삭제", "/         찾기 (Esc 지우기)", "?         도움말", "!         저장되지 않은 쓰기",
-            "q Ctrl-C  종료",
+            "T         휴지통 (삭제된 메모)", "q Ctrl-C  종료",
         ],
         helpLinesReadOnly: [
             "j/k ↑/↓   이동", "g/G       처음/끝", "PgUp/PgDn 한 화면 위/아래", "Enter     열기",
             "n d       (읽기 전용: 쓰기 불가)", "/         찾기 (Esc 지우기)", "?         도움말",
-            "!         저장되지 않은 쓰기", "q Ctrl-C  종료",
+            "!         저장되지 않은 쓰기", "T         휴지통 (삭제된 메모)", "q Ctrl-C  종료",
         ],
         deleteThis: "이 메모를 삭제할까요? y/N",
         saveTo: "저장할 곳: ",
@@ -51,13 +51,13 @@ extension Strings {
         overwriteFile: { "\($0) 파일이 있습니다: 덮어쓸까요? y/N" },
         detailHelpLines: [
             "j/k ↑/↓   스크롤", "PgDn Spc  한 화면 아래", "PgUp      한 화면 위", "e Enter   편집", "d Del     삭제",
-            "s         클립보드에 복사", "S         파일로 저장 (0600)", "Esc q ←   목록으로", "?         도움말",
-            "Ctrl-C    종료",
+            "s         클립보드에 복사", "S         파일로 저장 (0600)", "h         변경 이력 (버전, 되돌리기)", "Esc q ←   목록으로",
+            "?         도움말", "Ctrl-C    종료",
         ],
         detailHelpLinesReadOnly: [
             "j/k ↑/↓   스크롤", "PgDn Spc  한 화면 아래", "PgUp      한 화면 위", "e d       (읽기 전용: 쓰기 불가)",
-            "s         클립보드에 복사", "S         파일로 저장 (0600)", "Esc q ←   목록으로", "?         도움말",
-            "Ctrl-C    종료",
+            "s         클립보드에 복사", "S         파일로 저장 (0600)", "h         변경 이력 (버전)",
+            "Esc q ←   목록으로", "?         도움말", "Ctrl-C    종료",
         ],
         modifiedTag: "수정됨",
         conflictChanged: { "다른 곳에서 바뀜, 지금 리비전 \($1): “\($0)”" },
