@@ -73,9 +73,13 @@ let package = Package(
         ),
         // The write(2) loop every writer shares (EINTR, EAGAIN, short writes), and files fsynced whole or not at all.
         .target(name: "MemoSystem"),
+        // Line diffs (`diff -u` text) and three-way line merges (`git merge-file`'s rules), on UTF-8 bytes; the
+        // standard library only.
+        .target(name: "MemoDiff"),
         // The model: memo, change, errors, limits, dates, the storage protocols, the table and its write planner,
-        // the subject. Values and protocols only: no thread, no file, no clock of its own.
-        .target(name: "MemoModel", swiftSettings: hotPathSettings + modelSettings),
+        // the subject. Values and protocols only: no thread, no file, no clock of its own. The planner merges a
+        // stale update with MemoDiff (`StaleUpdate`).
+        .target(name: "MemoModel", dependencies: ["MemoDiff"], swiftSettings: hotPathSettings + modelSettings),
         // What a server tells its operators: log records (level, format, event, fields) and the stage trace.
         .target(name: "MemoDiagnostics", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
         // The machinery of the stores: the shared core (table, history, watchers under one lock), the memory
@@ -114,9 +118,10 @@ let package = Package(
             name: "MemoClientCLI",
             dependencies: [
                 "MemoSystem", "MemoModel", "MemoText", "MemoCLI", "MemoNet", "MemoClient", "MemoTLS", "MemoWire",
+                "MemoDiff",
             ]),
         // View models and navigation: no terminal code, so the compiler keeps escape sequences out of them.
-        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoNet"]),
+        .target(name: "MemoViewModels", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoNet", "MemoDiff"]),
         .target(name: "MemoTUI", dependencies: ["MemoSystem", "MemoModel", "MemoText", "MemoViewModels", "MemoNet"]),
         .executableTarget(
             name: "memo-server",
@@ -173,6 +178,7 @@ let package = Package(
             path: "Tests/ClientTestSupport"),
         .testTarget(name: "MemoSystemTests", dependencies: ["MemoSystem"]),
         .testTarget(name: "MemoModelTests", dependencies: ["MemoModel", "MemoTestSupport"]),
+        .testTarget(name: "MemoDiffTests", dependencies: ["MemoDiff", "MemoTestSupport"]),
         .testTarget(
             name: "MemoStoreTests",
             dependencies: ["MemoModel", "MemoStore", "MemoSQLite", "MemoTestSupport", "StoreTestSupport"],

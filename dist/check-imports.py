@@ -22,7 +22,7 @@ IMPORT = re.compile(
 
 # Test targets whose whole dependency graph is fixed: what they may link, through any path.
 LINKS_ONLY = {
-    "MemoModelTests": {"MemoModel", "MemoTestSupport"},
+    "MemoModelTests": {"MemoModel", "MemoDiff", "MemoTestSupport"},
 }
 
 

@@ -196,13 +196,16 @@ public final class MemoConnection: Sendable {
     ///
     /// When the first try's answer was lost and the resent update meets a conflict, the memo is read back: if it
     /// holds our content, the first try did it and that is the answer.
+    /// - Parameter merge: when the memo moved on from `expectedRevision`, let the server merge this content with
+    ///   the lines changed since, line by line against that version (protocol 3's merge flag; an older server
+    ///   does not merge): overlapping or adjacent edits, or that version no longer kept, are still the conflict.
     /// - Throws: `MemoError.outcomeUnknown` when it was sent and no answer came (or the server says so, 505).
     public func update(
-        id: UUID, content: String, expectedRevision: UInt64? = nil, timeout: Duration? = nil
+        id: UUID, content: String, expectedRevision: UInt64? = nil, merge: Bool = false, timeout: Duration? = nil
     ) async throws -> Memo {
         try MemoLimits.validate(content: content)
         let (result, attempts) = await memoRequestCounting(
-            .update(id: id, expectedRevision: expectedRevision, content: content), timeout: timeout)
+            .update(id: id, expectedRevision: expectedRevision, content: content, merge: merge), timeout: timeout)
         // A read that fails leaves the conflict as the answer: nothing is lost, the caller hears the refusal.
         if attempts > 1, case .failure(MemoError.conflict) = result,
            let memo = try? await get(id: id, timeout: timeout), memo.content.hasSameBytes(as: content) {

@@ -166,8 +166,9 @@ extension RemoteStore {
             return try await client.create(content: memo.content, id: memo.id, insertMicros: memo.insertMicros)
         case .update:
             do {
+                // Merged by the server when only other lines changed meanwhile (it keeps the version we started from).
                 return try await client.update(
-                    id: memo.id, content: memo.content, expectedRevision: write.expectedRevision)
+                    id: memo.id, content: memo.content, expectedRevision: write.expectedRevision, merge: true)
             } catch MemoError.conflict(let id, let expected, let actual) {
                 // A run that ended before the answer came leaves the write done but queued: the memo holds it.
                 if case .found(let now) = await read(memo.id), now.content.hasSameBytes(as: memo.content) {

@@ -376,6 +376,13 @@ public final class RemoteStore: MemoStorage {
 
     @discardableResult
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
+        try await update(id: id, content: content, expectedRevision: expectedRevision, merge: false)
+    }
+
+    /// See `MemoStorage.update(id:content:expectedRevision:merge:)`. Kept offline, the write is replayed with the
+    /// merge flag whatever `merge` was: the edit started from its expected revision, which the server keeps.
+    @discardableResult
+    public func update(id: UUID, content: String, expectedRevision: UInt64?, merge: Bool) async throws -> Memo {
         // The memo as on screen: a memo made offline is in the pending writes, not yet in the table.
         var shown = onLoopAndWait { $0.state.mirror.shown(id) }
         shown?.content = content
@@ -384,7 +391,7 @@ public final class RemoteStore: MemoStorage {
             QueuedWrite(kind: .update, memo: $0, expectedRevision: expectedRevision, afterQueued: false)
         }
         return try await write(shown.map { .update($0) }, queued: queued) {
-            try await client.update(id: id, content: content, expectedRevision: expectedRevision)
+            try await client.update(id: id, content: content, expectedRevision: expectedRevision, merge: merge)
         }
     }
 

@@ -69,6 +69,10 @@ public enum ClientCommandTable {
                 again if another writer moves it meanwhile: the last writer wins). An update whose answer is lost
                 (or answered outcome-unknown) is sent again with that revision until --timeout; a conflict whose
                 memo holds our text means the first try did it (exit 0). Still unknown: exit 7.
+                --if-revision N alone is a strict compare-and-swap. With --merge as well, a memo moved on since N
+                is not a conflict when the lines changed since and ours neither overlap nor touch: the server merges
+                them, like git merge, against version N (which it keeps, see log) and prints the merged memo.
+                Overlapping or adjacent edits, or version N no longer kept, are still the conflict (exit 4).
                 """),
         CommandSpec(
             "rm", aliases: ["delete"], arguments: "ID", completion: ids, summary: "delete a memo",
@@ -142,9 +146,13 @@ public enum ClientCommandTable {
                 ready.
                 """),
         CommandSpec(
-            "export", summary: "every memo as JSON lines (lossless)",
+            "export", summary: "every memo as JSON lines (lossless); --versions: with their kept versions",
             help: """
-                Every memo as one JSON object per line (id, content, insertDate, updateDate, revision).
+                Every memo as one JSON object per line (id, content, insertDate, updateDate, revision, author: the
+                certificate that made its last change, {"name":"…","serial":"…"}, both empty when not known). With
+                --versions each object also has "versions": the memo's kept versions, newest first, as log --json
+                prints them (one history request per memo). The authors and dates in the file are a record: import
+                cannot give them back (the server takes authors from the certificate only).
                 """),
         CommandSpec(
             "import", arguments: "FILE | -", completion: .files,
@@ -158,6 +166,11 @@ public enum ClientCommandTable {
                 failure's exit code) or on Ctrl-C (exit 130). Bad lines are reported in line order. A read-only
                 certificate stops the import at once (exit 5). On a terminal, stderr shows a progress line (lines,
                 lines/s, and for a file %, eta).
+                A line with "versions" (export --versions) whose memo is not on the server is replayed: created with
+                the oldest version's content and its insertDate, then updated to each later version's content in
+                order, each update expecting the revision the one before got; the memo's history then holds those
+                contents, made by the importing certificate at the time of the import. A memo already there is
+                unchanged when its content is the line's, else a conflict (nothing replayed).
                 """),
         CommandSpec(
             "whoami", summary: "the client certificate: name, role, serial, issuer, expiry",
@@ -266,11 +279,23 @@ public enum ClientCommandTable {
             "--if-revision", .value("N"), scope: .only(["edit", "rm"]),
             help: "only if the memo is still at revision N (else exit 4, conflict)"),
         OptionSpec(
+            "--patch", scope: .only(["log"]),
+            help: "after each version, its difference from the version before as diff -u prints it (--- rOLD, "
+                + "+++ rNEW; the oldest kept against --- /dev/null), then an empty line; --json: a \"patch\" field"),
+        OptionSpec(
+            "--versions", scope: .only(["export"]),
+            help: "each memo with \"versions\": its kept versions, newest first, as log --json prints them; import "
+                + "replays them (below)"),
+        OptionSpec(
             "--revision", .value("R"), scope: .only(["restore"]),
             help: "the version to restore (its revision, as memo-client log prints it)"),
         OptionSpec(
             "--expect", .value("R"), scope: .only(["restore"]),
             help: "only if the memo is still at revision R (a memo in the trash: its delete's), else exit 4"),
+        OptionSpec(
+            "--merge", scope: .only(["edit"]),
+            help: "with --if-revision N: merge with the lines changed since N instead of a conflict (the server "
+                + "merges like git; overlapping or adjacent edits still exit 4)"),
         OptionSpec(
             "--allow-empty", scope: .only(["add", "edit"]), help: "allow empty content (refused by default, exit 1)"),
         OptionSpec("--quiet", aliases: ["-q"], scope: .only(writes), help: "print nothing on success"),

@@ -9,7 +9,7 @@ import Synchronization
 // on a terminal, a limit on bad lines, a dry run, and a summary however it ends.
 
 extension CommandRunner {
-    private enum ImportOutcome: Sendable {
+    fileprivate enum ImportOutcome: Sendable {
         case created(line: Int)
         case unchanged(line: Int)
         case conflict(line: Int, any Error)
@@ -100,6 +100,9 @@ extension CommandRunner {
                 ledger.sent(line)
                 let retry = WriteRetry(deadline: ContinuousClock.now + configuration.requestTimeout)
                 group.addTask {
+                    if let versions = record.versions {
+                        return await Self.replay(record, versions: versions, line: line, client, retry: retry)
+                    }
                     do {
                         // By its id, so a create whose outcome is unknown is safely sent again.
                         let memo = try await retry.run { _, timeout in
@@ -108,21 +111,79 @@ extension CommandRunner {
                                 updateMicros: record.updateMicros, timeout: timeout)
                         }
                         return memo.revision > baseline ? .created(line: line) : .unchanged(line: line)
-                    } catch let error as MemoError {
-                        if case .conflict = error { return .conflict(line: line, error) }
-                        if case .outcomeUnknown = error { return .unknown(line: line, error) }
-                        // A read-only certificate is refused for every line alike: the import stops, exit 5.
-                        if case .permissionDenied = error { return .stop(line: line, error) }
-                        return .failed(line: line, error)
                     } catch {
-                        // Anything else (unreachable, refused, timed out) stops the import.
-                        return .stop(line: line, error)
+                        return Self.outcome(of: error, line: line)
                     }
                 }
             }
             while let outcome = await group.next() { take(outcome) }
         }
         return ledger.finish(note: stop == nil ? limitNote() : nil, stop: stop)
+    }
+}
+
+extension CommandRunner {
+    /// Imports a memo with its versions (`export --versions`): a memo already on the server is unchanged when it
+    /// holds the line's content, else a conflict; otherwise it is created with the oldest version's content, then
+    /// updated to each later one (and last to the line's content), each update expecting the revision the step
+    /// before got. Each step is retried as a single write is (by id, by expected revision) until the deadline.
+    fileprivate static func replay(
+        _ record: MemoJSON.Record, versions: [String], line: Int, _ client: MemoConnection, retry: WriteRetry
+    ) async -> ImportOutcome {
+        do {
+            do {
+                let there = try await client.get(id: record.id)
+                guard there.content.utf8.elementsEqual(record.content.utf8) else {
+                    return .conflict(
+                        line: line, MemoError.conflict(id: record.id, expected: nil, actual: there.revision))
+                }
+                return .unchanged(line: line)
+            } catch MemoError.notFound {
+                // Not there: replayed below.
+            }
+            var contents = versions
+            if contents.last.map({ !$0.utf8.elementsEqual(record.content.utf8) }) ?? true {
+                contents.append(record.content)
+            }
+            var memo = try await retry.run { _, timeout in
+                try await client.create(
+                    content: contents[0], id: record.id, insertMicros: record.insertMicros, updateMicros: nil,
+                    timeout: timeout)
+            }
+            for content in contents.dropFirst() where !content.utf8.elementsEqual(memo.content.utf8) {
+                let expected = memo.revision
+                do {
+                    memo = try await retry.run { _, timeout in
+                        try await client.update(
+                            id: record.id, content: content, expectedRevision: expected, timeout: timeout)
+                    }
+                } catch MemoError.conflict {
+                    // A retried update whose first try landed: the memo holds this content now.
+                    let now = try await client.get(id: record.id)
+                    guard now.content.utf8.elementsEqual(content.utf8) else { throw MemoError.conflict(
+                        id: record.id, expected: expected, actual: now.revision) }
+                    memo = now
+                }
+            }
+            return .created(line: line)
+        } catch {
+            return outcome(of: error, line: line)
+        }
+    }
+
+    /// What a line's failed write means for the import.
+    fileprivate static func outcome(of error: any Error, line: Int) -> ImportOutcome {
+        guard let error = error as? MemoError else {
+            // Anything else (unreachable, refused, timed out) stops the import.
+            return .stop(line: line, error)
+        }
+        switch error {
+        case .conflict: return .conflict(line: line, error)
+        case .outcomeUnknown: return .unknown(line: line, error)
+        // A read-only certificate is refused for every line alike: the import stops, exit 5.
+        case .permissionDenied: return .stop(line: line, error)
+        default: return .failed(line: line, error)
+        }
     }
 }
 

@@ -19,8 +19,8 @@ extension CommandRunner {
     /// writer moved it in between: without `--if-revision` the last writer wins, as before). After an unknown
     /// try, a memo that holds our bytes is our first try's success.
     func edit(
-        _ id: UUID, found: Memo?, to content: String, ifRevision: UInt64?, _ client: MemoConnection,
-        _ retry: WriteRetry
+        _ id: UUID, found: Memo?, to content: String, ifRevision: UInt64?, merge: Bool = false,
+        _ client: MemoConnection, _ retry: WriteRetry
     ) async throws -> Memo {
         var current = found
         return try await retry.run { afterUnknown, _ in
@@ -31,7 +31,7 @@ extension CommandRunner {
                 if afterUnknown, let memo = current, memo.content.hasSameBytes(as: content) { return memo }
                 do {
                     return try await client.update(
-                        id: id, content: content, expectedRevision: ifRevision ?? current?.revision,
+                        id: id, content: content, expectedRevision: ifRevision ?? current?.revision, merge: merge,
                         timeout: retry.timeLeft)
                 } catch MemoError.conflict(let conflictID, let expected, let actual) {
                     let latest = try await client.get(id: id, timeout: retry.timeLeft)

@@ -28,12 +28,14 @@ public enum ClientCommand: Sendable, Hashable {
     /// `id`: create with this id, idempotently (the same id and content again change nothing; other content is a
     /// conflict).
     case add(TextSource, allowEmpty: Bool, id: UUID? = nil)
-    case edit(id: String, text: TextSource, ifRevision: UInt64?, allowEmpty: Bool)
+    /// `merge`: with `ifRevision`, a stale revision is merged by the server (`--merge`).
+    case edit(id: String, text: TextSource, ifRevision: UInt64?, allowEmpty: Bool, merge: Bool = false)
     case remove(id: String, ifRevision: UInt64?)
     case watch
     /// `watch --since REVISION`: the changes after `revision` only, without the list first.
     case watchAfter(revision: UInt64)
-    case export
+    /// Every memo with its author; `versions`: with each memo's kept versions too.
+    case export(versions: Bool)
     /// A file of `export` lines; "-" is standard input. `maxErrors`: stop after that many bad lines (0: never);
     /// `dryRun`: read and check every line, send nothing.
     case importMemos(path: String, maxErrors: Int = 100, dryRun: Bool = false)
@@ -44,7 +46,8 @@ public enum ClientCommand: Sendable, Hashable {
     /// `config contexts`: the contexts of the config file, the one in effect marked (read locally, no connection).
     case contexts(ContextsListing)
     /// `log ID`: the memo's kept versions, newest first, at most `limit`.
-    case log(id: String, limit: Int)
+    /// `patch`: each version followed by its difference from the one before, as `diff -u` prints it.
+    case log(id: String, limit: Int, patch: Bool)
     /// `restore ID`: version `revision` of a live memo, or a memo back from the trash; `ifRevision` guards it.
     case restore(id: String, revision: UInt64?, ifRevision: UInt64?)
     /// `trash`: deleted memos, newest delete first, at most `limit`.
@@ -129,7 +132,7 @@ public struct CommandRunner: Sendable {
         // would refuse is refused here, before anything is sent.
         var text: String?
         switch command {
-        case .add(let source, let allowEmpty, _), .edit(_, let source, _, let allowEmpty):
+        case .add(let source, let allowEmpty, _), .edit(_, let source, _, let allowEmpty, _):
             let content = try Self.read(source)
             try MemoLimits.validate(content: content)
             if content.isEmpty, !allowEmpty {
@@ -168,9 +171,10 @@ public struct CommandRunner: Sendable {
             // With --id, the same id and content again return the memo as it was (an older revision).
             let verb = id != nil && memo.revision <= baseline ? "unchanged" : "created"
             if !quiet { out.line(formatter.written(memo, verb: verb)) }
-        case .edit(let idText, _, let ifRevision, _):
+        case .edit(let idText, _, let ifRevision, _, let merge):
             let (id, found) = try await resolve(idText, client)
-            let memo = try await edit(id, found: found, to: text ?? "", ifRevision: ifRevision, client, retry)
+            let memo = try await edit(
+                id, found: found, to: text ?? "", ifRevision: ifRevision, merge: merge, client, retry)
             if !quiet { out.line(formatter.written(memo, verb: "updated")) }
         case .remove(let idText, let ifRevision):
             let (id, found) = try await resolve(idText, client)
@@ -182,17 +186,36 @@ public struct CommandRunner: Sendable {
             try await watch(client)
         case .watchAfter(let revision):
             try await watch(client, after: revision)
-        case .export:
-            for memo in try await client.list().memos { out.line(MemoJSON.object(memo)) }
+        case .export(let versions):
+            for memo in try await client.list().memos {
+                guard versions else {
+                    out.line(MemoJSON.object(memo, author: true))
+                    continue
+                }
+                let page = try await client.history(id: memo.id, limit: UInt32(VersionPolicy.maxKeep))
+                out.line(MemoJSON.object(memo, versions: page.versions))
+            }
         case .importMemos(let path, let maxErrors, _):
             return try await importMemos(path, maxErrors: maxErrors, client)
-        case .log(let idText, let limit):
+        case .log(let idText, let limit, let patch):
             let id = try await resolveKnown(idText, client)
-            let page = try await client.history(id: id, limit: UInt32(limit))
+            // With --patch one more version is read, so that the oldest one shown has the one before it.
+            let page = try await client.history(id: id, limit: UInt32(min(limit + (patch ? 1 : 0), Int(UInt32.max))))
+            let shown = Array(page.versions.prefix(limit))
+            let patches = patch ? VersionPatch.patches(page.versions, shown: shown.count) : nil
             if style.json {
-                out.line("[" + page.versions.map(MemoJSON.object).joined(separator: ",") + "]")
+                let objects = shown.indices.map { index in
+                    patches.map { MemoJSON.object(shown[index], patch: $0[index]) } ?? MemoJSON.object(shown[index])
+                }
+                out.line("[" + objects.joined(separator: ",") + "]")
             } else {
-                for version in page.versions { out.line(formatter.line(version)) }
+                for (index, version) in shown.enumerated() {
+                    out.line(formatter.line(version))
+                    if let patches {
+                        out.write(patches[index])
+                        out.line("")
+                    }
+                }
             }
         case .restore(let idText, let revision, let ifRevision):
             let id = try await resolveKnown(idText, client)

@@ -203,7 +203,10 @@ extension Invocation {
             command = .add(try rest("the memo's text"), allowEmpty: allowEmpty, id: givenID)
         case "edit":
             let id = try required("an ID")
-            command = .edit(id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty)
+            let merge = line.flag("--merge")
+            if merge && ifRevision == nil { throw UsageError("--merge needs --if-revision N, the revision the edit started from") }
+            command = .edit(
+                id: id, text: try rest("the new text"), ifRevision: ifRevision, allowEmpty: allowEmpty, merge: merge)
         case "rm":
             command = .remove(id: try required("an ID"), ifRevision: ifRevision)
         case "watch":
@@ -211,13 +214,14 @@ extension Invocation {
         case "status":
             command = .status
         case "export":
-            command = .export
+            command = .export(versions: line.flag("--versions"))
         case "import":
             command = .importMemos(
                 path: try required("a FILE (or - for stdin)"),
                 maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
         case "log":
-            command = .log(id: try required("an ID"), limit: limit ?? VersionPolicy.defaultKeep)
+            command = .log(
+                id: try required("an ID"), limit: limit ?? VersionPolicy.defaultKeep, patch: line.flag("--patch"))
         case "restore":
             var revision: UInt64?
             if let text = line.value("--revision") {

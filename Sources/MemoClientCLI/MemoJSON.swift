@@ -35,6 +35,21 @@ public enum MemoJSON {
         return text + "}"
     }
 
+    /// A version for `log --json --patch`: the version's object with `"patch":"…"` last (its difference from the
+    /// version before, as `diff -u` prints it; empty when the content is the same).
+    public static func object(_ version: MemoVersion, patch: String) -> String {
+        var text = String(object(version).dropLast()) + ",\"patch\":"
+        appendString(patch, to: &text)
+        return text + "}"
+    }
+
+    /// A memo for `export --versions`: the memo's object (with its author) and `"versions":[…]`, its kept
+    /// versions newest first as `log --json` prints them.
+    public static func object(_ memo: Memo, versions: [MemoVersion]) -> String {
+        String(object(memo, author: true).dropLast()) + ",\"versions\":["
+            + versions.map { object($0) }.joined(separator: ",") + "]}"
+    }
+
     /// A trash entry for `trash --json`: `{"id":"…","revision":N,"deletedDate":"…","deletedBy":{…},
     /// "insertDate":"…","content":"…"}` (the delete's revision and date, who deleted it, the memo's last content).
     public static func object(_ entry: TrashEntry) -> String {
@@ -100,6 +115,13 @@ public enum MemoJSON {
         public var insertMicros: Int64
         public var updateMicros: Int64?
         public var revision: UInt64?
+        /// The contents of the memo's kept versions, oldest first (`export --versions`); nil without them.
+        public var versions: [String]? = nil
+    }
+
+    private struct RawVersion: Decodable {
+        var revision: UInt64
+        var content: String
     }
 
     private struct RawRecord: Decodable {
@@ -108,6 +130,7 @@ public enum MemoJSON {
         var insertDate: String
         var updateDate: String?
         var revision: UInt64?
+        var versions: [RawVersion]?
     }
 
     /// Reads one line of `export` output.
@@ -135,7 +158,16 @@ public enum MemoJSON {
             if micros < insert { throw .invalidArgument("updateDate \"\(text)\" is before insertDate \"\(raw.insertDate)\"") }
         }
         try MemoLimits.validate(content: raw.content)
-        return Record(id: id, content: raw.content, insertMicros: insert, updateMicros: update, revision: raw.revision)
+        var versions: [String]?
+        if let raw = raw.versions, !raw.isEmpty {
+            // Newest first in the file, as log --json prints them; replayed oldest first.
+            let ordered = raw.sorted { $0.revision < $1.revision }
+            for version in ordered { try MemoLimits.validate(content: version.content) }
+            versions = ordered.map(\.content)
+        }
+        return Record(
+            id: id, content: raw.content, insertMicros: insert, updateMicros: update, revision: raw.revision,
+            versions: versions)
     }
 
     /// Why a line did not decode, in JSON's words: Foundation's own text names Swift types

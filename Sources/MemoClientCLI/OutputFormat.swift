@@ -30,7 +30,7 @@ public enum OutputFormat: String, Sendable, Hashable, CaseIterable {
     func applies(to command: ClientCommand) -> Bool {
         switch (self, command) {
         case (.json, _): return true
-        case (.tsv, .export): return false  // export's lines are JSON, always
+        case (.tsv, .export(_)): return false  // export's lines are JSON, always
         case (.tsv, _): return true
         case (.ids, .list), (.ids, .show), (.ids, .add), (.ids, .edit), (.ids, .remove): return true
         case (.ids, .contexts): return true  // one name per line (what completion offers for --context)

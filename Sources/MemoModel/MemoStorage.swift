@@ -36,6 +36,13 @@ public protocol MemoStorage: AnyObject, Sendable {
     @discardableResult
     func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo
 
+    /// The same, and with `merge` a stale `expectedRevision` is not a conflict when the store still keeps that
+    /// version and the lines changed since do not overlap or touch this update's: the store merges them and the
+    /// update is made with the merged text (`WriteOp.update`, `StaleUpdate`). The default, for a store that cannot
+    /// merge, is the strict update: the conflict as always.
+    @discardableResult
+    func update(id: UUID, content: String, expectedRevision: UInt64?, merge: Bool) async throws -> Memo
+
     /// Deletes a memo and returns it as it was.
     /// - Throws: `notFound` (deleting a memo that is gone is an error, not a no-op), `conflict` on a revision
     ///   mismatch.
@@ -57,6 +64,10 @@ extension MemoStorage {
     @discardableResult
     public func createMemo(content: String) async throws -> Memo {
         try await create(content: content, id: nil, insertDate: nil)
+    }
+
+    public func update(id: UUID, content: String, expectedRevision: UInt64?, merge: Bool) async throws -> Memo {
+        try await update(id: id, content: content, expectedRevision: expectedRevision)
     }
 
     /// Replaces `memo`'s content whatever its revision now is: the last writer wins.
@@ -182,6 +193,10 @@ extension ServingStore {
 
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
         try await perform(.update(id: id, content: content, expectedRevision: expectedRevision))
+    }
+
+    public func update(id: UUID, content: String, expectedRevision: UInt64?, merge: Bool) async throws -> Memo {
+        try await perform(.update(id: id, content: content, expectedRevision: expectedRevision, merge: merge))
     }
 
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {

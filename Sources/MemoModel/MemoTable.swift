@@ -318,9 +318,22 @@ public struct WritePlanner {
                 author: author)
             record(id, memo)
             return made(Change(revision: revision, kind: .created, memo: memo))
-        case .update(let id, let content, let expected, _, let author):
-            // The merge flag is carried for the stores that merge; planned here as a plain guarded update.
-            var memo = try changing(id, expected: expected, in: table)
+        case .update(let id, var content, let expected, let merge, let author):
+            // A stale update that asks to be merged is, when the version it started from is still kept and its
+            // lines merge with the ones changed since (`StaleUpdate`), an ordinary update of the merged text
+            // guarded by the current revision; otherwise it is the conflict it was.
+            var guarded = expected
+            if merge, let expected, let live = current(id, in: table), live.revision != expected,
+                let base = version(id, expected, lookup),
+                let merged = StaleUpdate.merged(base: base.content, current: live.content, update: content)
+            {
+                // The memo already reads as the merge (an update resent after its answer was lost, or the same
+                // edit made on both sides): nothing to write, the memo as it is is the answer.
+                if merged.hasSameBytes(as: live.content) { return .existing(live) }
+                content = merged
+                guarded = live.revision
+            }
+            var memo = try changing(id, expected: guarded, in: table)
             memo.content = content
             memo.updateMicros = max(nowMicros, memo.insertMicros)
             memo.author = author

@@ -259,10 +259,22 @@ public final class PostgresStore: StateBackedStore {
                 stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
                 batches.add(1, ordering: .relaxed)
                 earlier = WriteCall.earlierChanges(rows)
-                for (row, index) in sent.enumerated() {
-                    let result = WriteCall.result(of: batch[index].op, rows, earlier.count + row)
-                    if case .success(.change(let change)) = result { changes.append(change) }
-                    results[index] = result
+                var sentResults = sent.enumerated().map { row, index in
+                    WriteCall.result(of: batch[index].op, rows, earlier.count + row)
+                }
+                for result in sentResults { if case .success(.change(let change)) = result { changes.append(change) } }
+                // Stale updates that asked to be merged (PostgresMerge): further calls after this one.
+                let merging = PostgresMerge.merge(
+                    sent.map { batch[$0].op }, &sentResults, on: connection, nowMicros: clock(),
+                    after: max(storeState.revision, handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0),
+                    policy: versions, deadline: deadline, minimumSendMillis: Self.minimumSendMillis,
+                    timeoutMillis: storageTimeoutMillis)
+                changes += merging.changes
+                earlier += merging.earlier
+                for (row, index) in sent.enumerated() { results[index] = sentResults[row] }
+                if let error = merging.failure, error.connectionLost {
+                    writerLink.lost(error)
+                    end = .broken
                 }
                 StageTrace.record(.committed, changes)
                 // A notification lost (a full queue) costs the others at most their periodic read.

@@ -44,6 +44,10 @@ public final class MemoryStore: StateBackedStore {
         try write(.update(id: id, content: content, expectedRevision: expectedRevision))
     }
 
+    public func update(id: UUID, content: String, expectedRevision: UInt64?, merge: Bool) async throws -> Memo {
+        try write(.update(id: id, content: content, expectedRevision: expectedRevision, merge: merge))
+    }
+
     public func delete(id: UUID, expectedRevision: UInt64?) async throws -> Memo {
         try write(.delete(id: id, expectedRevision: expectedRevision))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import MemoDiff
 import MemoModel
 import MemoNet
 
@@ -110,7 +111,9 @@ public final class ComposeViewModel {
         let draftID = draftID
         saveAction = Action { input in
             if let id = input.id {
-                return try await storage.update(id: id, content: input.content, expectedRevision: input.expectedRevision)
+                // Merged by the store when only other lines changed since (the server keeps the base).
+                return try await storage.update(
+                    id: id, content: input.content, expectedRevision: input.expectedRevision, merge: true)
             }
             return try await storage.create(content: input.content, id: draftID, insertDate: nil)
         }
@@ -172,6 +175,37 @@ public final class ComposeViewModel {
             return start((content, theirs.revision, theirs.id), memoID: memo.id)
         }
         return start((content, nil, nil), memoID: nil)
+    }
+
+    /// "Merge" (`m`): the editor's text becomes the line merge of the text the edit started from (the base), their
+    /// version and ours (`LineMerge`, computed here: the server already merged what merges, so this is for the
+    /// lines both changed), with git's marks around each region where both changed the same lines, labelled
+    /// `strings.mergeOursLabel` and `strings.mergeTheirsLabel`. The edit then continues from their version: the
+    /// next save replaces it (and conflicts again if it changes meanwhile). An edit refused on an offline replay
+    /// has no base here: the merge is then two-way (lines both have kept once, the others marked).
+    /// - Returns: false when there is nothing to merge with (they deleted it, or a save is under way).
+    @discardableResult
+    public func mergeWithTheirs() -> Bool {
+        guard let conflict = current.conflict, let theirs = conflict.theirs, !current.saving else { return false }
+        let base: String
+        switch mode {
+        case .edit(let memo): base = memo.content
+        case .create, .resolve: base = ""
+        }
+        let result = LineMerge.merge(
+            base: base, ours: current.buffer.text, theirs: theirs.content, oursLabel: strings.mergeOursLabel,
+            theirsLabel: strings.mergeTheirsLabel(theirs.revision, theirs.author.description))
+        store.update { state in
+            state.conflict = nil
+            state.buffer = TextBuffer(result.text)
+            state.originalText = theirs.content
+            switch result {
+            case .clean: state.message = strings.mergedClean
+            case .conflicts(_, let count): state.message = strings.mergedConflicts(count)
+            }
+        }
+        mode = .edit(theirs)
+        return true
     }
 
     /// "Keep theirs": drops this edit.

@@ -29,6 +29,8 @@ public enum DetailEvent: Sendable, Hashable {
     case gone(deletedHere: Bool)
     /// Put this text on the clipboard (the terminal layer knows how: OSC 52).
     case copy(String)
+    /// `h`: the memo's kept versions.
+    case history
 }
 
 /// The detail scene's model, live: an edit by anyone shows at once, a delete elsewhere is reported.
@@ -110,11 +112,19 @@ public final class DetailViewModel {
         }
     }
 
-    /// The text, the insert date, and the revision with the update date (a memo written here and not yet
+    /// The text, the insert date, and the revision with who made the last change and when (`revision 7 · edited by
+    /// alice · <date>`; just the date for a change from before authors were kept; a memo written here and not yet
     /// confirmed has no revision yet: revision 0).
-    nonisolated static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
+    public nonisolated static func contents(of memo: Memo, dateFormat: MemoDateFormat, strings: Strings) -> [String] {
         let updated = dateFormat.string(from: memo.updateDate)
-        let revision = memo.revision == 0 ? strings.notYetConfirmed : strings.revisionUpdated(memo.revision, updated)
+        let revision: String
+        if memo.revision == 0 {
+            revision = strings.notYetConfirmed
+        } else if memo.author.isEmpty {
+            revision = strings.revisionUpdated(memo.revision, updated)
+        } else {
+            revision = strings.history.revisionEditedBy(memo.revision, memo.author.description, updated)
+        }
         return [memo.content, dateFormat.string(from: memo.insertDate), revision]
     }
 
@@ -128,6 +138,12 @@ public final class DetailViewModel {
     /// Scrolls a long memo; the view keeps the offset within the text.
     public func scroll(by lines: Int, limit: Int) {
         store.update { state in state.scroll = max(0, min(limit, state.scroll + lines)) }
+    }
+
+    /// Opens the memo's history.
+    public func openHistory() {
+        guard current.memo != nil, !current.isGone else { return }
+        events.send(.history)
     }
 
     public func edit() {

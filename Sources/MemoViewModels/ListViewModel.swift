@@ -68,6 +68,8 @@ public enum ListEvent: Sendable, Hashable {
     case compose
     /// `!`: the writes the server refused.
     case notSaved
+    /// `T`: the deleted memos.
+    case trash
     case quit
 }
 
@@ -159,6 +161,9 @@ public final class ListViewModel {
 
     /// Opens the not-saved list (writes the server refused at replay).
     public func openNotSaved() { events.send(.notSaved) }
+
+    /// Opens the trash (deleted memos).
+    public func openTrash() { events.send(.trash) }
 
     public func quit() { events.send(.quit) }
 

@@ -8,6 +8,8 @@ public enum SceneModel: Sendable {
     case detail(DetailViewModel)
     case compose(ComposeViewModel)
     case notSaved(NotSavedViewModel)
+    case history(HistoryViewModel)
+    case trash(TrashViewModel)
 
     @FrontEnd fileprivate func close() {
         switch self {
@@ -15,6 +17,8 @@ public enum SceneModel: Sendable {
         case .detail(let model): model.close()
         case .compose: break
         case .notSaved(let model): model.close()
+        case .history(let model): model.close()
+        case .trash(let model): model.close()
         }
     }
 }
@@ -47,6 +51,8 @@ public final class SceneCoordinator {
     private let storage: any MemoStorage
     /// The not-saved list behind `!` (the remote store's); nil: the key does nothing.
     private let notSaved: (any NotSavedSource)?
+    /// The versions and the trash behind `h` and `T` (the server's); nil: those keys say there are none.
+    private let versions: (any VersionSource)?
     private let dateFormat: MemoDateFormat
     /// Whether a newer keystroke waits (the list's filtering gives way to it).
     private let inputWaiting: () -> Bool
@@ -76,10 +82,11 @@ public final class SceneCoordinator {
     public init(
         storage: any MemoStorage, dateFormat: MemoDateFormat, strings: Strings? = nil,
         inputWaiting: @escaping () -> Bool = { false }, saveTimeout: Duration = .seconds(5),
-        notSaved: (any NotSavedSource)? = nil
+        notSaved: (any NotSavedSource)? = nil, versions: (any VersionSource)? = nil
     ) {
         self.storage = storage
         self.notSaved = notSaved
+        self.versions = versions
         self.inputWaiting = inputWaiting
         self.saveTimeout = saveTimeout
         self.dateFormat = dateFormat
@@ -191,6 +198,14 @@ public final class SceneCoordinator {
                 case .notSaved:
                     guard self?.notSaved != nil else { return }
                     self?.inbox.send(.transition(.push(.notSaved)))
+                case .trash:
+                    guard self?.versions != nil else {
+                        FrontEnd.assumeIsolated { [weak model] in
+                            model?.show(message: model?.strings.history.noHistoryHere ?? "")
+                        }
+                        return
+                    }
+                    self?.inbox.send(.transition(.push(.trash)))
                 case .quit: self?.inbox.send(.quit)
                 }
             }
@@ -203,6 +218,14 @@ public final class SceneCoordinator {
                 case .edit(let memo): self?.inbox.send(.transition(.modal(.compose(.edit(memo)))))
                 case .gone(let deletedHere): self?.inbox.send(.detailGone(id, deletedHere: deletedHere))
                 case .copy(let text): self?.clipboard.send(text)
+                case .history:
+                    guard self?.versions != nil else {
+                        FrontEnd.assumeIsolated { [weak model] in
+                            model?.show(message: model?.strings.history.noHistoryHere ?? "")
+                        }
+                        return
+                    }
+                    self?.inbox.send(.transition(.push(.history(id))))
                 }
             }
             // Gone before anyone listened (opened after a delete): say so now.
@@ -226,7 +249,40 @@ public final class SceneCoordinator {
                 }
             }
             return (.notSaved(model), [subscription])
+        case .history(let id):
+            let model = HistoryViewModel(
+                memoID: id, storage: storage, source: versions ?? NoVersions(), dateFormat: dateFormat,
+                strings: strings)
+            let subscription = model.events.subscribe { [weak self] event in
+                switch event {
+                // A delete also sends the detail below back (it follows the memo itself).
+                case .back, .gone: self?.inbox.send(.transition(.pop))
+                }
+            }
+            return (.history(model), [subscription])
+        case .trash:
+            let model = TrashViewModel(
+                storage: storage, source: versions ?? NoVersions(), dateFormat: dateFormat, strings: strings)
+            let subscription = model.events.subscribe { [weak self] event in
+                switch event {
+                case .back: self?.inbox.send(.transition(.pop))
+                }
+            }
+            return (.trash(model), [subscription])
         }
+    }
+}
+
+/// Versions for a store that keeps none: every request is refused (the scenes are pushed only with a source).
+private struct NoVersions: VersionSource {
+    func history(of id: UUID, limit: Int) async throws -> VersionPage {
+        throw MemoError.unavailable("no versions kept")
+    }
+    func trash(limit: Int) async throws -> TrashPage {
+        throw MemoError.unavailable("no versions kept")
+    }
+    func restore(id: UUID, revision: UInt64?, expectedRevision: UInt64?) async throws -> Memo {
+        throw MemoError.unavailable("no versions kept")
     }
 }
 

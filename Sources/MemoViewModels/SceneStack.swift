@@ -7,6 +7,10 @@ public enum Scene: Sendable, Hashable {
     case compose(ComposeMode)
     /// The writes the server refused at replay (`!` on the list).
     case notSaved
+    /// A memo's kept versions (`h` on the detail).
+    case history(UUID)
+    /// The deleted memos (`T` on the list).
+    case trash
 }
 
 /// How a scene comes on screen (as the root, pushed or modal) or goes away (popped or dismissed).

@@ -15,7 +15,7 @@ extension Strings {
         ],
         detailHints: [
             KeyHint("e edit", 0), KeyHint("d delete", 1), KeyHint("s copy", 1), KeyHint("S save to file", 2),
-            KeyHint("? help", 0), KeyHint("Esc back", 0),
+            KeyHint("h history", 1), KeyHint("? help", 0), KeyHint("Esc back", 0),
         ],
         detailHintsReadOnly: [
             KeyHint("s copy", 1), KeyHint("S save to file", 1), KeyHint("? help", 0), KeyHint("Esc back", 0),
@@ -33,12 +33,12 @@ extension Strings {
         helpLines: [
             "j/k ↑/↓   move", "g/G       first/last", "PgUp/PgDn one screen up/down", "Enter     open",
             "n         new memo", "d         delete", "/         filter (Esc clears)", "?         this help",
-            "!         not saved (writes the server refused)", "q Ctrl-C  quit",
+            "!         not saved (writes the server refused)", "T         trash (deleted memos)", "q Ctrl-C  quit",
         ],
         helpLinesReadOnly: [
             "j/k ↑/↓   move", "g/G       first/last", "PgUp/PgDn one screen up/down", "Enter     open",
             "n d       (read-only: no writes)", "/         filter (Esc clears)", "?         this help",
-            "!         not saved (writes the server refused)", "q Ctrl-C  quit",
+            "!         not saved (writes the server refused)", "T         trash (deleted memos)", "q Ctrl-C  quit",
         ],
         deleteThis: "delete this memo? y/N",
         saveTo: "save to: ",
@@ -53,18 +53,24 @@ extension Strings {
         detailHelpLines: [
             "j/k ↑/↓   scroll", "PgDn Spc  one screen down", "PgUp      one screen up", "e Enter   edit",
             "d Del     delete", "s         copy to the clipboard", "S         save to a file (0600)",
-            "Esc q ←   back to the list", "?         this help", "Ctrl-C    quit",
+            "h         history (versions, restore)", "Esc q ←   back to the list", "?         this help",
+            "Ctrl-C    quit",
         ],
         detailHelpLinesReadOnly: [
             "j/k ↑/↓   scroll", "PgDn Spc  one screen down", "PgUp      one screen up",
             "e d       (read-only: no writes)", "s         copy to the clipboard", "S         save to a file (0600)",
-            "Esc q ←   back to the list", "?         this help", "Ctrl-C    quit",
+            "h         history (versions)", "Esc q ←   back to the list", "?         this help", "Ctrl-C    quit",
         ],
         modifiedTag: "modified",
         conflictChanged: { "changed elsewhere, now revision \($1): “\($0)”" },
         conflictDeleted: "deleted elsewhere",
-        conflictChoices: "o overwrite · k keep theirs · Esc keep editing",
+        conflictChoices: "o overwrite · k keep theirs · m merge · Esc keep editing",
         conflictDeletedChoices: "o save as new · k keep theirs · Esc keep editing",
+        mergeOursLabel: "mine",
+        mergeTheirsLabel: { "theirs, revision \($0) by \($1)" },
+        mergedClean: "merged with their changes: Ctrl-S saves",
+        mergedConflicts: { $0 == 1 ? "1 conflict marked: edit between <<<<<<< and >>>>>>>, then Ctrl-S"
+            : "\($0) conflicts marked: edit between <<<<<<< and >>>>>>>, then Ctrl-S" },
         discardChanges: "discard your changes? y/N",
         emptyMemo: "the memo is empty; nothing to save",
         saved: "saved",

@@ -63,6 +63,13 @@ public struct Strings: Sendable, Hashable {
     public var conflictDeleted: String
     public var conflictChoices: String
     public var conflictDeletedChoices: String
+    /// The labels of a merge's conflict marks (`m` at the conflict): ours after `<<<<<<<`; theirs after `>>>>>>>`,
+    /// from their revision and author.
+    public var mergeOursLabel: String
+    public var mergeTheirsLabel: @Sendable (UInt64, String) -> String
+    /// After `m`: every change merged, or this many regions marked to edit by hand.
+    public var mergedClean: String
+    public var mergedConflicts: @Sendable (Int) -> String
     public var discardChanges: String
     public var emptyMemo: String
     public var saved: String

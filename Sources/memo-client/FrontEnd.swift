@@ -73,7 +73,8 @@ func runFrontEnd(configuration: ClientConfiguration, locale: String?) async -> I
     options.onReady = { store.releaseQueue() }
     let ending: TerminalApp.Ending
     do {
-        ending = try await TerminalApp.run(storage: store, status: status, options: options)
+        ending = try await TerminalApp.run(
+            storage: store, status: status, options: options, versions: RemoteVersions(client: client))
     } catch {
         saveCache(store)
         keepUnwrittenWrites(store)

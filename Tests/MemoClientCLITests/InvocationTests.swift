@@ -55,6 +55,8 @@ struct InvocationTests {
         #expect(try command("new - --allow-empty") == .add(.standardInput, allowEmpty: true))
         #expect(try command("edit abc --if-revision 7 new text")
             == .edit(id: "abc", text: .literal("new text"), ifRevision: 7, allowEmpty: false))
+        #expect(try command("edit abc --if-revision 7 --merge new text")
+            == .edit(id: "abc", text: .literal("new text"), ifRevision: 7, allowEmpty: false, merge: true))
         #expect(try command("delete abc") == .remove(id: "abc", ifRevision: nil))
         #expect(try command("import -") == .importMemos(path: "-"))
         #expect(try command("watch --json") == .watch)

@@ -59,6 +59,8 @@ extension SceneModel {
         case .detail(let detail): return detail.deleteTask
         case .compose(let compose): return compose.saveTask
         case .notSaved: return nil
+        case .history(let history): return history.task
+        case .trash(let trash): return trash.task
         }
     }
 }

@@ -36,16 +36,19 @@ public enum TerminalApp {
     ///   - storage: any store: memory, SQLite or the remote client's.
     ///   - status: what the status bar shows about the connection (`ConstantStatus()` for a local store).
     ///   - options: colours, date locale, ESC timeout, editor, save timeout; `TerminalOptions.fromEnvironment()`.
+    ///   - versions: the memos' kept versions and the trash (`h` and `T`); nil for a store that keeps none.
     /// - Returns: how it ended.
     /// - Throws: `TerminalError` when standard input/output is not a terminal or cannot be set up.
     @FrontEnd
     public static func run(
-        storage: any MemoStorage, status: any StatusSource, options: TerminalOptions = .fromEnvironment()
+        storage: any MemoStorage, status: any StatusSource, options: TerminalOptions = .fromEnvironment(),
+        versions: (any VersionSource)? = nil
     ) async throws -> Ending {
         let terminal = try Terminal()
         try terminal.enter()
         defer { terminal.leave() }
-        let app = try FrontEndApp(terminal: terminal, storage: storage, status: status, options: options)
+        let app = try FrontEndApp(
+            terminal: terminal, storage: storage, status: status, options: options, versions: versions)
         defer { app.close() }
         return await app.run()
     }
@@ -86,7 +89,10 @@ private final class FrontEndApp {
     private var editorRunning = false
     private var ending: TerminalApp.Ending?
 
-    init(terminal: Terminal, storage: any MemoStorage, status: any StatusSource, options: TerminalOptions) throws {
+    init(
+        terminal: Terminal, storage: any MemoStorage, status: any StatusSource, options: TerminalOptions,
+        versions: (any VersionSource)?
+    ) throws {
         self.terminal = terminal
         self.status = status
         self.options = options
@@ -103,7 +109,7 @@ private final class FrontEndApp {
         coordinator = SceneCoordinator(
             storage: storage, dateFormat: options.dateFormat, strings: options.strings,
             inputWaiting: { keys.count > 0 || reader.inputWaiting() }, saveTimeout: options.saveTimeout,
-            notSaved: status.notSaved)
+            notSaved: status.notSaved, versions: versions)
         try reader.start()
         signals = try TerminalSignals { [weak self] signal in self?.receive(signal: signal) }
         // Redraw when the scene on screen changes its state, when the stack or the connection changes.
@@ -141,6 +147,8 @@ private final class FrontEndApp {
             case .detail(let detail): return detail.state.subscribe { _ in continuation.yield(.redraw) }
             case .compose(let compose): return compose.state.subscribe { _ in continuation.yield(.redraw) }
             case .notSaved(let notSaved): return notSaved.state.subscribe { _ in continuation.yield(.redraw) }
+            case .history(let history): return history.state.subscribe { _ in continuation.yield(.redraw) }
+            case .trash(let trash): return trash.state.subscribe { _ in continuation.yield(.redraw) }
             }
         }
         sceneWatch?.cancel()

@@ -88,6 +88,7 @@ public enum ComposeView {
             switch key {
             case .character("o"), .character("O"): model.overwrite()
             case .character("k"), .character("K"): model.keepTheirs()
+            case .character("m"), .character("M"): model.mergeWithTheirs()
             case .escape: model.cancel()
             default: break
             }

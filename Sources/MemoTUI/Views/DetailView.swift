@@ -100,6 +100,7 @@ public enum DetailView {
             // The keys, and the whole reason the connection fails, which the status bar can only abbreviate.
             model.toggleHelp()
         case .character("s"): model.share()
+        case .character("h"): model.openHistory()
         case .character("S"): model.beginSave()
         case .character("j"), .down: model.scroll(by: 1, limit: limit)
         case .character("k"), .up: model.scroll(by: -1, limit: limit)

@@ -123,6 +123,7 @@ public enum ListView {
                 model.requestDelete()
             }
         case .character("!"): model.openNotSaved()
+        case .character("T"): model.openTrash()
         case .character("/"): model.beginFilter()
         case .escape: model.clearFilter()
         case .character("?"), .control("g"): model.toggleHelp()

@@ -17,6 +17,8 @@ public enum SceneView {
                 compose.current, mode: compose.mode, status: status, strings: compose.strings, into: &grid)
         case .notSaved(let notSaved):
             NotSavedView.draw(notSaved.current, status: status, strings: notSaved.strings, into: &grid)
+        case .history(let history): HistoryView.draw(history, status: status, into: &grid)
+        case .trash(let trash): TrashView.draw(trash, status: status, into: &grid)
         case nil: break
         }
         return grid
@@ -33,6 +35,9 @@ public enum SceneView {
             return await DetailView.handle(key, model: detail, status: status, width: width, height: height)
         case .compose(let compose): return await ComposeView.handle(key, model: compose, width: width)
         case .notSaved(let notSaved): return NotSavedView.handle(key, model: notSaved)
+        case .history(let history):
+            return HistoryView.handle(key, model: history, status: status, width: width, height: height)
+        case .trash(let trash): return TrashView.handle(key, model: trash, status: status)
         case nil: return .quit
         }
     }
