@@ -37,10 +37,10 @@ struct TUIMergeEndToEndTests {
         try second.waitForScreen(containing: "alpha by two", "modified")
         try first.waitForScreen(containing: "delta by one", "modified")
         try first.press("C-s")
-        try first.waitForScreen(containing: "revision 2 · updated")
+        try first.waitForScreen(containing: "revision 2 · edited by")
         // The second saves a revision behind: merged by the server, saved, no question.
         try second.press("C-s")
-        let merged = try second.waitForScreen(containing: "alpha by two", "delta by one", "revision 3 · updated")
+        let merged = try second.waitForScreen(containing: "alpha by two", "delta by one", "revision 3 · edited by")
         #expect(!merged.contains { $0.contains("o overwrite") }, "\(merged)")
         let shown = try fixture.client("show", memo.id).out.trimmingCharacters(in: .newlines)
         #expect(Array(shown.utf8) == Array("alpha by two\nbravo\ncharlie\ndelta by one".utf8))
@@ -57,7 +57,7 @@ struct TUIMergeEndToEndTests {
         try first.waitForScreen(containing: "delta by one and three")
         try second.waitForScreen(containing: "delta by one and four")
         try first.press("C-s")
-        try first.waitForScreen(containing: "revision 4 · updated")
+        try first.waitForScreen(containing: "revision 4 · edited by")
         try second.press("C-s")
         try second.waitForScreen(containing: "o overwrite · k keep theirs · m merge")
         // m: the merge with the conflict marked, to edit.
