@@ -41,7 +41,7 @@ final class SQLiteWriter: @unchecked Sendable {
     /// The revision of a live memo's version just past the newest `policy.keep` (bound: id, keep), read on each
     /// update with versions on. It names only `version > 0`, so that the partial index `changes_versions` answers it
     /// alone: with `version BETWEEN 1 AND 3` as well, SQLite read each of the memo's up to K + 1 rows from the table
-    /// to test a column the index lacks, and updates with K = 50 ran at about half the speed of K = 0. Among a live
+    /// to test a column the index lacks (BENCHMARKS.md, "Versions kept against none"). Among a live
     /// memo's rows `version > 0` is a version (1 to 3): its id has no trash row (4), since a create first takes the
     /// id out of the trash (`leaveTrash`) and the upgrade to version 3 trashes only ids with no current row.
     static let nthVersionQuery =

@@ -240,8 +240,8 @@ struct VersionsTests {
         #expect(try await store.history(id: id, limit: 10).versions.map(\.content) == ["v5", "v4", "v3"])
     }
 
-    /// An update with versions on finds the memo's version past the newest K from the partial index alone: reading
-    /// each version's table row as well (to test `version` there) made updates with K = 50 half as fast as K = 0.
+    /// An update with versions on finds the memo's version past the newest K from the partial index alone, without
+    /// reading each of the memo's versions' table rows (to test `version` there).
     @Test func theVersionCapReadsOnlyThePartialIndexNotTheTableRows() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/memos.sqlite"
