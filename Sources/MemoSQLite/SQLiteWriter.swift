@@ -38,6 +38,15 @@ final class SQLiteWriter: @unchecked Sendable {
     /// The revision of a memo as the store's table holds it (before the transaction in progress).
     private let committedRevision: (UUID) -> UInt64?
 
+    /// The revision of a live memo's version just past the newest `policy.keep` (bound: id, keep), read on each
+    /// update with versions on. It names only `version > 0`, so that the partial index `changes_versions` answers it
+    /// alone: with `version BETWEEN 1 AND 3` as well, SQLite read each of the memo's up to K + 1 rows from the table
+    /// to test a column the index lacks (BENCHMARKS.md, "Versions kept against none"). Among a live
+    /// memo's rows `version > 0` is a version (1 to 3): its id has no trash row (4), since a create first takes the
+    /// id out of the trash (`leaveTrash`) and the upgrade to version 3 trashes only ids with no current row.
+    static let nthVersionQuery =
+        "SELECT revision FROM changes WHERE id = ? AND version > 0 ORDER BY revision DESC LIMIT 1 OFFSET ?"
+
     init(
         schema: SQLiteSchema, trimmed: UInt64, policy: VersionPolicy,
         committedRevision: @escaping (UUID) -> UInt64?
@@ -65,9 +74,7 @@ final class SQLiteWriter: @unchecked Sendable {
         leaveTrash = try db.prepare("UPDATE changes SET version = 0 WHERE id = ? AND version > 0 AND version = 4")
         dropLeftTrash = try db.prepare(
             "DELETE FROM changes WHERE id = ? AND version > 0 AND version = 4 AND revision <= ?")
-        nthVersion = try db.prepare(
-            "SELECT revision FROM changes WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 "
-                + "ORDER BY revision DESC LIMIT 1 OFFSET ?")
+        nthVersion = try db.prepare(Self.nthVersionQuery)
         dropVersions = try db.prepare(
             "DELETE FROM changes WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 AND current = 0 "
                 + "AND revision <= ?")

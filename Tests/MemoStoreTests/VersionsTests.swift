@@ -217,6 +217,52 @@ struct VersionsTests {
         #expect(try await store.restore(id: id, revision: nil).content == "b")
     }
 
+    @Test(arguments: StoreKind.allCases)
+    func aMemoBackFromTheTrashStillKeepsOnlyItsLastKVersions(kind: StoreKind) async throws {
+        let handle = try kind.make(versions: VersionPolicy(keep: 3, trashDays: 30))
+        defer { handle.store.close() }
+        let store = handle.store
+        let id = UUID()
+        _ = try await store.perform(.create(id: id, content: "v0", insertMicros: nil))
+        _ = try await store.perform(.update(id: id, content: "v1", expectedRevision: nil))
+        _ = try await store.perform(.delete(id: id, expectedRevision: nil))
+        _ = try await store.restore(id: id, revision: nil)
+        for step in 2...5 {
+            _ = try await store.perform(.update(id: id, content: "v\(step)", expectedRevision: nil))
+        }
+        let versions = try await store.history(id: id, limit: 10).versions
+        #expect(versions.map(\.content) == ["v5", "v4", "v3"])
+        #expect(versions.map(\.kind) == [.update, .update, .update])
+        #expect(try await store.trash(limit: 10).entries.isEmpty)
+        // Deleted again, it is in the trash once, with those versions.
+        _ = try await store.perform(.delete(id: id, expectedRevision: nil))
+        #expect(try await store.trash(limit: 10).entries.map(\.memo.content) == ["v5"])
+        #expect(try await store.history(id: id, limit: 10).versions.map(\.content) == ["v5", "v4", "v3"])
+    }
+
+    /// An update with versions on finds the memo's version past the newest K from the partial index alone, without
+    /// reading each of the memo's versions' table rows (to test `version` there).
+    @Test func theVersionCapReadsOnlyThePartialIndexNotTheTableRows() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/memos.sqlite"
+        try SQLiteStore(path: path).close()
+        let database = try SQLiteDatabase(path: path, readOnly: true)
+        defer { database.close() }
+        let plan = try database.prepare("EXPLAIN QUERY PLAN " + SQLiteWriter.nthVersionQuery)
+        var details: [String] = []
+        while try plan.step() { details.append(plan.string(3)) }
+        plan.reset()
+        #expect(details == ["SEARCH changes USING INDEX changes_versions (id=?)"])
+        // The program: the table's row is sought only lazily (DeferredSeek), when one of its columns is read; no
+        // `Column` opcode reads one, so no row is.
+        let program = try database.prepare("EXPLAIN " + SQLiteWriter.nthVersionQuery)
+        var opcodes: [String] = []
+        while try program.step() { opcodes.append(program.string(1)) }
+        program.reset()
+        #expect(opcodes.contains("IdxRowid"))
+        #expect(!opcodes.contains("Column"))
+    }
+
     @Test func aReopenedFileKeepsAuthorsVersionsAndTheTrash() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/memos.sqlite"
