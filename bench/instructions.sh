@@ -8,6 +8,7 @@
 #
 #   bench/instructions.sh                      the three figures (a few minutes; needs valgrind)
 #   FIGURES=server bench/instructions.sh       only the server's two (FIGURES=client: only memo-client's)
+#   FIGURES=redis bench/instructions.sh        only Redis's per SET (also part of "all" when redis-server is installed)
 #   SERVER=/path/to/memo-server bench/instructions.sh   another build's server, measured by this build's memo-bench
 #   CLIENT=/path/to/memo-client bench/instructions.sh   another build's memo-client, against this build's server
 #   SERVER_ARGS="--metrics 0" bench/instructions.sh     the server with more options (here: metrics on)
@@ -48,13 +49,43 @@ counted() {
     callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
 }
 
-if [ "$FIGURES" != client ]; then
+if [ "$FIGURES" = all ] || [ "$FIGURES" = server ]; then
     short=$(counted fanout --subscribers 50 --changes 100 --rate 50)
     long=$(counted fanout --subscribers 50 --changes 500 --rate 50)
     echo "fan-out: $(( (long - short) / (50 * 400) )) server instructions per delivery (50 subscribers, 400 changes)"
     short=$(counted --clients 50 --pipeline 16 --requests 50000 --op create --json)
     long=$(counted --clients 50 --pipeline 16 --requests 150000 --op create --json)
     echo "in-memory create c50 P16: $(( (long - short) / 100000 )) server instructions per create"
+fi
+
+# The instructions a redis-server (TLS both ways, no persistence) executes, start to stop, while redis-benchmark sends
+# $1 SETs from 50 clients 16 deep (64-byte values, 1,000 keys: compare.sh's shape): the comparison for the create.
+redis_counted() {
+    local out="$WORK/callgrind-redis.$RANDOM" port
+    port=$(free_port)
+    mkdir -p "$out.dir"
+    valgrind --tool=callgrind --callgrind-out-file="$out" redis-server --port 0 --tls-port "$port" \
+        --bind 127.0.0.1 --dir "$out.dir" --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" \
+        --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients yes --save "" --appendonly no --daemonize no \
+        --logfile "$out.dir/redis.log" >/dev/null 2>&1 &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 300); do
+        redis-cli --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
+            -p "$port" ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    redis-benchmark --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
+        -h 127.0.0.1 -p "$port" -t set -c 50 -P 16 -n "$1" -d 64 -r 1000 -q >/dev/null 2>&1
+    kill -INT "$pid"
+    wait "$pid" 2>/dev/null || true
+    callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+
+if [ "$FIGURES" = redis ] || { [ "$FIGURES" = all ] && command -v redis-server >/dev/null; }; then
+    short=$(redis_counted 50000)
+    long=$(redis_counted 150000)
+    echo "Redis SET c50 P16: $(( (long - short) / 100000 )) server instructions per SET"
 fi
 
 # memo-client's CPU time (user and system), start to stop, importing $1 new memos (ids from $2 on, the same in
@@ -83,7 +114,7 @@ print(int(sorted(times)[2] * 1e6))
 PY
 }
 
-if [ "$FIGURES" != server ]; then
+if [ "$FIGURES" = all ] || [ "$FIGURES" = client ]; then
     start_memo memory
     short=$(client_cpu 2000 0)
     long=$(client_cpu 20000 10000000)

@@ -16,14 +16,18 @@ public enum MemoDates {
     /// - Throws: `MemoError.invalidArgument` saying which date is out of the range, or that the update date is
     ///   before the insert date, with the dates written as dates.
     public static func validate(insertMicros: Int64?, updateMicros: Int64?) throws(MemoError) {
-        for (name, micros) in [("insert", insertMicros), ("update", updateMicros)] {
-            guard let micros, !isValid(micros) else { continue }
-            throw .invalidArgument("the \(name) date \(describe(micros)) is outside the accepted range "
-                + "\(iso8601(earliestMicros)) to \(iso8601(latestMicros)) (years 1970 to 9999)")
-        }
+        // Each date checked in place: an array of the two (name, date) pairs cost a create an allocation and a
+        // generic destroy (~900 instructions under callgrind).
+        if let insertMicros, !isValid(insertMicros) { throw outOfRange("insert", insertMicros) }
+        if let updateMicros, !isValid(updateMicros) { throw outOfRange("update", updateMicros) }
         if let insertMicros, let updateMicros, updateMicros < insertMicros {
             throw outOfOrder(insertMicros: insertMicros, updateMicros: updateMicros)
         }
+    }
+
+    private static func outOfRange(_ name: String, _ micros: Int64) -> MemoError {
+        .invalidArgument("the \(name) date \(describe(micros)) is outside the accepted range "
+            + "\(iso8601(earliestMicros)) to \(iso8601(latestMicros)) (years 1970 to 9999)")
     }
 
     /// The refusal of a create whose update date is before its insert date, in the words every store uses.

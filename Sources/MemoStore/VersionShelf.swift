@@ -10,7 +10,7 @@ import MemoModel
 final class VersionShelf: @unchecked Sendable {
     let policy: VersionPolicy
     /// Each memo's versions, oldest first (live memos and memos in the trash).
-    private var versions: [UUIDKey: [MemoVersion]] = [:]
+    private var versions: [UUIDKey: Kept] = [:]
     /// The trash, by id, and the ids in delete order (oldest first).
     private var trashed: [UUIDKey: TrashEntry] = [:]
     private var trashOrder: [(revision: UInt64, id: UUID)] = []
@@ -22,7 +22,7 @@ final class VersionShelf: @unchecked Sendable {
     /// What the planner reads.
     var lookup: VersionLookup {
         VersionLookup(
-            version: { [self] id, revision in versions[UUIDKey(id)]?.last { $0.revision == revision } },
+            version: { [self] id, revision in versions[UUIDKey(id)]?.last(revision: revision) },
             trashed: { [self] id in trashed[UUIDKey(id)] })
     }
 
@@ -40,24 +40,29 @@ final class VersionShelf: @unchecked Sendable {
             trashOrder.append((change.revision, change.memo.id))
             return
         }
-        if change.kind == .created, trashed.removeValue(forKey: key) != nil {
+        // The trash is empty for most creates: no probe then.
+        if change.kind == .created, !trashed.isEmpty, trashed.removeValue(forKey: key) != nil {
             trashOrder.removeAll { $0.id == change.memo.id }
         }
         guard policy.keep > 0, let kind = change.versionKind else { return }
         let memo = change.memo
-        var kept = versions[key] ?? []
-        kept.append(MemoVersion(
+        let version = MemoVersion(
             id: memo.id, revision: change.revision, kind: kind, micros: memo.updateMicros, author: memo.author,
-            content: memo.content))
-        if kept.count > policy.keep { kept.removeFirst(kept.count - policy.keep) }
-        versions[key] = kept
+            content: memo.content)
+        // One probe, and the kept versions changed in place (no copy of the array on each update).
+        switch versions.index(forKey: key) {
+        case nil:
+            versions[key] = .one(version)
+        case let index?:
+            versions.values[index].append(version, keep: policy.keep)
+        }
     }
 
     /// See `VersionReading.history`; `live` says whether the id is a memo now.
     func history(id: UUID, limit: Int, before: UInt64?, live: Bool) throws(MemoError) -> VersionPage {
         let key = UUIDKey(id)
         guard live || trashed[key] != nil || versions[key] != nil else { throw .notFound(id) }
-        let older = (versions[key] ?? []).reversed().filter { before == nil || $0.revision < before! }
+        let older = (versions[key]?.all ?? []).reversed().filter { before == nil || $0.revision < before! }
         return VersionPage(versions: Array(older.prefix(limit)), more: older.count > limit)
     }
 
@@ -80,5 +85,40 @@ final class VersionShelf: @unchecked Sendable {
         let ids = Set(gone.map { UUIDKey($0.id) })
         trashOrder.removeAll { ids.contains(UUIDKey($0.id)) }
         return gone.count
+    }
+}
+
+/// One memo's kept versions, oldest first. Most memos are created and never edited: their one version is held in
+/// the dictionary's slot itself, so a create allocates no array (and the store's teardown frees none).
+private enum Kept {
+    case one(MemoVersion)
+    case many([MemoVersion])
+
+    var all: [MemoVersion] {
+        switch self {
+        case .one(let version): [version]
+        case .many(let versions): versions
+        }
+    }
+
+    /// The newest kept version made by `revision`.
+    func last(revision: UInt64) -> MemoVersion? {
+        switch self {
+        case .one(let version): version.revision == revision ? version : nil
+        case .many(let versions): versions.last { $0.revision == revision }
+        }
+    }
+
+    /// Appends `version`, keeping the newest `keep` (at least 1).
+    mutating func append(_ version: MemoVersion, keep: Int) {
+        switch self {
+        case .one(let first):
+            self = keep > 1 ? .many([first, version]) : .one(version)
+        case .many(var versions):
+            self = .many([])  // lets `versions` be the array's only reference, so it grows in place
+            versions.append(version)
+            if versions.count > keep { versions.removeFirst(versions.count - keep) }
+            self = .many(versions)
+        }
     }
 }
