@@ -33,8 +33,10 @@ mkdir -p "$build"
 # -package-name as SwiftPM passes it: MemoModel has `package` declarations (the Subject's deferred delivery).
 flags=(-sanitize=fuzzer,address -parse-as-library -O -package-name memo)
 
-# The libraries, instrumented, as modules as in the package: MemoModel under MemoWire.
+# The libraries, instrumented, as modules as in the package: MemoDiff under MemoModel under MemoWire.
 echo "building the fuzz targets in $build"
+swiftc "${flags[@]}" -module-name MemoDiff -I "$build" -emit-module -emit-module-path "$build/MemoDiff.swiftmodule" \
+    -emit-library -static -o "$build/libMemoDiff.a" "$root"/Sources/MemoDiff/*.swift
 swiftc "${flags[@]}" -module-name MemoModel -I "$build" -emit-module -emit-module-path "$build/MemoModel.swiftmodule" \
     -emit-library -static -o "$build/libMemoModel.a" "$root"/Sources/MemoModel/*.swift
 swiftc "${flags[@]}" -module-name MemoWire -I "$build" -emit-module -emit-module-path "$build/MemoWire.swiftmodule" \
@@ -48,7 +50,7 @@ for target in "${targets[@]}"; do
         continue
     fi
     swiftc "${flags[@]}" -use-ld=lld -I "$build" "$root/Fuzz/${sources[$target]}" \
-        "$build/libMemoWire.a" "$build/libMemoModel.a" -o "$build/$target"
+        "$build/libMemoWire.a" "$build/libMemoModel.a" "$build/libMemoDiff.a" -o "$build/$target"
 done
 
 failed=0
