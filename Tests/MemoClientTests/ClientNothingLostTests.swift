@@ -24,7 +24,11 @@ private struct StoppedServer {
         var writer = first.clientConfiguration()
         var reader = first.clientConfiguration("reader")
         first.stop()
-        let quick = ReconnectPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100))
+        // Quick after a TLS failure too: the freed port is in the ephemeral range, so a reconnect may meet another
+        // test's server on it, or connect to itself (TCP's self-connect), and either ends as a TLS failure, whose
+        // 30 s default wait could outlast the test's waits on a loaded machine.
+        let quick = ReconnectPolicy(
+            initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), refusedDelay: .milliseconds(100))
         writer.reconnect = quick
         reader.reconnect = quick
         (address, certificates) = (first.address.description, first.certificates)
