@@ -142,10 +142,15 @@ public struct WriteRefusal: Sendable, Hashable {
     public var theirs: Memo?
     /// The server's reason, as one line.
     public var reason: String
+    /// The entry the store keeps for it in the not-saved list, if any: resolving the conflict in the editor (a
+    /// save that lands, or "keep theirs") removes it.
+    public var notSavedID: UUID?
 
     public init(
-        kind: Kind, memo: Memo, baseRevision: UInt64?, isConflict: Bool, theirs: Memo?, reason: String
+        kind: Kind, memo: Memo, baseRevision: UInt64?, isConflict: Bool, theirs: Memo?, reason: String,
+        notSavedID: UUID? = nil
     ) {
+        self.notSavedID = notSavedID
         self.kind = kind
         self.memo = memo
         self.baseRevision = baseRevision

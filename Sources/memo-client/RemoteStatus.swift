@@ -133,7 +133,8 @@ final class RemoteStatus: StatusSource {
     static func refusal(_ refused: RefusedWrite) -> WriteRefusal {
         WriteRefusal(
             kind: kind(of: refused.write), memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
-            isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason)
+            isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason,
+            notSavedID: refused.notSavedID)
     }
 
     /// A queued write's kind in the front end's terms.
