@@ -43,6 +43,35 @@ struct TUIOfflineEndToEndTests {
         try tmux.waitForScreen(containing: "memo-client exited with 0")
     }
 
+    @Test func withKeepaliveOffAWriteToAStoppedServerMakesTheBarSayUnconfirmedNotLive() throws {
+        let fixture = try FrontEndFixture()
+        _ = try fixture.add("멈출 서버의 메모")
+        let server = try #require(fixture.server)
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(["--keepalive", "0"]))
+        defer {
+            server.signal(SIGCONT)
+            tmux.kill()
+            withExtendedLifetime(fixture) {}
+        }
+        try tmux.waitForScreen(containing: "멈출 서버의 메모", "live")
+
+        // No ping checks the connection: only the save's missing answer tells that the server stopped.
+        server.signal(SIGSTOP)
+        try tmux.press("n")
+        try tmux.type("기다리는 저장")
+        try tmux.press("C-s")
+        let screen = try tmux.waitForScreen(containing: "unconfirmed (server not answering)")
+        #expect(!screen.contains { $0.contains("● ") && $0.contains("live") }, "\(screen)")
+
+        // The answer comes when the server runs again: live, nothing pending.
+        server.signal(SIGCONT)
+        try tmux.waitForScreen("live again, the save confirmed") { lines in
+            lines.contains { $0.contains("live") }
+                && !lines.contains { $0.contains("unconfirmed") || $0.contains("pending") }
+        }
+        #expect(try fixture.client("list").out.contains("기다리는 저장"))
+    }
+
     @Test func writesMadeOfflineShowAtOnceSurviveARestartAndReachTheServerWhenItIsBack() throws {
         let fixture = try FrontEndFixture()
         _ = try fixture.add("오프라인에서 지울 메모")
