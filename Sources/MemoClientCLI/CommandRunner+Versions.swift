@@ -24,7 +24,10 @@ extension CommandRunner {
             guard wanted > 0 else { break }
             let answer = try await page(UInt32(min(wanted, versionsPageLimit)), cursor)
             entries += answer.entries
-            guard answer.more, let last = answer.entries.last else { break }
+            // Older entries follow only from an answer that moved the cursor back (else this would ask forever).
+            guard answer.more, let last = answer.entries.last, cursor.map({ revision(last) < $0 }) ?? true else {
+                break
+            }
             cursor = revision(last)
         }
         return entries
