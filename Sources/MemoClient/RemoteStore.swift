@@ -200,14 +200,18 @@ public final class RemoteStore: MemoStorage {
 
     /// Starts mirroring (subscribing on this and every later connection). `memoList()` calls it.
     public func startMirror() {
-        onLoopAndWait { store in
-            guard store.state.subscription == nil else { return }
-            let box = WeakStore(store)
-            // Both run on the loop: where to start, and each read's events.
-            store.state.subscription = store.client.subscribe(
-                start: { box.store?.state.mirror.resumeRevision },
-                handler: { events in box.store?.received(events) })
-        }
+        onLoopAndWait { $0.startMirrorOnLoop() }
+    }
+
+    /// `startMirror()`'s work, on the loop: a caller that also reads the mirror in the same event sees it as it
+    /// was before any answer to the subscription.
+    private func startMirrorOnLoop() {
+        guard state.subscription == nil else { return }
+        let box = WeakStore(self)
+        // Both run on the loop: where to start, and each read's events.
+        state.subscription = client.subscribe(
+            start: { box.store?.state.mirror.resumeRevision },
+            handler: { events in box.store?.received(events) })
     }
 
     /// Waits until the mirror is fresh (caught up with the server).
@@ -306,8 +310,14 @@ public final class RemoteStore: MemoStorage {
     }
 
     public func watchList(_ handler: @escaping @Sendable (ListDelta) -> Void) -> Subscription {
-        startMirror()
-        return onLoopAndWait { store in store.deltas.subscribe(prefix: [.reset(store.state.mirror.list)], handler) }
+        // In one event of the loop: the first delta is the list as it was when watching began (a cache's, before
+        // any answer), and every change after it follows. Started in an event of its own, the subscription's answer
+        // could be applied between the two, and the watcher never saw the cached list.
+        onLoopAndWait { store in
+            let subscription = store.deltas.subscribe(prefix: [.reset(store.state.mirror.list)], handler)
+            store.startMirrorOnLoop()
+            return subscription
+        }
     }
 
     /// How a write starts, decided on the loop.

@@ -85,11 +85,13 @@ public enum ClientCommandTable {
             "log", arguments: "ID", completion: ids, summary: "a memo's versions, newest first, with their authors",
             help: """
                 The memo's kept versions (the server keeps each memo's last --versions, default 50, and a deleted
-                memo's in the trash), newest first, at most --limit (default 50), in one request:
+                memo's in the trash), newest first, at most --limit (default 50; --all: every one), older than
+                --before REVISION when given, in one request when they fit in one answer (else page after page):
                 revision<TAB>date<TAB>author<TAB>kind<TAB>first line, kind create, update or restore, author the
                 certificate's name (- when not known). --json: one array of {"revision":N,"kind":"…","date":"…",
                 "author":{"name":"…","serial":"…"},"content":"…"}. ID may be a unique prefix of a live memo's id, or
-                the whole id of a memo in the trash. An id the server knows nothing of: exit 3.
+                the whole id of a memo in the trash. An id the server knows nothing of: exit 3. To page, give the
+                revision of the last version printed as --before; an empty page (nothing printed, or []) is the end.
                 """),
         CommandSpec(
             "restore", arguments: "ID", completion: ids,
@@ -106,10 +108,11 @@ public enum ClientCommandTable {
             "trash", summary: "deleted memos, newest delete first",
             help: """
                 The memos in the trash (kept --trash-days days by the server, default 30), newest delete first, at
-                most --limit (default 50): id<TAB>revision<TAB>deletedDate<TAB>deleted by<TAB>first line, the
-                revision and date of the delete. --json: one array of {"id":"…","revision":N,"deletedDate":"…",
-                "deletedBy":{"name":"…","serial":"…"},"insertDate":"…","content":"…"}. memo-client restore ID brings
-                one back.
+                most --limit (default 50; --all: every one), deleted before --before REVISION when given:
+                id<TAB>revision<TAB>deletedDate<TAB>deleted by<TAB>first line, the revision and date of the delete.
+                --json: one array of {"id":"…","revision":N,"deletedDate":"…","deletedBy":{"name":"…","serial":"…"},
+                "insertDate":"…","content":"…"}. To page, give the revision of the last line printed as --before;
+                an empty page is the end. memo-client restore ID brings one back.
                 """),
         CommandSpec(
             "watch",
@@ -268,6 +271,13 @@ public enum ClientCommandTable {
             "--limit", .value("N"), scope: .only(["list", "log", "trash"]),
             help: "at most N memos (1 or more), read from the server a page at a time; log and trash: at most N "
                 + "versions or deleted memos (default 50)"),
+        OptionSpec(
+            "--before", .value("REVISION"), scope: .only(["log", "trash"]),
+            help: "only the versions (log) or deletes (trash) older than REVISION: the next page starts before the "
+                + "revision of the last line (or JSON object) printed"),
+        OptionSpec(
+            "--all", scope: .only(["log", "trash"]),
+            help: "every version (log) or deleted memo (trash), page after page, instead of at most --limit"),
         OptionSpec(
             "--after", .value("CURSOR"), scope: .only(["list"]),
             help: "the memos listed after CURSOR, which a paged list printed (next<TAB>CURSOR, or the JSON next)"),

@@ -45,13 +45,15 @@ public enum ClientCommand: Sendable, Hashable {
     case status
     /// `config contexts`: the contexts of the config file, the one in effect marked (read locally, no connection).
     case contexts(ContextsListing)
-    /// `log ID`: the memo's kept versions, newest first, at most `limit`.
-    /// `patch`: each version followed by its difference from the one before, as `diff -u` prints it.
-    case log(id: String, limit: Int, patch: Bool)
+    /// `log ID`: the memo's kept versions, newest first, at most `limit` (nil: all, `--all`), older than revision
+    /// `before` when given (`--before`). `patch`: each version followed by its difference from the one before, as
+    /// `diff -u` prints it.
+    case log(id: String, limit: Int?, patch: Bool, before: UInt64? = nil)
     /// `restore ID`: version `revision` of a live memo, or a memo back from the trash; `ifRevision` guards it.
     case restore(id: String, revision: UInt64?, ifRevision: UInt64?)
-    /// `trash`: deleted memos, newest delete first, at most `limit`.
-    case trash(limit: Int)
+    /// `trash`: deleted memos, newest delete first, at most `limit` (nil: all, `--all`), deleted before revision
+    /// `before` when given (`--before`).
+    case trash(limit: Int?, before: UInt64? = nil)
 
     /// How many bad lines an import reports before it stops, unless `--max-errors` says otherwise.
     public static let defaultMaxErrors = 100
@@ -192,31 +194,12 @@ public struct CommandRunner: Sendable {
                     out.line(MemoJSON.object(memo, author: true))
                     continue
                 }
-                let page = try await client.history(id: memo.id, limit: UInt32(VersionPolicy.maxKeep))
-                out.line(MemoJSON.object(memo, versions: page.versions))
+                out.line(MemoJSON.object(memo, versions: try await Self.versions(of: memo.id, limit: nil, client)))
             }
         case .importMemos(let path, let maxErrors, _):
             return try await importMemos(path, maxErrors: maxErrors, client)
-        case .log(let idText, let limit, let patch):
-            let id = try await resolveKnown(idText, client)
-            // With --patch one more version is read, so that the oldest one shown has the one before it.
-            let page = try await client.history(id: id, limit: UInt32(min(limit + (patch ? 1 : 0), Int(UInt32.max))))
-            let shown = Array(page.versions.prefix(limit))
-            let patches = patch ? VersionPatch.patches(page.versions, shown: shown.count) : nil
-            if style.json {
-                let objects = shown.indices.map { index in
-                    patches.map { MemoJSON.object(shown[index], patch: $0[index]) } ?? MemoJSON.object(shown[index])
-                }
-                out.line("[" + objects.joined(separator: ",") + "]")
-            } else {
-                for (index, version) in shown.enumerated() {
-                    out.line(formatter.line(version))
-                    if let patches {
-                        out.write(patches[index])
-                        out.line("")
-                    }
-                }
-            }
+        case .log(let idText, let limit, let patch, let before):
+            try await log(idText, limit: limit, before: before, patch: patch, client)
         case .restore(let idText, let revision, let ifRevision):
             let id = try await resolveKnown(idText, client)
             let memo: Memo
@@ -229,13 +212,8 @@ public struct CommandRunner: Sendable {
                         + "log lists")
             }
             out.write(formatter.detail(memo))
-        case .trash(let limit):
-            let page = try await client.trash(limit: UInt32(limit))
-            if style.json {
-                out.line("[" + page.entries.map(MemoJSON.object).joined(separator: ",") + "]")
-            } else {
-                for entry in page.entries { out.line(formatter.line(entry)) }
-            }
+        case .trash(let limit, let before):
+            try await trash(limit: limit, before: before, client)
         case .whoami, .contexts:
             break  // answered before connecting
         case .status:

@@ -220,8 +220,8 @@ extension Invocation {
                 path: try required("a FILE (or - for stdin)"),
                 maxErrors: maxErrors ?? ClientCommand.defaultMaxErrors, dryRun: dryRun)
         case "log":
-            command = .log(
-                id: try required("an ID"), limit: limit ?? VersionPolicy.defaultKeep, patch: line.flag("--patch"))
+            let (pageLimit, before) = try versionsPage(line, limit: limit)
+            command = .log(id: try required("an ID"), limit: pageLimit, patch: line.flag("--patch"), before: before)
         case "restore":
             var revision: UInt64?
             if let text = line.value("--revision") {
@@ -237,7 +237,8 @@ extension Invocation {
             }
             command = .restore(id: try required("an ID"), revision: revision, ifRevision: expect)
         case "trash":
-            command = .trash(limit: limit ?? VersionPolicy.defaultKeep)
+            let (pageLimit, before) = try versionsPage(line, limit: limit)
+            command = .trash(limit: pageLimit, before: before)
         case "whoami":
             command = .whoami
         case "config contexts":
@@ -274,6 +275,22 @@ extension Invocation {
 }
 
 extension Invocation {
+    /// `log` and `trash`: at most `--limit` (default 50) or every one (`--all`), older than `--before REVISION`.
+    static func versionsPage(
+        _ line: ParsedLine, limit: Int?
+    ) throws(UsageError) -> (limit: Int?, before: UInt64?) {
+        var before: UInt64?
+        if let text = line.value("--before") {
+            guard let value = UInt64(text), value > 0 else {
+                throw UsageError("--before takes a revision number above 0, not '\(text)'")
+            }
+            before = value
+        }
+        guard line.flag("--all") else { return (limit ?? VersionPolicy.defaultKeep, before) }
+        if let limit { throw UsageError("--all and --limit \(limit) ask for different counts: give one") }
+        return (nil, before)
+    }
+
     /// `--after CURSOR`: a cursor `list` printed.
     static func cursor(_ line: ParsedLine) throws(UsageError) -> ListCursor? {
         guard let text = line.value("--after") else { return nil }

@@ -15,17 +15,7 @@ struct ChunkedArray<Element> {
     init() {}
 
     init<S: Sequence>(_ elements: S) where S.Element == Element {
-        var chunk: [Element] = []
-        chunk.reserveCapacity(Self.chunkSize)
-        for element in elements {
-            chunk.append(element)
-            if chunk.count == Self.chunkSize {
-                append(chunk: chunk)
-                chunk = []
-                chunk.reserveCapacity(Self.chunkSize)
-            }
-        }
-        if !chunk.isEmpty { append(chunk: chunk) }
+        for chunk in elements.pages(of: Self.chunkSize) { append(chunk: chunk) }
     }
 
     /// Appends a whole chunk (building a result chunk by chunk); empty chunks are dropped.

@@ -59,6 +59,9 @@ public struct ComposeState: Sendable, Hashable {
 public enum ComposeEvent: Sendable, Hashable {
     /// The scene is done: with the memo saved, or nil when nothing was saved.
     case finished(saved: Memo?)
+    /// The refused write the scene opened on (`ComposeMode.resolve`) is resolved: a save landed (overwrite, or
+    /// the merged text) or the user kept theirs. Its not-saved entry has no more to do.
+    case resolvedNotSaved(UUID)
 }
 
 /// The compose scene's model: a multi-line editor, save with a revision check, and the conflict choice.
@@ -89,6 +92,8 @@ public final class ComposeViewModel {
     private var saveNumber = 0
     /// What to send again on retry after a save failed for lack of an answer.
     private var lastSave: (content: String, expectedRevision: UInt64?, id: UUID?)?
+    /// The not-saved entry of the refused write this scene resolves, until a save lands or the user keeps theirs.
+    private var unresolvedNotSaved: UUID?
 
     public init(
         mode: ComposeMode, storage: any MemoStorage, strings: Strings = .english, saveTimeout: Duration = .seconds(5)
@@ -102,6 +107,7 @@ public final class ComposeViewModel {
         case .create: initial = ComposeState(buffer: TextBuffer(), originalText: "")
         case .edit(let memo): initial = ComposeState(buffer: TextBuffer(memo.content), originalText: memo.content)
         case .resolve(let refusal):
+            unresolvedNotSaved = refusal.notSavedID
             // Our text is nowhere else any more: it counts as unsaved, so Esc asks before dropping it.
             initial = ComposeState(buffer: TextBuffer(refusal.memo.content), originalText: "")
             initial.conflict = ComposeConflict(theirs: refusal.theirs)
@@ -212,6 +218,7 @@ public final class ComposeViewModel {
     public func keepTheirs() {
         guard current.conflict != nil else { return }
         store.update { $0.conflict = nil }
+        resolvedNotSaved()
         events.send(.finished(saved: nil))
     }
 
@@ -312,6 +319,7 @@ public final class ComposeViewModel {
                 state.originalText = content
                 state.message = typedSince ? strings.savedTypedSince : message
             }
+            resolvedNotSaved()
             if typedSince {
                 // What was typed after Ctrl-S stays, as an edit of the memo just saved.
                 mode = .edit(memo)
@@ -351,6 +359,13 @@ public final class ComposeViewModel {
                 state.message = strings.notSaved("\(error)")
             }
         }
+    }
+
+    /// Says once that the refused write this scene opened on needs its not-saved entry no more.
+    private func resolvedNotSaved() {
+        guard let id = unresolvedNotSaved else { return }
+        unresolvedNotSaved = nil
+        events.send(.resolvedNotSaved(id))
     }
 
     /// A failure that says the server did not answer (rather than that it refused).

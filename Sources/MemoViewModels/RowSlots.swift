@@ -20,17 +20,7 @@ struct RowSlots: Sendable {
 
     /// Slots 0, 1, 2... for `rows`, in order.
     init<S: Sequence>(_ rows: S) where S.Element == ListRow {
-        var page: [ListRow] = []
-        page.reserveCapacity(Self.pageSize)
-        for row in rows {
-            page.append(row)
-            if page.count == Self.pageSize {
-                pages.append(page)
-                page = []
-                page.reserveCapacity(Self.pageSize)
-            }
-        }
-        if !page.isEmpty { pages.append(page) }
+        pages = rows.pages(of: Self.pageSize)
     }
 
     /// How many slots have been made (the free ones too).

@@ -236,6 +236,7 @@ public final class SceneCoordinator {
             let subscription = model.events.subscribe { [weak self] event in
                 switch event {
                 case .finished(let saved): self?.inbox.send(.composeFinished(saved))
+                case .resolvedNotSaved(let id): self?.notSaved?.discard(id)
                 }
             }
             return (.compose(model), [subscription])

@@ -14,6 +14,9 @@ public enum LinkState: Sendable, Hashable {
     case notAnswering(attempt: Int)
     /// Not connected; the list shown is the last one received.
     case offline
+    /// Connected, but a write has gone unanswered for a while and nothing else checks the connection (the client
+    /// runs with `--keepalive 0`): the server may have stopped, the list may be behind.
+    case unconfirmed
 
     /// The state in the status bar's one vocabulary, with `reason` (why the link is down) where one is known:
     /// `live`, `connecting`, `reconnecting (connection refused, try 3)`, `reconnecting (server not answering,
@@ -26,6 +29,7 @@ public enum LinkState: Sendable, Hashable {
         case .reconnecting(let attempt): return strings.reconnecting(attempt, because)
         case .notAnswering(let attempt): return strings.reconnecting(attempt, strings.serverNotAnswering)
         case .offline: return strings.offline(because)
+        case .unconfirmed: return strings.unconfirmed(strings.serverNotAnswering)
         }
     }
 }
@@ -142,10 +146,15 @@ public struct WriteRefusal: Sendable, Hashable {
     public var theirs: Memo?
     /// The server's reason, as one line.
     public var reason: String
+    /// The entry the store keeps for it in the not-saved list, if any: resolving the conflict in the editor (a
+    /// save that lands, or "keep theirs") removes it.
+    public var notSavedID: UUID?
 
     public init(
-        kind: Kind, memo: Memo, baseRevision: UInt64?, isConflict: Bool, theirs: Memo?, reason: String
+        kind: Kind, memo: Memo, baseRevision: UInt64?, isConflict: Bool, theirs: Memo?, reason: String,
+        notSavedID: UUID? = nil
     ) {
+        self.notSavedID = notSavedID
         self.kind = kind
         self.memo = memo
         self.baseRevision = baseRevision

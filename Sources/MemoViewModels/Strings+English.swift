@@ -102,6 +102,7 @@ extension Strings {
         connecting: { reason in reason.map { "connecting (\($0))" } ?? "connecting" },
         reconnecting: { attempt, reason in "reconnecting (" + (reason.map { $0 + ", " } ?? "") + "try \(attempt))" },
         serverNotAnswering: "server not answering",
+        unconfirmed: { reason in reason.map { "unconfirmed (\($0))" } ?? "unconfirmed" },
         offline: { reason in reason.map { "offline (\($0))" } ?? "offline" },
         pending: { "\($0) pending" },
         moreKey: "? why",

@@ -99,6 +99,7 @@ extension Strings {
         connecting: { reason in reason.map { "연결 중 (\($0))" } ?? "연결 중" },
         reconnecting: { attempt, reason in "다시 연결 중 (" + (reason.map { $0 + ", " } ?? "") + "\(attempt)번째)" },
         serverNotAnswering: "서버 응답 없음",
+        unconfirmed: { reason in reason.map { "확인 안 됨 (\($0))" } ?? "확인 안 됨" },
         offline: { reason in reason.map { "오프라인 (\($0))" } ?? "오프라인" },
         pending: { "\($0)개 대기 중" },
         moreKey: "? 이유",

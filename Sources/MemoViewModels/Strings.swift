@@ -108,6 +108,9 @@ public struct Strings: Sendable, Hashable {
     /// The attempt and the last reason: "reconnecting (connection refused, try 3)".
     public var reconnecting: @Sendable (Int, String?) -> String
     public var serverNotAnswering: String
+    /// Connected, but a write has had no answer for a while and no keepalive checks the connection: "unconfirmed
+    /// (server not answering)".
+    public var unconfirmed: @Sendable (String?) -> String
     public var offline: @Sendable (String?) -> String
     public var pending: @Sendable (Int) -> String
     public var moreKey: String

@@ -1,6 +1,7 @@
 import Foundation
 import MemoClient
 import MemoModel
+import MemoNet
 import MemoTLS
 import MemoTUI
 import MemoViewModels
@@ -25,11 +26,10 @@ final class RemoteStatus: StatusSource {
         let server = store.client.configuration.server
         let status = Subject(Self.current(of: store, server: server))
         self.status = status
+        // Only a client without keepalive pings needs the writes' silence to tell a stopped server.
+        let unanswered = store.client.configuration.keepalive == nil ? UnansweredWrites() : nil
         let update: @Sendable (Any) -> Void = { _ in
-            FrontEnd.hop {
-                let next = Self.current(of: store, server: server)
-                if status.value != next { status.send(next) }
-            }
+            FrontEnd.hop { Self.recompute(status, store, server, unanswered) }
         }
         let refusals = refusals
         subscriptions = [
@@ -46,6 +46,27 @@ final class RemoteStatus: StatusSource {
 
     deinit {
         subscriptions.forEach { $0.cancel() }
+    }
+
+    /// With `--keepalive 0` nothing pings a live connection, and a stopped server (SIGSTOP, a hung process) keeps
+    /// its TCP connection up: a write unanswered this long (what the default keepalive takes to give up on a
+    /// silent server) makes the bar say `unconfirmed (server not answering)` instead of `live`.
+    static let unansweredAfter = ClientConfiguration.defaultKeepalive * 2
+
+    /// Sends what the bar says now, if it changed (on the front end's loop, so in order).
+    @FrontEnd
+    private static func recompute(
+        _ status: Subject<ConnectionStatus>, _ store: RemoteStore, _ server: String, _ unanswered: UnansweredWrites?
+    ) {
+        var next = current(of: store, server: server)
+        if let unanswered, unanswered.waited(
+            live: next.state == .live, pending: next.pendingIDs, after: unansweredAfter,
+            recheck: { recompute(status, store, server, unanswered) })
+        {
+            next.state = .unconfirmed
+            next.reason = .notAnswering
+        }
+        if status.value != next { status.send(next) }
     }
 
     /// What the bar says now, from the store's and the client's subjects.
@@ -133,7 +154,8 @@ final class RemoteStatus: StatusSource {
     static func refusal(_ refused: RefusedWrite) -> WriteRefusal {
         WriteRefusal(
             kind: kind(of: refused.write), memo: refused.write.memo, baseRevision: refused.write.expectedRevision,
-            isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason)
+            isConflict: refused.isConflict, theirs: refused.theirs, reason: refused.reason,
+            notSavedID: refused.notSavedID)
     }
 
     /// A queued write's kind in the front end's terms.
@@ -143,5 +165,47 @@ final class RemoteStatus: StatusSource {
         case .update: return .update
         case .delete: return .delete
         }
+    }
+}
+
+/// How long the unconfirmed writes of a live connection have gone without an answer: since the first of them was
+/// sent, or since the server last confirmed one (an answer shows it is there).
+@FrontEnd
+final class UnansweredWrites {
+    nonisolated init() {}
+
+    private var previous: Set<UUID> = []
+    private var since: ContinuousClock.Instant?
+    private var timer: TimerHandle?
+
+    /// Notes the writes not yet confirmed; true when they have waited `after` with none confirmed. Calls `recheck`
+    /// (on the front end's loop) when that time comes, if nothing changed before.
+    func waited(
+        live: Bool, pending: Set<UUID>, after: Duration, recheck: @escaping @FrontEnd @Sendable () -> Void
+    ) -> Bool {
+        defer { previous = live ? pending : [] }
+        guard live, !pending.isEmpty else {
+            since = nil
+            timer?.cancel()
+            timer = nil
+            return false
+        }
+        let now = ContinuousClock.now
+        if since == nil || !pending.isSuperset(of: previous) {
+            since = now
+            timer?.cancel()
+            timer = nil
+        }
+        let waited = now - since!
+        guard waited < after else { return true }
+        if timer == nil {
+            timer = FrontEnd.loop.schedule(after: after - waited) { [weak self] in
+                FrontEnd.assumeIsolated {
+                    self?.timer = nil
+                    recheck()
+                }
+            }
+        }
+        return false
     }
 }

@@ -97,6 +97,45 @@ struct TUINothingLostEndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: NotSavedFile.path(besideQueue: queuePath)))
     }
 
+    /// A queue left by an earlier run that edited a memo offline from revision 1, which another client has since
+    /// moved to revision 2: replayed, it is refused as a conflict, kept in the not-saved list, and opened in the
+    /// editor with the online choice.
+    private func queuedConflict(_ fixture: FrontEndFixture) throws -> (id: String, notSavedPath: String) {
+        let added = try fixture.add("처음 내용")
+        #expect(try fixture.client("edit", added.id, "그쪽에서 고친 내용").status == 0)
+        let line = try #require(try fixture.client("--json", "show", added.id).out.split(separator: "\n").first)
+        let record = try MemoJSON.record(fromLine: String(line))
+        let ours = Memo(
+            id: record.id, content: "오프라인에서 고친 내용", insertMicros: record.insertMicros,
+            updateMicros: record.updateMicros ?? record.insertMicros, revision: record.revision ?? 0)
+        let queuePath = try fixture.queuePath()
+        try WriteQueueFile.save(
+            [QueuedWrite(kind: .update, memo: ours, expectedRevision: 1, afterQueued: false)],
+            identity: try fixture.identity(), to: queuePath)
+        return (added.id, NotSavedFile.path(besideQueue: queuePath))
+    }
+
+    @Test(arguments: ["o", "k"])
+    func aReplayedConflictResolvedInTheEditorLeavesNothingInTheNotSavedList(key: String) throws {
+        let fixture = try FrontEndFixture()
+        let (id, notSavedPath) = try queuedConflict(fixture)
+        let tmux = try TmuxSession(command: fixture.frontEndCommand())
+        defer { tmux.kill() }
+        try tmux.waitForScreen(containing: "o overwrite", "그쪽에서 고친 내용")
+        #expect(FileManager.default.fileExists(atPath: notSavedPath))
+        // o saves ours over theirs, k keeps theirs: either way the conflict is decided, and its entry goes.
+        try tmux.press(key)
+        try tmux.waitForScreen("the editor closed, nothing pending") { screen in
+            !screen.contains { $0.contains("o overwrite") || $0.contains("pending") }
+        }
+        let expected = key == "o" ? "오프라인에서 고친 내용" : "그쪽에서 고친 내용"
+        #expect(pollUntil { (try? fixture.client("show", id).out.hasPrefix(expected)) == true })
+        // Removed by the front end's writer, off its client loop: polled.
+        #expect(pollUntil { !FileManager.default.fileExists(atPath: notSavedPath) })
+        try tmux.press("!")
+        try tmux.waitForScreen(containing: "nothing waits here")
+    }
+
     @Test func writesQueuedOfflineWithOneCertificateAreNeitherSentNorTouchedUnderAnother() throws {
         let fixture = try FrontEndFixture()
         _ = try fixture.add("처음부터 있던 메모")

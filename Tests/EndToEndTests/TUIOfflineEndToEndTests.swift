@@ -16,31 +16,59 @@ import Testing
     "memo-client front end under tmux: offline writes, $EDITOR, refusals", .serialized,
     .enabled(if: TmuxSession.executable != nil, "tmux is not installed (apt-get install tmux); skipping the e2e test"))
 struct TUIOfflineEndToEndTests {
-    @Test func statusBarSaysTheServerIsNotAnsweringWhileItIsStoppedAndLiveOnceItAnswersAgain() throws {
+    /// The front end with `--keepalive SECONDS`, live on a server process that `body` may stop (SIGSTOP): it is
+    /// continued before the fixture stops it (a stopped process would not handle SIGTERM).
+    private func withStoppableServer(
+        keepalive: String, _ body: (FrontEndFixture, ServerProcess, TmuxSession) throws -> Void
+    ) throws {
         let fixture = try FrontEndFixture()
         _ = try fixture.add("멈출 서버의 메모")
         let server = try #require(fixture.server)
-        let tmux = try TmuxSession(command: fixture.frontEndCommand(["--keepalive", "1"]))
-        // Continued before the fixture stops it (a stopped process would not handle SIGTERM); naming the fixture
-        // here keeps it alive until then.
+        let tmux = try TmuxSession(command: fixture.frontEndCommand(["--keepalive", keepalive]))
+        // Naming the fixture here keeps it alive until then.
         defer {
             server.signal(SIGCONT)
             tmux.kill()
             withExtendedLifetime(fixture) {}
         }
         try tmux.waitForScreen(containing: "멈출 서버의 메모", "live")
+        try body(fixture, server, tmux)
+    }
 
-        // A stopped server keeps its TCP connection up: only the unanswered ping tells, and the bar says so.
-        server.signal(SIGSTOP)
-        let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering, try ")
-        #expect(!screen.contains { $0.contains("live") }, "\(screen)")
+    @Test func statusBarSaysTheServerIsNotAnsweringWhileItIsStoppedAndLiveOnceItAnswersAgain() throws {
+        try withStoppableServer(keepalive: "1") { _, server, tmux in
+            // A stopped server keeps its TCP connection up: only the unanswered ping tells, and the bar says so.
+            server.signal(SIGSTOP)
+            let screen = try tmux.waitForScreen(containing: "reconnecting (server not answering, try ")
+            #expect(!screen.contains { $0.contains("live") }, "\(screen)")
 
-        server.signal(SIGCONT)
-        try tmux.waitForScreen("live again") { lines in
-            lines.contains { $0.contains("live") } && !lines.contains { $0.contains("not answering") }
+            server.signal(SIGCONT)
+            try tmux.waitForScreen("live again") { lines in
+                lines.contains { $0.contains("live") } && !lines.contains { $0.contains("not answering") }
+            }
+            try tmux.press("q")
+            try tmux.waitForScreen(containing: "memo-client exited with 0")
         }
-        try tmux.press("q")
-        try tmux.waitForScreen(containing: "memo-client exited with 0")
+    }
+
+    @Test func withKeepaliveOffAWriteToAStoppedServerMakesTheBarSayUnconfirmedNotLive() throws {
+        try withStoppableServer(keepalive: "0") { fixture, server, tmux in
+            // No ping checks the connection: only the save's missing answer tells that the server stopped.
+            server.signal(SIGSTOP)
+            try tmux.press("n")
+            try tmux.type("기다리는 저장")
+            try tmux.press("C-s")
+            let screen = try tmux.waitForScreen(containing: "unconfirmed (server not answering)")
+            #expect(!screen.contains { $0.contains("● ") && $0.contains("live") }, "\(screen)")
+
+            // The answer comes when the server runs again: live, nothing pending.
+            server.signal(SIGCONT)
+            try tmux.waitForScreen("live again, the save confirmed") { lines in
+                lines.contains { $0.contains("live") }
+                    && !lines.contains { $0.contains("unconfirmed") || $0.contains("pending") }
+            }
+            #expect(try fixture.client("list").out.contains("기다리는 저장"))
+        }
     }
 
     @Test func writesMadeOfflineShowAtOnceSurviveARestartAndReachTheServerWhenItIsBack() throws {

@@ -37,6 +37,17 @@ struct ChunkedArrayTests {
         }
     }
 
+    @Test(arguments: [0, 1, 1023, 1024, 1025, 2048, 3000])
+    func chunksAndSlotsStartFromFullPagesOfTheElementsInOrder(count: Int) {
+        let pages = (0..<count).pages(of: 1024)
+        let last = count % 1024 == 0 ? [] : [count % 1024]
+        #expect(pages.map(\.count) == Array(repeating: 1024, count: count / 1024) + last)
+        #expect(pages.allSatisfy { $0.capacity >= 1024 })
+        #expect(Array(pages.joined()) == Array(0..<count))
+        let chunked = ChunkedArray(0..<count)
+        #expect(chunked.chunks == pages && chunked.count == count)
+    }
+
     @Test func theBlocksTakenAsCaselessHaveNoLowercaseMapping() {
         for range in [0xAC00...0xD7A3, 0x1100...0x11FF, 0x3000...0x30FF, 0x3130...0x318F, 0x4E00...0x9FFF] {
             for value in range {

@@ -47,7 +47,7 @@ public enum StatusBarView {
         } else {
             switch status.state {
             case .live: marker = "●"
-            case .connecting, .reconnecting, .notAnswering: marker = "◌"
+            case .connecting, .reconnecting, .notAnswering, .unconfirmed: marker = "◌"
             case .offline: marker = "○"
             }
         }
