@@ -1,41 +1,24 @@
-import Dispatch
-import Synchronization
+import MemoNet
 
-/// Runs a command's task on the process's main thread, which would otherwise only wait.
+/// Runs a command's task as jobs on the event loop that its connection runs on, on the process's main thread.
 ///
-/// Why: a script starts memo-client once per memo, and the global concurrent executor starts Dispatch threads (a
-/// worker or two and Dispatch's manager) for a command whose work is a few hops between its task and the client's
-/// event loop thread. With this executor as the task's preference, its jobs (and the nonisolated async functions it
-/// calls, and the continuations the loop thread resumes) run here instead (BENCHMARKS.md, "A script's command").
-/// Jobs run one at a time, in the order they came, so it serves only commands in which no job blocks while another
-/// must run (`runsOnTheMainThread` in main.swift says which; the client's own blocking waits are for the event loop
-/// thread, `EventLoop.runAndWait`).
-final class MainThreadExecutor: TaskExecutor {
-    private let jobs = Mutex<[UnownedJob]>([])
-    private let ready = DispatchSemaphore(value: 0)
+/// Why: a script starts memo-client once per memo. With the task on one thread and the loop on another, each step
+/// of a command (connect, welcome, request, answer, close) handed work across threads, a wake-up the scheduler may
+/// delay on a loaded machine; with the global executor, Dispatch's threads came too. Here the loop runs on the
+/// main thread (`EventLoop.forCallingThread`) and this executor, the task's preference, queues the task's jobs
+/// (and the nonisolated async functions it calls, and the continuations the loop's callbacks resume) on that loop,
+/// so the whole command runs on one thread and starts none (BENCHMARKS.md, "A script's command").
+/// Jobs run one at a time, in order, between the loop's events, so it serves only commands in which no job blocks
+/// (`runsOnTheMainThread` in main.swift says which): a job that waited for the loop would wait for itself.
+final class LoopExecutor: TaskExecutor {
+    let loop: EventLoop
+
+    init(loop: EventLoop) {
+        self.loop = loop
+    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        jobs.withLock { $0.append(job) }
-        ready.signal()
-    }
-
-    /// Runs jobs as they come, for ever (the task ends the process with `exit`).
-    func run() -> Never {
-        var next = 0
-        var taken: [UnownedJob] = []
-        while true {
-            ready.wait()
-            if next == taken.count {
-                taken = jobs.withLock { queued in
-                    defer { queued.removeAll(keepingCapacity: true) }
-                    return queued
-                }
-                next = 0
-            }
-            let job = taken[next]
-            next += 1
-            job.runSynchronously(on: asUnownedTaskExecutor())
-        }
+        loop.execute { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 }
