@@ -93,9 +93,9 @@ func answerWithoutConnecting(_ invocation: Invocation) -> Int32? {
 
 /// True for the commands a script runs once per memo (add, show, edit, rm): one request after the connection,
 /// nothing read while it is in flight. Their task and their connection's event loop share the main thread
-/// (LoopExecutor), which starts no other thread. The others keep the global executor and a loop thread: `import` reads its lines with blocking reads while its
-/// creates are in flight, which one thread would serialise (each line's create would wait for the next line), and
-/// `watch` and `status` run tasks side by side.
+/// (LoopExecutor), which starts no other thread. The others keep the global executor and a loop thread: `import`
+/// reads its lines with blocking reads while its creates are in flight, which one thread would serialise (each
+/// line's create would wait for the next line), and `watch` and `status` run tasks side by side.
 func runsOnTheMainThread(_ invocation: Invocation) -> Bool {
     guard case .run(_, let command?, _, _, _, _) = invocation else { return false }
     switch command {
