@@ -36,6 +36,12 @@ struct ClientConnectionMachine {
 
     /// What the request table is told, in order with the other actions.
     enum TableEvent {
+        /// Hello is sent and the welcome not yet here: send the requests that may go right behind hello.
+        case helloSent
+        /// The server refused the conversation before welcoming us (an `error` or `going-away` in place of
+        /// `welcome`, TLS refused, close_notify): it processed nothing sent behind hello, so those requests count as
+        /// never sent.
+        case refusedBeforeWelcome
         /// The connection is welcomed and ready: start the subscriptions, send the waiting requests.
         case ready
         /// The connection is over: nothing is on the wire any more (requests are resent on the next one).
@@ -62,6 +68,9 @@ struct ClientConnectionMachine {
         /// Why the last attempt failed, for requests that time out while not connected.
         var lastFailure: ConnectionEnd?
         var closed: Bool
+        /// Hello is sent on this attempt and its welcome not yet here: only a request made to go behind hello may
+        /// be sent (`RequestTable.submit(behindHello:)`).
+        var awaitingWelcome = false
     }
 
     enum Action {
@@ -144,7 +153,7 @@ struct ClientConnectionMachine {
     /// The connection as the request table sees it now.
     var link: Link {
         Link(isReady: isReady, isConnected: phase != .idle, attempt: attempt, welcome: welcome,
-             lastFailure: lastFailure, closed: closed)
+             lastFailure: lastFailure, closed: closed, awaitingWelcome: phase == .awaitingWelcome)
     }
 
     // MARK: - Connecting
@@ -205,7 +214,9 @@ struct ClientConnectionMachine {
         let hello = Message.hello(
             minVersion: WireProtocol.minimumVersion, maxVersion: WireProtocol.version,
             client: configuration.clientName)
-        return [.send(hello.frame(requestID: Self.helloRequestID))]
+        var actions: [Action] = [.send(hello.frame(requestID: Self.helloRequestID))]
+        tell(.helloSent, into: &actions)
+        return actions
     }
 
     /// The transport ended by itself.
@@ -410,6 +421,15 @@ struct ClientConnectionMachine {
         if phase == .ready, configuration.keepalive != nil { actions.append(.cancel(.keepalive(attempt: attempt))) }
         lastHeard = nil
         pingSentAt = nil
+        if phase == .awaitingWelcome {
+            switch end {
+            // The server answers frames in order and closes at the first it refuses: a refusal in place of the
+            // welcome (or TLS refused, or its close_notify, which come behind anything it sent) means hello was
+            // never accepted, so nothing behind it was done. Any other end may have come after the server did it.
+            case .rejected, .tlsRefused: tell(.refusedBeforeWelcome, into: &actions)
+            default: break
+            }
+        }
         phase = .idle
         goingAwayCode = nil
         liveSince = nil

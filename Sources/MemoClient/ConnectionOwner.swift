@@ -109,10 +109,12 @@ final class ConnectionOwner: @unchecked Sendable {
     }
 
     func send(
-        _ message: Message, timeout: Duration?, completion: @escaping (Result<Reply, any Error>, Int) -> Void
+        _ message: Message, timeout: Duration?, behindHello: Bool = false,
+        completion: @escaping (Result<Reply, any Error>, Int) -> Void
     ) {
         handle { [unowned self] machine, table, now in
-            let (id, actions) = Self.submit(message, timeout: timeout, machine: &machine, table: &table, now: now)
+            let (id, actions) = Self.submit(
+                message, timeout: timeout, behindHello: behindHello, machine: &machine, table: &table, now: now)
             completions[id] = completion
             return actions
         }
@@ -299,10 +301,10 @@ extension ConnectionOwner {
 
     /// A request from `MemoConnection`: into the table, and a first connection not made yet is tried now.
     static func submit(
-        _ message: Message, timeout: Duration?, machine: inout ClientConnectionMachine, table: inout RequestTable,
-        now: ContinuousClock.Instant
+        _ message: Message, timeout: Duration?, behindHello: Bool = false, machine: inout ClientConnectionMachine,
+        table: inout RequestTable, now: ContinuousClock.Instant
     ) -> (id: UInt32, actions: [Action]) {
-        let (id, actions) = table.submit(message, timeout: timeout, link: machine.link)
+        let (id, actions) = table.submit(message, timeout: timeout, link: machine.link, behindHello: behindHello)
         var out = route(table: actions, machine: &machine, table: &table, now: now)
         route(machine.requestWaiting(now: now), machine: &machine, table: &table, now: now, into: &out)
         return (id, out)

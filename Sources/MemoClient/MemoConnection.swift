@@ -7,7 +7,8 @@ import MemoWire
 /// A connection to a memo server over mutual TLS: the version handshake, pipelined requests with ids and
 /// deadlines, subscriptions, and reconnecting with backoff when the connection is lost or the server goes away.
 ///
-/// One event loop thread per client drives the socket and the TLS engine; the async methods hop onto it.
+/// One event loop thread per client drives the socket and the TLS engine (its own, or a loop the caller lends);
+/// the async methods hop onto it.
 public final class MemoConnection: Sendable {
     public let configuration: ClientConfiguration
     /// Where the connection stands; replays the current state to new subscribers.
@@ -20,9 +21,11 @@ public final class MemoConnection: Sendable {
     /// The role the server's last welcome gave our certificate; nil before the first welcome. Replays.
     public let role: Subject<Role?>
     private let loop: EventLoop
+    /// False when the caller lent the loop (`connect(_:on:)`): it is not ours to stop.
+    private let ownsLoop: Bool
     private let core: ConnectionOwner
 
-    private init(configuration: ClientConfiguration) throws {
+    private init(configuration: ClientConfiguration, loop lent: EventLoop? = nil) throws {
         self.configuration = configuration
         var tlsConfiguration = TLSConfiguration.client(
             trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
@@ -33,7 +36,13 @@ public final class MemoConnection: Sendable {
         connectionAttempts = Subject(0)
         connectionFailure = Subject(nil)
         role = Subject(nil)
-        loop = try EventLoop.start(name: "memo-client")
+        if let lent {
+            loop = lent
+            ownsLoop = false
+        } else {
+            loop = try EventLoop.start(name: "memo-client")
+            ownsLoop = true
+        }
         core = ConnectionOwner(
             loop: loop, configuration: configuration, tls: tls, state: connectionState, attempts: connectionAttempts)
         let core = self.core
@@ -58,7 +67,7 @@ public final class MemoConnection: Sendable {
     deinit {
         let core = self.core
         loop.execute { core.close() }
-        loop.shutdownGracefully()
+        if ownsLoop { loop.shutdownGracefully() }
     }
 
     /// Connects and waits for the server's welcome.
@@ -67,8 +76,13 @@ public final class MemoConnection: Sendable {
     /// - Throws: `ClientError` (`tlsRefused`, `unreachable`, `timedOut`, `server`) when the first connection
     ///   fails, or `TLSError` when the certificate files cannot be loaded. Once connected, a lost connection is
     ///   made again in the background.
-    public static func connect(_ configuration: ClientConfiguration) async throws -> MemoConnection {
-        let client = try MemoConnection(configuration: configuration)
+    /// - Parameter loop: the event loop to run on, lent by the caller and left running (nil: a loop thread of the
+    ///   connection's own, stopped and joined when it goes). memo-client lends its main thread's loop to a
+    ///   one-request command, whose task runs on that loop too (BENCHMARKS.md, "A script's command").
+    public static func connect(_ configuration: ClientConfiguration, on loop: EventLoop? = nil) async throws
+        -> MemoConnection
+    {
+        let client = try MemoConnection(configuration: configuration, loop: loop)
         let core = client.core
         let end: ConnectionEnd? = await withCheckedContinuation { continuation in
             let deadline = ContinuousClock.now + configuration.connectTimeout
@@ -78,6 +92,80 @@ public final class MemoConnection: Sendable {
         }
         if let end { throw client.error(for: end) }
         return client
+    }
+
+    /// Connects as `connect(_:on:)` does, with a create of `content` under `id` sent right behind `hello`, before
+    /// the welcome comes (PROTOCOL.md lets requests be pipelined; the server answers them in order after the
+    /// welcome): a script's `memo-client add` saves a round trip so. The create's answer is decoded by the
+    /// version the welcome agreed, which comes before it.
+    ///
+    /// The connection's failures are thrown as `connect` throws them (a refused hello, TLS or the certificate
+    /// refused: the server did nothing behind the refusal, so the create is known not done), except that a
+    /// connection that ended after the create went out and before any answer throws
+    /// `MemoError.outcomeUnknown`: the server may have done it.
+    /// - Parameter timeout: the create's deadline, counted from now (connecting included).
+    /// - Returns: the connection, and the create's answer to wait for (`CreateBehindHello.memo()`).
+    public static func connect(
+        _ configuration: ClientConfiguration, on loop: EventLoop? = nil, creating content: String, id: UUID,
+        timeout: Duration
+    ) async throws -> (MemoConnection, CreateBehindHello) {
+        try MemoLimits.validate(content: content)
+        let client = try MemoConnection(configuration: configuration, loop: loop)
+        let core = client.core
+        let created = CreateBehindHello(loop: client.loop)
+        let message = Message.create(id: id, insertMicros: nil, updateMicros: nil, content: content)
+        let end: ConnectionEnd? = await withCheckedContinuation { continuation in
+            let deadline = ContinuousClock.now + configuration.connectTimeout
+            client.loop.execute {
+                // Submitted first: the hello the start sends takes it along.
+                core.send(message, timeout: timeout, behindHello: true) { result, _ in created.answered(result) }
+                core.start(firstDeadline: deadline) { continuation.resume(returning: $0) }
+            }
+        }
+        if let end {
+            // The first outcome closes the client, which settles the create in the same loop turn.
+            if case .failure(let error)? = client.loop.runAndWait({ created.result }),
+               let memoError = error as? MemoError, case .outcomeUnknown = memoError {
+                throw memoError
+            }
+            throw client.error(for: end)
+        }
+        return (client, created)
+    }
+
+    /// The answer to the create `connect(_:on:creating:id:timeout:)` sent behind hello.
+    /// `@unchecked Sendable`: its state is read and written only on the client's loop.
+    public final class CreateBehindHello: @unchecked Sendable {
+        private let loop: EventLoop
+        fileprivate var result: Result<Memo, any Error>?
+        private var waiter: CheckedContinuation<Result<Memo, any Error>, Never>?
+
+        fileprivate init(loop: EventLoop) {
+            self.loop = loop
+        }
+
+        /// On the loop: the request's outcome.
+        fileprivate func answered(_ reply: Result<Reply, any Error>) {
+            let result = reply.flatMap { reply -> Result<Memo, any Error> in
+                guard case .message(.memo(let memo)) = reply else {
+                    return .failure(ClientError.protocolError("expected a memo in answer to create, got \(reply)"))
+                }
+                return .success(memo)
+            }
+            self.result = result
+            waiter?.resume(returning: result)
+            waiter = nil
+        }
+
+        /// The memo created (or the create's failure: `MemoError.outcomeUnknown` when it was sent and no answer
+        /// came; sending it again with the same id is safe).
+        public func memo() async throws -> Memo {
+            try await withCheckedContinuation { continuation in
+                loop.execute { [self] in
+                    if let result { continuation.resume(returning: result) } else { waiter = continuation }
+                }
+            }.get()
+        }
     }
 
     /// Starts connecting in the background and returns at once (for a front end that shows a cached mirror

@@ -37,6 +37,8 @@ struct RequestTable {
         var attempts = 0
         /// The attempt whose connection carried it; nil when it is still to be sent.
         var sentOn: Int?
+        /// Sent right behind hello, without waiting for the welcome (`submit(behindHello:)`).
+        var behindHello = false
         var chunks: [Memo] = []
     }
 
@@ -74,6 +76,15 @@ struct RequestTable {
     mutating func handle(_ event: ClientConnectionMachine.TableEvent, link: Link) -> [Action] {
         var actions: [Action] = []
         switch event {
+        case .helloSent:
+            for id in requests.keys.sorted() where requests[id]?.behindHello == true {
+                transmit(id, link: link, into: &actions)
+            }
+        case .refusedBeforeWelcome:
+            for id in requests.keys.sorted() where requests[id]?.sentOn == link.attempt {
+                requests[id]?.sentOn = nil
+                requests[id]?.attempts -= 1
+            }
         case .ready:
             for token in subscriptions.keys.sorted() { startSubscription(token, link: link, into: &actions) }
             for id in requests.keys.sorted() { transmit(id, link: link, into: &actions) }
@@ -111,19 +122,34 @@ struct RequestTable {
     }
 
     /// A request to send now if the connection is ready, else on the next one, until its deadline.
+    /// - Parameter behindHello: send it right behind hello, without waiting for the welcome (a `create`, whose
+    ///   bytes are the same in every protocol version, of at most `behindHelloLimit` bytes; any other waits): a
+    ///   script's one-request command saves a round trip so. The answer is still decoded by the version the
+    ///   welcome agreed, which comes first; a refused hello leaves it unsent (`refusedBeforeWelcome`).
     /// - Returns: the request's id (its `complete` action carries it) and what to do.
-    mutating func submit(_ message: Message, timeout: Duration?, link: Link) -> (id: UInt32, actions: [Action]) {
+    mutating func submit(_ message: Message, timeout: Duration?, link: Link, behindHello: Bool = false)
+        -> (id: UInt32, actions: [Action])
+    {
         let id = allocateID()
         if link.closed { return (id, [.complete(id, .failure(ClientError.closed), attempts: 0)]) }
         let timeout = timeout ?? configuration.requestTimeout
-        requests[id] = PendingRequest(message: message, frame: message.frame(requestID: id), timeout: timeout)
+        var request = PendingRequest(message: message, frame: message.frame(requestID: id), timeout: timeout)
+        if behindHello, case .create = message, request.frame.count <= Self.behindHelloLimit {
+            request.behindHello = true
+        }
+        requests[id] = request
         var actions: [Action] = [.schedule(request: id, after: timeout)]
         transmit(id, link: link, into: &actions)
         return (id, actions)
     }
 
+    /// The largest request sent behind hello: well under any server's frame limit, which only the welcome says.
+    static let behindHelloLimit = 64 << 10
+
     private mutating func transmit(_ id: UInt32, link: Link, into actions: inout [Action]) {
-        guard link.isReady, let request = requests[id], request.sentOn == nil else { return }
+        guard let request = requests[id], request.sentOn == nil,
+              link.isReady || (link.awaitingWelcome && request.behindHello)
+        else { return }
         if let limit = link.welcome?.maxFrameSize, request.frame.count > Int(limit) {
             // The server would refuse it and close; sending it again on every reconnect would refuse it again.
             finish(id, .failure(ClientError.server(

@@ -1,3 +1,4 @@
+import Glibc
 import MemoNet
 import MemoTLS
 import MemoTransport
@@ -161,6 +162,12 @@ final class WireConnection: EventHandler, @unchecked Sendable {
 
     private func connected() {
         guard phase == .connecting else { return }
+        if let socket, socket.isConnectedToItself {
+            // Nobody listens on that port (a stopped server's, in the ephemeral range): the connect met itself.
+            // Refused, as it is: TLS would fail on our own hello and wait the refused delay for nothing.
+            end(.io(NetError(errno: ECONNREFUSED, operation: "connect(\(address))").message.lowercasedFirst))
+            return
+        }
         phase = .handshaking
         setInterest(.readable)
         onConnected?()

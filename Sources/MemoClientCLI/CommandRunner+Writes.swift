@@ -5,12 +5,20 @@ import MemoModel
 /// request by id, and what a retry meets is read for what it says about the first try.
 extension CommandRunner {
     /// A create with an id chosen here: a retry finds the memo the first try made (unchanged: success).
-    func add(_ content: String, id given: UUID? = nil, _ client: MemoConnection, _ retry: WriteRetry) async throws
-        -> Memo
-    {
+    /// - Parameter firstTry: the create already sent behind hello (`MemoConnection.connect(creating:)`), whose
+    ///   answer is the first try's.
+    func add(
+        _ content: String, id given: UUID? = nil, _ client: MemoConnection, _ retry: WriteRetry,
+        firstTry: MemoConnection.CreateBehindHello? = nil
+    ) async throws -> Memo {
         let id = given ?? UUID()
+        var pending = firstTry
         return try await retry.run { _, timeout in
-            try await client.create(content: content, id: id, insertMicros: nil, timeout: timeout)
+            if let first = pending {
+                pending = nil
+                return try await first.memo()
+            }
+            return try await client.create(content: content, id: id, insertMicros: nil, timeout: timeout)
         }
     }
 

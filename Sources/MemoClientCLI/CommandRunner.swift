@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import MemoClient
 import MemoModel
+import MemoNet
 import MemoTLS
 
 /// Where a memo's text comes from.
@@ -79,6 +80,10 @@ public struct CommandRunner: Sendable {
     /// On SIGINT during an import, print its summary and exit 130 (set by memo-client only: a library must not
     /// end its process).
     public var stopsOnInterrupt = false
+    /// The event loop the command's connection runs on, lent by the caller (nil: the connection starts a loop
+    /// thread of its own). memo-client lends the main thread's loop to add, show, edit and rm, whose task runs on
+    /// it too: one thread for the whole command.
+    public var loop: EventLoop?
 
     /// - Parameters:
     ///   - out: standard output, or a test's pipe; its broken-pipe handler is the caller's decision.
@@ -154,7 +159,18 @@ public struct CommandRunner: Sendable {
             return try await importMemos(path, maxErrors: maxErrors, nil)
         default: break
         }
-        let client = try await MemoConnection.connect(configuration)
+        let client: MemoConnection
+        // add sends its create right behind hello, without waiting for the welcome: one round trip less.
+        var created: MemoConnection.CreateBehindHello?
+        var createID = UUID()
+        if case .add(_, _, let id) = command {
+            if let id { createID = id }
+            (client, created) = try await MemoConnection.connect(
+                configuration, on: loop, creating: text ?? "", id: createID,
+                timeout: configuration.connectTimeout + configuration.requestTimeout)
+        } else {
+            client = try await MemoConnection.connect(configuration, on: loop)
+        }
         defer { client.close() }
         // Connecting had its --timeout; the write has its own, retries of an unknown outcome included (a slow
         // connect must not leave a write a few milliseconds, which would make its outcome unknown for nothing).
@@ -169,7 +185,7 @@ public struct CommandRunner: Sendable {
             out.write(formatter.detail(memo))
         case .add(_, _, let id):
             let baseline = client.serverRevision ?? 0
-            let memo = try await add(text ?? "", id: id, client, retry)
+            let memo = try await add(text ?? "", id: createID, client, retry, firstTry: created)
             // With --id, the same id and content again return the memo as it was (an older revision).
             let verb = id != nil && memo.revision <= baseline ? "unchanged" : "created"
             if !quiet { out.line(formatter.written(memo, verb: verb)) }

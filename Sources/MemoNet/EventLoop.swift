@@ -61,6 +61,21 @@ public final class EventLoop: Sendable {
         return loop
     }
 
+    /// Creates a loop without a thread of its own: the thread that calls `runOnCallingThread()` runs it. For a
+    /// program whose one thread has nothing else to do while the loop works (memo-client's one-request
+    /// commands, whose task's jobs are queued on the loop too, so that no step wakes another thread).
+    /// - Throws: `NetError` when epoll or the eventfd cannot be created (descriptor limit).
+    public static func forCallingThread(name: String) throws(NetError) -> EventLoop {
+        try EventLoop(name: name)
+    }
+
+    /// Runs a loop made by `forCallingThread` on the calling thread, until `shutdownGracefully()` is called
+    /// (from any thread: on this one it only asks, and this returns once the loop has finished). Call once.
+    public func runOnCallingThread() {
+        precondition(thread.withLock { $0 == nil } && !isEmbedded, "event loop \(name) has a thread of its own")
+        run()
+    }
+
     deinit {
         Syscall.close(wakeFD)
         Syscall.close(epollFD)

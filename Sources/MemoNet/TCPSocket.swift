@@ -164,6 +164,15 @@ public final class TCPSocket: Sendable {
         return try SocketAddress.query("getpeername") { getpeername(fd, $0, $1) }
     }
 
+    /// True when the socket is connected to itself: its local and peer address are the same. A connect to a free
+    /// port of the ephemeral range on this host can pick that very port as its own and meet itself (TCP's
+    /// simultaneous open), which looks connected although nobody listens; a caller should treat it as refused.
+    /// False for an embedded socket or when either address cannot be read.
+    public var isConnectedToItself: Bool {
+        guard embedded == nil, let local = try? localAddress(), let peer = try? peerAddress() else { return false }
+        return local == peer
+    }
+
     /// Closes the socket; later calls do nothing. Deregister it from its event loop first.
     public func close() {
         embedded?.socketClose()

@@ -92,10 +92,10 @@ func answerWithoutConnecting(_ invocation: Invocation) -> Int32? {
 }
 
 /// True for the commands a script runs once per memo (add, show, edit, rm): one request after the connection,
-/// nothing read while it is in flight. Their task runs on the main thread (MainThreadExecutor), which starts no
-/// Dispatch thread. The others keep the global executor: `import` reads its lines with blocking reads while its
-/// creates are in flight, which one thread would serialise (each line's create would wait for the next line), and
-/// `watch` and `status` run tasks side by side.
+/// nothing read while it is in flight. Their task and their connection's event loop share the main thread
+/// (LoopExecutor), which starts no other thread. The others keep the global executor and a loop thread: `import`
+/// reads its lines with blocking reads while its creates are in flight, which one thread would serialise (each
+/// line's create would wait for the next line), and `watch` and `status` run tasks side by side.
 func runsOnTheMainThread(_ invocation: Invocation) -> Bool {
     guard case .run(_, let command?, _, _, _, _) = invocation else { return false }
     switch command {
@@ -104,8 +104,9 @@ func runsOnTheMainThread(_ invocation: Invocation) -> Bool {
     }
 }
 
-/// Runs a command (or the front end) and returns the exit code.
-func runMain(_ invocation: Invocation) async -> Int32 {
+/// Runs a command (or the front end) and returns the exit code; `loop`: the loop a one-request command's connection
+/// runs on (nil: its own loop thread).
+func runMain(_ invocation: Invocation, loop: EventLoop? = nil) async -> Int32 {
     guard case .run(let configuration, let command, let json, let locale, let quiet, let output) = invocation else {
         return answerWithoutConnecting(invocation) ?? ExitCode.failure.rawValue
     }
@@ -121,6 +122,7 @@ func runMain(_ invocation: Invocation) async -> Int32 {
     runner.quiet = quiet
     runner.progress = isatty(STDERR_FILENO) == 1
     runner.stopsOnInterrupt = true
+    runner.loop = loop
     return await runner.run(command).rawValue
 }
 
@@ -141,17 +143,24 @@ if frontEnd {
     }
 }
 if runsOnTheMainThread(invocation) {
-    // The command's task runs on this thread, which never returns from run(). The commands keep the signals'
-    // default actions: the main thread takes them with an empty mask, whatever mask the process was started with,
-    // as dispatchMain() would have.
+    // The command's task and its connection's event loop run on this thread, which the task's `exit` ends. The
+    // commands keep the signals' default actions: the main thread takes them with an empty mask, whatever mask
+    // the process was started with, as dispatchMain() would have.
     var none = sigset_t()
     sigemptyset(&none)
     pthread_sigmask(SIG_SETMASK, &none, nil)
-    let executor = MainThreadExecutor()
-    Task.detached(executorPreference: executor) {
-        exit(await runMain(invocation))
+    let loop: EventLoop
+    do {
+        loop = try EventLoop.forCallingThread(name: "memo-client")
+    } catch {
+        FileHandle.standardError.write(Data("memo-client: \(error)\n".utf8))
+        exit(ExitCode.failure.rawValue)
     }
-    executor.run()
+    Task.detached(executorPreference: LoopExecutor(loop: loop)) {
+        exit(await runMain(invocation, loop: loop))
+    }
+    loop.runOnCallingThread()
+    exit(ExitCode.failure.rawValue)
 }
 Task.detached {
     exit(await runMain(invocation))

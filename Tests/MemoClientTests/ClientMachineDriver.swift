@@ -95,8 +95,11 @@ struct ClientMachineDriver {
         ConnectionOwner.deadlinePassed(deadline, machine: &machine, table: &table, now: now)
     }
 
-    mutating func submit(_ message: Message, timeout: Duration? = nil) -> (id: UInt32, actions: [Action]) {
-        ConnectionOwner.submit(message, timeout: timeout, machine: &machine, table: &table, now: now)
+    mutating func submit(_ message: Message, timeout: Duration? = nil, behindHello: Bool = false)
+        -> (id: UInt32, actions: [Action])
+    {
+        ConnectionOwner.submit(
+            message, timeout: timeout, behindHello: behindHello, machine: &machine, table: &table, now: now)
     }
 
     mutating func close() -> [Action] {
