@@ -184,15 +184,22 @@ final class SQLiteWriter: @unchecked Sendable {
     /// Drops the versions past the newest `policy.keep` of every memo changed since the last sweep, in bulk: each
     /// goes now when it is older than the history (`dropBelow`), or stops being a version and goes with the
     /// history's trim. The caller holds the transaction.
-    private func sweep(dropBelow bound: UInt64) throws(MemoError) {
+    /// - Parameter recorded: whether to record the sweep in the meta even when nothing fell (with the trim, which
+    ///   writes the meta's head anyway).
+    private func sweep(dropBelow bound: UInt64, recorded: Bool = false) throws(MemoError) {
         guard policy.keep > 0 else {
             // With K = 0 no row is a version (the file was capped when it opened), so none can fall.
-            return try recordSweep()
+            swept = try newestRevision()
+            return
         }
         collectFallen.bind(1, swept)
         try collectFallen.run()
-        try dropCollected(below: bound)
-        try recordSweep()
+        if try dropCollected(below: bound) > 0 || recorded {
+            try recordSweep()
+        } else {
+            // Nothing fell: no page written (the meta's `swept` stays behind; the next opening sweeps from there).
+            swept = try newestRevision()
+        }
     }
 
     /// Sweeps in a transaction of its own, when a memo changed since the last sweep (the purge pass, closing).
@@ -219,11 +226,16 @@ final class SQLiteWriter: @unchecked Sendable {
 
     /// The rows collected in `temp.fallen` stop being versions or trash: deleted when at or below `bound` (older
     /// than the history) and not current, unmarked otherwise (the history's trim takes them later).
-    private func dropCollected(below bound: UInt64) throws(MemoError) {
+    /// - Returns: how many rows were dropped or unmarked.
+    @discardableResult
+    private func dropCollected(below bound: UInt64) throws(MemoError) -> Int {
         dropFallen.bind(1, Int64(bound))
         try dropFallen.run()
+        var changed = schema.database.changedRows
         try unmarkFallen.run()
+        changed += schema.database.changedRows
         try clearFallen.run()
+        return changed
     }
 
     /// The planner's reads of the file: a kept version, a trash entry (on the writer thread, before the batch).
@@ -354,7 +366,7 @@ final class SQLiteWriter: @unchecked Sendable {
                         trimmedNow = cutoff
                     }
                 }
-                try sweep(dropBelow: trimmedNow)
+                try sweep(dropBelow: trimmedNow, recorded: true)
             }
             try commit.run()
             trimmed = trimmedNow
