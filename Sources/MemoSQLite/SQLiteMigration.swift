@@ -50,8 +50,37 @@ enum SQLiteMigration {
             UPDATE changes SET version = \(SQLiteSchema.trashVersion) WHERE kind = \(ChangeKind.deleted.rawValue)
                 AND revision IN (SELECT MAX(revision) FROM changes GROUP BY id)
                 AND id NOT IN (SELECT id FROM changes WHERE current = 1);
-            \(SQLiteSchema.versionIndexes)
-            UPDATE meta SET value = \(SQLiteSchema.version) WHERE key = 'schema';
+            \(SQLiteSchema.version3Indexes)
+            UPDATE meta SET value = 3 WHERE key = 'schema';
+            """)
+    }
+
+    /// Version 4 finds a memo's versions through links between its rows instead of an index by id (see
+    /// `SQLiteSchema`): each version links to the memo's version before and after it, numbered from 1 in revision
+    /// order, and each trash row to its memo's last version. The `oldest` marks and the cap to `--versions` are left
+    /// to the writer, which sets them for every memo when it opens a file whose `keep` is not its own (as after this
+    /// upgrade).
+    static func upgradeFromVersion3(_ database: SQLiteDatabase) throws(MemoError) {
+        let versionRow = "version BETWEEN \(VersionKind.create.rawValue) AND \(VersionKind.restore.rawValue)"
+        try database.execute("""
+            ALTER TABLE changes ADD COLUMN previous INTEGER;
+            ALTER TABLE changes ADD COLUMN following INTEGER;
+            ALTER TABLE changes ADD COLUMN ordinal INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE changes ADD COLUMN oldest INTEGER;
+            UPDATE changes SET previous = chain.previous, following = chain.following, ordinal = chain.ordinal
+                FROM (SELECT revision, LAG(revision) OVER memo AS previous, LEAD(revision) OVER memo AS following,
+                             ROW_NUMBER() OVER memo AS ordinal
+                      FROM changes WHERE \(versionRow) WINDOW memo AS (PARTITION BY id ORDER BY revision)) AS chain
+                WHERE changes.revision = chain.revision;
+            UPDATE changes SET previous = (SELECT MAX(v.revision) FROM changes v WHERE v.id = changes.id
+                AND v.version > 0 AND v.\(versionRow) AND v.revision < changes.revision)
+                WHERE version = \(SQLiteSchema.trashVersion);
+            UPDATE changes SET ordinal = coalesce((SELECT v.ordinal FROM changes v WHERE v.revision = changes.previous), 0)
+                WHERE version = \(SQLiteSchema.trashVersion);
+            DROP INDEX changes_versions;
+            CREATE INDEX changes_trashed_ids ON changes (id) WHERE version = \(SQLiteSchema.trashVersion);
+            DELETE FROM meta WHERE key IN ('keep', 'swept');
+            UPDATE meta SET value = 4 WHERE key = 'schema';
             """)
     }
 

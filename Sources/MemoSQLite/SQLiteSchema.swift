@@ -14,11 +14,22 @@ import MemoModel
 ///   that is a version or in the trash stays, whatever the history's bound, until it stops being one (a newer
 ///   version pushes it out, or the trash is purged); then it goes with the history's next trim, or at once when it
 ///   is already older than the history.
+/// - Version 4 finds a memo's versions from its newest row instead of an index by id (version 3's
+///   `changes_versions`, keyed by the memo's random id, made each create or update write one more random page).
+///   Each version row links to the memo's version before it (`previous`, a revision, so a rowid lookup) and, once
+///   there is one, to the version after it (`following`, set when the row stops being current, in the write that
+///   clears its `current` mark anyway); `ordinal` counts the memo's versions (1 for the first of a chain) and
+///   `oldest` names, in the memo's newest row, its oldest version still kept. A delete in the trash links to the
+///   memo's last version and carries its `ordinal` and `oldest`; the trash is found by id through
+///   `changes_trashed_ids`, an index of the trash rows only. The versions that fall past the newest `--versions`
+///   stay marked until the writer drops them in bulk (`SQLiteWriter.sweep`, with the history's trim, the trash's
+///   purge pass and when the store opens or closes); the readers never go further than the newest K of a chain.
 /// - `meta`: `schema` (the format version) and `head`, the revision of the last committed change as of the last
-///   trim. Between trims the head is the newest revision in `changes` (trimming always keeps the newest), so a
+///   trim; `keep`, the `--versions` the versions' marks were last capped for, and `swept`, the revision up to which
+///   the memos' versions past it were dropped (both written by the writer; missing after an upgrade). Between trims the head is the newest revision in `changes` (trimming always keeps the newest), so a
 ///   transaction does not rewrite the meta page; the head is the larger of the two.
 final class SQLiteSchema {
-    static let version: Int64 = 3
+    static let version: Int64 = 4
     /// The `kind` of a row that only carries a memo (see the type's comment).
     static let carriedKind: Int64 = 0
     /// The `version` of a delete whose memo is in the trash.
@@ -33,19 +44,27 @@ final class SQLiteSchema {
     static let changesTable = """
         (revision INTEGER PRIMARY KEY, current INTEGER NOT NULL, kind INTEGER NOT NULL, id BLOB NOT NULL,
          insert_us INTEGER NOT NULL, update_us INTEGER NOT NULL, content TEXT NOT NULL,
-         author TEXT NOT NULL DEFAULT '', serial TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 0)
+         author TEXT NOT NULL DEFAULT '', serial TEXT NOT NULL DEFAULT '', version INTEGER NOT NULL DEFAULT 0,
+         previous INTEGER, following INTEGER, ordinal INTEGER NOT NULL DEFAULT 0, oldest INTEGER)
         """
 
-    /// A memo's versions and trash entry by id, and the trash by revision.
-    static let versionIndexes = """
+    /// Version 3's indexes: a memo's versions and trash entry by id, and the trash by revision.
+    static let version3Indexes = """
         CREATE INDEX changes_versions ON changes (id, revision) WHERE version > 0;
         CREATE INDEX changes_trash ON changes (revision) WHERE version = 4;
+        """
+
+    /// The trash by revision (for `trash`, newest first, and the purge) and by id (a create or a restore of a
+    /// deleted memo): both written only by deletes and by memos leaving the trash.
+    static let trashIndexes = """
+        CREATE INDEX changes_trash ON changes (revision) WHERE version = 4;
+        CREATE INDEX changes_trashed_ids ON changes (id) WHERE version = 4;
         """
 
     let database: SQLiteDatabase
     let historyCapacity: Int
 
-    /// Opens the schema: creates it in a new file, upgrades a version 1 or 2 file in place (in one transaction),
+    /// Opens the schema: creates it in a new file, upgrades a version 1, 2 or 3 file in place (in one transaction),
     /// and refuses a version it does not know, naming it.
     init(database: SQLiteDatabase, historyCapacity: Int) throws(MemoError) {
         self.database = database
@@ -60,7 +79,7 @@ final class SQLiteSchema {
             try transaction { () throws(MemoError) in
                 try database.execute("""
                     CREATE TABLE changes \(Self.changesTable);
-                    \(Self.versionIndexes)
+                    \(Self.trashIndexes)
                     INSERT INTO meta (key, value) VALUES ('schema', \(Self.version)), ('head', 0);
                     """)
             }
@@ -68,16 +87,22 @@ final class SQLiteSchema {
             try transaction { () throws(MemoError) in
                 try SQLiteMigration.upgradeFromVersion1(database)
                 try SQLiteMigration.upgradeFromVersion2(database)
+                try SQLiteMigration.upgradeFromVersion3(database)
             }
         case 2:
-            try transaction { () throws(MemoError) in try SQLiteMigration.upgradeFromVersion2(database) }
+            try transaction { () throws(MemoError) in
+                try SQLiteMigration.upgradeFromVersion2(database)
+                try SQLiteMigration.upgradeFromVersion3(database)
+            }
+        case 3:
+            try transaction { () throws(MemoError) in try SQLiteMigration.upgradeFromVersion3(database) }
         case Self.version:
             break
         case let version?:
             let newer = version > Self.version ? ", made by a newer memo-server" : ""
             throw .storage("""
                 \(database.path) has schema version \(version)\(newer); this memo-server reads version \
-                \(Self.version) and upgrades versions 1 and 2: use a memo-server that knows version \(version)
+                \(Self.version) and upgrades versions 1, 2 and 3: use a memo-server that knows version \(version)
                 """)
         }
     }
@@ -101,7 +126,7 @@ final class SQLiteSchema {
         return try statement.step()
     }
 
-    private func value(of key: String) throws(MemoError) -> Int64? {
+    func value(of key: String) throws(MemoError) -> Int64? {
         let statement = try database.prepare("SELECT value FROM meta WHERE key = ?")
         statement.bind(1, key)
         defer { statement.reset() }

@@ -94,7 +94,7 @@ public final class SQLiteStore: StateBackedStore {
         let writer = try SQLiteWriter(schema: schema, trimmed: loaded.trimmed, policy: versions) { [storeState] id in
             (try? storeState.read { table in table.memo(id)?.revision }) ?? nil
         }
-        reader = try SQLiteVersionReader(path: path)
+        reader = try SQLiteVersionReader(path: path, keep: versions.keep)
         let thread = Thread { [self] in self.run(writer) }
         thread.name = "memo-sqlite-writer"
         thread.start()
@@ -112,11 +112,15 @@ public final class SQLiteStore: StateBackedStore {
             if nextPurge <= .now() || clock() >= nextPurgeMicros {
                 // A failed pass (a full disk) is tried again at the next.
                 _ = try? writer.purgeTrash(deletedBefore: versions.purgeBefore(nowMicros: clock()))
+                // The versions past the newest K of the memos changed since the last trim go in bulk.
+                try? writer.sweepNow()
                 nextPurge = .now() + .seconds(Self.purgeIntervalSeconds)
                 nextPurgeMicros = clock() + Int64(Self.purgeIntervalSeconds) * 1_000_000
             }
             if finished { break }
         }
+        // A closed file keeps no version past the newest K marked.
+        try? writer.sweepNow()
         reader.close()
         writer.close()
         lock.release()
@@ -193,7 +197,8 @@ public final class SQLiteStore: StateBackedStore {
     public func history(
         id: UUID, limit: Int, before: UInt64?, completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
     ) {
-        reader.history(id: id, limit: limit, before: before, live: contains(id: id), completion: completion)
+        let live = (try? storeState.read { table in table.memo(id)?.revision }) ?? nil
+        reader.history(id: id, limit: limit, before: before, live: live, completion: completion)
     }
 
     public func trash(

@@ -9,28 +9,30 @@ import MemoModel
 final class SQLiteVersionReader: @unchecked Sendable {
     private let queue = DispatchQueue(label: "memo-sqlite-versions")
     private let database: SQLiteDatabase
-    private let versions: SQLiteStatement
+    private let row: SQLiteStatement
     private let trashed: SQLiteStatement
-    private let known: SQLiteStatement
     private let entries: SQLiteStatement
+    /// The versions kept per memo: a chain is read no further than its newest `keep` (older ones that have not
+    /// been swept yet are no longer versions).
+    private let keep: Int
 
-    init(path: String) throws(MemoError) {
+    init(path: String, keep: Int) throws(MemoError) {
+        self.keep = keep
         database = try SQLiteDatabase(path: path, readOnly: true)
-        versions = try database.prepare(
-            "SELECT revision, version, update_us, author, serial, content FROM changes "
-                + "WHERE id = ? AND version > 0 AND version BETWEEN 1 AND 3 AND revision < ? "
-                + "ORDER BY revision DESC LIMIT ?")
-        trashed = try database.prepare("SELECT 1 FROM changes WHERE id = ? AND version > 0 AND version = 4 LIMIT 1")
-        // Only when a memo has no version (K = 0): no index by id for it, so the store's table answers first.
-        known = try database.prepare("SELECT 1 FROM changes WHERE id = ? AND current = 1 LIMIT 1")
+        row = try database.prepare(
+            "SELECT version, update_us, author, serial, content, previous, id FROM changes WHERE revision = ?")
+        trashed = try database.prepare(
+            "SELECT previous FROM changes WHERE id = ? AND version = \(SQLiteSchema.trashVersion) "
+                + "ORDER BY revision DESC LIMIT 1")
         entries = try database.prepare(
             "SELECT revision, id, insert_us, update_us, author, serial, content FROM changes "
                 + "WHERE version = 4 AND revision < ? ORDER BY revision DESC LIMIT ?")
     }
 
-    /// - Parameter live: whether the store's table holds the memo now (then it is known without a scan).
+    /// - Parameter live: the memo's revision in the store's table, when it holds the memo (its newest row, where
+    ///   its chain of versions starts).
     func history(
-        id: UUID, limit: Int, before: UInt64?, live: Bool,
+        id: UUID, limit: Int, before: UInt64?, live: UInt64?,
         completion: @escaping @Sendable (Result<VersionPage, MemoError>) -> Void
     ) {
         queue.async { [self] in
@@ -53,38 +55,38 @@ final class SQLiteVersionReader: @unchecked Sendable {
         return try body()
     }
 
-    private func readHistory(id: UUID, limit: Int, before: UInt64?, live: Bool) throws(MemoError) -> VersionPage {
+    /// Follows the memo's chain of versions from its newest row (the live memo's current row, or the row before
+    /// its trash row): one rowid lookup per version, at most `keep`.
+    private func readHistory(id: UUID, limit: Int, before: UInt64?, live: UInt64?) throws(MemoError) -> VersionPage {
         try inTransaction { () throws(MemoError) -> VersionPage in
-            versions.bind(1, id.bytes)
-            versions.bind(2, Int64(clamping: before ?? UInt64(Int64.max)))
-            versions.bind(3, Int64(limit) + 1)
-            var found: [MemoVersion] = []
-            do throws(MemoError) {
-                while try versions.step() {
-                    guard let kind = VersionKind(rawValue: UInt8(truncatingIfNeeded: versions.int64(1))) else {
-                        continue
-                    }
-                    found.append(MemoVersion(
-                        id: id, revision: UInt64(versions.int64(0)), kind: kind, micros: versions.int64(2),
-                        author: Author(name: versions.string(3), serial: versions.string(4)),
-                        content: versions.string(5)))
-                }
-                versions.reset()
-            } catch {
-                versions.reset()
-                throw error
+            var next: Int64
+            if let live {
+                next = Int64(clamping: live)
+            } else {
+                trashed.bind(1, id.bytes)
+                defer { trashed.reset() }
+                guard try trashed.step() else { throw .notFound(id) }
+                next = trashed.int64(0)
             }
-            if found.isEmpty, before == nil, !live, try !exists(id, trashed), try !exists(id, known) {
-                throw .notFound(id)
+            let bound = before ?? UInt64.max
+            var found: [MemoVersion] = []
+            var depth = 0
+            while next > 0, depth < keep, found.count <= limit {
+                row.bind(1, next)
+                defer { row.reset() }
+                guard try row.step(), row.uuid(6) == id,
+                      let kind = VersionKind(rawValue: UInt8(truncatingIfNeeded: row.int64(0)))
+                else { break }
+                depth += 1
+                if UInt64(next) < bound {
+                    found.append(MemoVersion(
+                        id: id, revision: UInt64(next), kind: kind, micros: row.int64(1),
+                        author: Author(name: row.string(2), serial: row.string(3)), content: row.string(4)))
+                }
+                next = row.int64(5)
             }
             return VersionPage(versions: Array(found.prefix(limit)), more: found.count > limit)
         }
-    }
-
-    private func exists(_ id: UUID, _ statement: SQLiteStatement) throws(MemoError) -> Bool {
-        statement.bind(1, id.bytes)
-        defer { statement.reset() }
-        return try statement.step()
     }
 
     private func readTrash(limit: Int, before: UInt64?) throws(MemoError) -> TrashPage {

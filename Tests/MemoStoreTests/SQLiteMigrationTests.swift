@@ -159,16 +159,16 @@ struct SQLiteMigrationTests {
         let store = try SQLiteStore(path: path)
         store.close()
         let database = try SQLiteDatabase(path: path)
-        try database.execute("UPDATE meta SET value = 4 WHERE key = 'schema'")
+        try database.execute("UPDATE meta SET value = 5 WHERE key = 'schema'")
         database.close()
 
         #expect {
             _ = try SQLiteStore(path: path)
         } throws: { error in
             guard case MemoError.storage(let message) = error else { return false }
-            return message.contains("schema version 4, made by a newer memo-server")
+            return message.contains("schema version 5, made by a newer memo-server")
         }
-        #expect(try Version1File.describe(path: path) == (4, ["changes", "meta"]))
+        #expect(try Version1File.describe(path: path) == (5, ["changes", "meta"]))
     }
 
     @Test func aCreateStoresItsContentOnce() async throws {
