@@ -83,6 +83,9 @@ public final class Subject<Value: Sendable>: Sendable {
     /// Subscribers that have values waiting and nobody delivering them.
     package struct PendingDelivery {
         fileprivate var ids: [UInt64]
+
+        /// Nothing to deliver: no subscriber was waiting for this value (one already draining takes it too).
+        package var isEmpty: Bool { ids.isEmpty }
     }
 
     /// Queues `value` for every subscriber without running a handler, so that a store can queue under its own

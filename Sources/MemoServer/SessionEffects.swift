@@ -42,8 +42,13 @@ struct SessionEffects: IteratorProtocol {
     mutating func next() -> Step? {
         guard index < actions.count else { return nil }
         if case .submit = actions[index] {
+            var end = index
+            while end < actions.count, case .submit = actions[end] { end += 1 }
+            // Sized once: grown append by append, each array was reallocated five times for a batch of 16.
             var requestIDs: [UInt32] = []
             var ops: [WriteOp] = []
+            requestIDs.reserveCapacity(end - index)
+            ops.reserveCapacity(end - index)
             while index < actions.count, case .submit(let requestID, let op) = actions[index] {
                 requestIDs.append(requestID)
                 ops.append(op)

@@ -101,16 +101,22 @@ public final class StoreState: Sendable {
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
             var planner = WritePlanner(
-                startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros, appliesAsItGoes: true)
+                startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros, appliesAsItGoes: true,
+                readsVersions: ops.contains { $0.readsVersions })
             var results: [Result<WriteOutcome, MemoError>] = []
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
             let lookup = inner.shelf?.lookup ?? .none
+            var changed = false
             for op in ops {
                 do throws(MemoError) {
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup)
                     if case .change(let change) = outcome {
-                        pending.append(applyLocked(change, to: &inner, edits: &edits, evicted: &evicted))
+                        changed = true
+                        // Only deliveries with someone to run: with no watcher waiting (a watcher still draining
+                        // takes the change with the first), no array grows per change.
+                        let delivery = applyLocked(change, to: &inner, edits: &edits, evicted: &evicted)
+                        if !delivery.isEmpty { pending.append(delivery) }
                     }
                     results.append(.success(outcome))
                 } catch {
@@ -118,7 +124,7 @@ public final class StoreState: Sendable {
                 }
             }
             inner.lastInsertMicros = planner.lastInsertMicros
-            if !pending.isEmpty { lists = queueLists(in: inner, edits: edits) }
+            if changed { lists = queueLists(in: inner, edits: edits) }
             return results
         }
         deliver(pending, lists)
@@ -158,7 +164,11 @@ public final class StoreState: Sendable {
             let memo = change.memo
             edits.append(change.kind == .created ? .insert(memo, at: position) : .update(memo, at: position))
         }
-        if let oldest = inner.history.append(change) { evicted.append(oldest) }
+        if let oldest = inner.history.append(change) {
+            // Room for a batch at once, rather than growing through 1, 2, 4, 8 and 16 for each full batch.
+            if evicted.capacity == 0 { evicted.reserveCapacity(16) }
+            evicted.append(oldest)
+        }
         for observer in inner.observers.values { observer(change) }
         return events.enqueue(.change(change))
     }
