@@ -18,8 +18,8 @@ export PATH="/opt/swift/usr/bin:$PATH"
 
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
-swift build -c release >&2
-BIN=.build/release
+# BIN=folder: that folder's memo-server and memo-bench (another build's, to alternate two in the same minutes).
+if [ -z "${BIN:-}" ]; then swift build -c release >&2; BIN=.build/release; fi
 if [ -n "${QUICK:-}" ]; then N_REQ=${N_REQ:-10000}; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
 else N_REQ=${N_REQ:-40000}; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
 
@@ -61,6 +61,9 @@ bench_create() {  # servers (comma-separated) [clients, 50] -> creates per secon
 batches_of() {  # a stopped server's log -> write batches it sent
     sed -n 's/.*; \([0-9]*\) write batches sent to PostgreSQL.*/\1/p' "$1"
 }
+claims_of() {  # a stopped server's log -> durability claims it made (flushes it waited for); the batches before them
+    sed -n 's/.*write batches sent to PostgreSQL since start, \([0-9]*\) durability claims.*/\1/p' "$1"
+}
 
 if [ -z "${FANOUT:-}" ]; then
 # 1. Durable create c50 through one server, and the batch size it used.
@@ -70,7 +73,10 @@ ONE=$(bench_create "${MEMO_ADDRS[0]}")
 stop_memos
 BATCHES=$(batches_of "${MEMO_LOGS[0]}")
 CREATES=$("${PSQL[@]}" -d one -c "SELECT count(*) FROM memos")
-BATCH=$(( (CREATES + BATCHES / 2) / BATCHES ))
+# The bound's batch: the writes each flush carried (per claim; a build whose claim is each batch's: per batch).
+CLAIMS=$(claims_of "${MEMO_LOGS[0]}"); CLAIMS=${CLAIMS:-$BATCHES}
+BATCH=$(( (CREATES + CLAIMS / 2) / CLAIMS ))
+WRITE_BATCH=$(( (CREATES + BATCHES / 2) / BATCHES ))
 
 # 2. The same through two servers over one database.
 "${PSQL[@]}" -d postgres -c "CREATE DATABASE two"
@@ -84,14 +90,17 @@ start_memo twice; start_memo twice
 TWICE=$(bench_create "${MEMO_ADDRS[0]},${MEMO_ADDRS[1]}" 100)
 stop_memos
 
-# 3. The design's bound: pgbench calling memo_write from one connection with the batch size the server used.
+# 3. The design's bound: pgbench calling memo_write from one connection with the batch size the server used (the
+# server's default version policy: versions kept, trash on).
 CONTENT=$(python3 -c "print(('x' * 64).encode().hex())")
+KEEP=$(sed -n 's/.*static let defaultKeep = \([0-9]*\).*/\1/p' Sources/MemoModel/Versions.swift)
 cat >"$WORK/write.sql" <<EOF
 SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$BATCH]),
     ARRAY(SELECT gen_random_uuid() FROM generate_series(1, $BATCH)),
     array_fill('\\x$CONTENT'::bytea, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]),
     array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]), (extract(epoch FROM clock_timestamp()) * 1e6)::bigint,
-    9223372036854775807);
+    9223372036854775807, array_fill(''::text, ARRAY[$BATCH]), array_fill(''::text, ARRAY[$BATCH]),
+    array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(false, ARRAY[$BATCH]), $KEEP, true);
 EOF
 TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$SECONDS_PG" -f "$WORK/write.sql" one 2>/dev/null \
     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
@@ -122,7 +131,7 @@ stop_memos
 
 uptime
 if [ -z "${FANOUT:-}" ]; then
-    echo "durable create c50 P1, one server:        $ONE creates/s (batch of about $BATCH writes per memo_write call)"
+    echo "durable create c50 P1, one server:        $ONE creates/s (about $WRITE_BATCH writes per memo_write call, $BATCH per durability claim)"
     echo "durable create c50 P1, two servers:       $TWO creates/s"
     echo "durable create c100 P1, two servers (50 clients each): $TWICE creates/s"
     echo "pgbench memo_write x$BATCH, one connection: $BOUND writes/s ($TPS calls/s)"

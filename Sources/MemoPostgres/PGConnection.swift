@@ -98,6 +98,9 @@ final class PGConnection: @unchecked Sendable {
     /// The socket, for waiting on notifications with poll.
     var socket: Int32 { PQsocket(handle) }
 
+    /// How long `checkIdle` waits for the end of the stream after an idle connection received something.
+    static let idleEndWaitMillis: Int32 = 250
+
     /// The backend's process id, which `pg_terminate_backend` takes.
     var backendPID: Int32 { PQbackendPID(handle) }
 
@@ -107,9 +110,14 @@ final class PGConnection: @unchecked Sendable {
     func checkIdle() -> Bool {
         guard isHealthy else { return false }
         // A few rounds: the first read takes the backend's last message, the next finds the end of the stream.
+        // Nothing is sent to an idle connection but a terminated backend's last words: once something came, the
+        // next round waits a little for the end of the stream, which the backend sends only as its process exits
+        // (after it has left pg_stat_activity), rather than send a write into a connection about to close.
+        var waitMillis: Int32 = 0
         for _ in 0..<4 {
             var fd = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard Foundation.poll(&fd, 1, 0) > 0 else { break }
+            guard Foundation.poll(&fd, 1, waitMillis) > 0 else { break }
+            waitMillis = Self.idleEndWaitMillis
             if fd.revents & Int16(POLLERR | POLLNVAL) != 0 { return false }
             if PQconsumeInput(handle) == 0 { return false }
             while let notify = PQnotifies(handle) { PQfreemem(notify) }  // parses what came; nobody listens here
