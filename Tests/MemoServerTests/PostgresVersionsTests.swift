@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import MemoModel
-import MemoPostgres
+@testable import MemoPostgres
 import MemoStore
 import MemoTestSupport
 import PostgresTestSupport
@@ -91,6 +91,24 @@ struct PostgresVersionsTests {
         #expect(back.content == "deleted memo")
         #expect(try await store.history(id: gone, limit: 10).versions.isEmpty)
         await #expect(throws: MemoError.self) { try await store.history(id: UUID(), limit: 10) }
+    }
+
+    /// The drop when a server with `--versions 0` opens, before it serves (so that no restore or merge finds the
+    /// upgrade's versions before its first purge pass): the upgrade marks one version per memo, the drop takes them
+    /// all and leaves the trash.
+    @Test func openingWithVersionsOffDropsTheVersionsTheUpgradeMarkedBeforeServing() throws {
+        let postgres = try TestPostgres.shared()
+        let database = try release100Database(postgres)
+        let connection = try PostgresLink(uri: postgres.uri(database), role: "test", timeoutMillis: 30_000) { _ in }
+            .open(listening: false)
+        try PostgresSchema.ensure(on: connection, keepsVersions: true)
+        #expect(try versionRows(postgres, database) == 3)
+        try PostgresSchema.ensure(on: connection, keepsVersions: false)
+        #expect(try versionRows(postgres, database) == 0)
+        #expect(try postgres.sql("SELECT count(*) FROM memo_changes WHERE vkind = 4", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(try postgres.sql("SELECT count(*) FROM memos", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
     /// Servers over one database with different `--versions`: one with 0 shows no version, also none another server
