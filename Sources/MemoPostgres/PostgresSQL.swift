@@ -82,7 +82,9 @@ INSERT INTO memo_changes (revision, kind, id, content, insert_micros, update_mic
 """
 
     /// Moves the floor up to `head - keep` and deletes the changes below it that are not kept versions or in the
-    /// trash; under the head lock, one server at a time.
+    /// trash; under the head lock, one server at a time. `memo_purge` purges the trash; `memo_drop_versions` (a
+    /// server with `--versions 0`, when it opens and with each purge pass) drops every kept version (not the trash
+    /// entries): the rows below the floor go, the others stop being versions and go with the next prune.
     static let pruneFunction = """
 CREATE OR REPLACE FUNCTION memo_prune(keep bigint) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -110,6 +112,21 @@ BEGIN
     DELETE FROM memo_changes WHERE id = ANY(gone) AND vkind > 0 AND revision <= floor_rev;
     UPDATE memo_changes SET vkind = 0 WHERE id = ANY(gone) AND vkind > 0;
     RETURN coalesce(array_length(gone, 1), 0);
+END
+$$;
+CREATE OR REPLACE FUNCTION memo_drop_versions() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    floor_rev bigint;
+    dropped bigint;
+    unmarked bigint;
+BEGIN
+    PERFORM 1 FROM memo_head h WHERE h.one FOR UPDATE;
+    SELECT f.revision INTO floor_rev FROM memo_floor f WHERE f.one;
+    DELETE FROM memo_changes WHERE vkind BETWEEN 1 AND 3 AND revision <= floor_rev;
+    GET DIAGNOSTICS dropped = ROW_COUNT;
+    UPDATE memo_changes SET vkind = 0 WHERE vkind BETWEEN 1 AND 3;
+    GET DIAGNOSTICS unmarked = ROW_COUNT;
+    RETURN dropped + unmarked;
 END
 $$;
 """

@@ -4,8 +4,10 @@ import MemoModel
 enum PostgresSchema {
     /// Creates the tables and functions when the database has none; several servers starting at once take turns
     /// on an advisory lock, so only the first creates them.
+    /// - Parameter keepsVersions: false for `--versions 0`: every kept version is then dropped (also the one per
+    ///   memo that the upgrade from version 1 starts), as the memory store and SQLite keep none.
     /// - Throws: `MemoError.storage` for a database error or a schema newer than this binary knows.
-    static func ensure(on connection: PGConnection) throws(MemoError) {
+    static func ensure(on connection: PGConnection, keepsVersions: Bool = true) throws(MemoError) {
         do {
             try connection.execute("BEGIN; SELECT pg_advisory_xact_lock(74201600)")
             let present = try connection.execute("SELECT to_regclass('memo_schema') IS NOT NULL", [])
@@ -32,6 +34,7 @@ enum PostgresSchema {
                     "UPDATE memo_head SET last_insert = (SELECT coalesce(max(insert_micros), 0) FROM memos "
                         + "WHERE insert_micros <= $1::bigint) WHERE one AND last_insert > $1::bigint",
                     [.text(String(Date().unixMicros))])
+                if !keepsVersions { _ = try connection.execute("SELECT memo_drop_versions()", []) }
             }
             try connection.execute("COMMIT")
         } catch let error as MemoError {

@@ -66,7 +66,7 @@ public final class PostgresStore: StateBackedStore {
     ) throws(MemoError) {
         self.clock = clock
         self.versions = versions
-        reader = PostgresVersionReader(uri: uri, timeoutMillis: storageTimeoutMillis, log: log)
+        reader = PostgresVersionReader(uri: uri, keep: versions.keep, timeoutMillis: storageTimeoutMillis, log: log)
         self.historyCapacity = historyCapacity
         self.storageTimeoutMillis = storageTimeoutMillis
         self.uri = uri
@@ -78,7 +78,7 @@ public final class PostgresStore: StateBackedStore {
             feedConnection = try feedLink.open(listening: false)
             // Creating the schema and reading the first snapshot may take long on a large database.
             feedConnection.callTimeoutMillis = max(storageTimeoutMillis, PostgresFeed.snapshotTimeoutMillis)
-            try PostgresSchema.ensure(on: feedConnection)
+            try PostgresSchema.ensure(on: feedConnection, keepsVersions: versions.keep > 0)
             // LISTEN before the snapshot: a commit after the snapshot is then either in it or notified.
             try feedConnection.execute("LISTEN \(PostgresSQL.channel)")
             writer = try writerLink.open(listening: false)
@@ -358,12 +358,14 @@ public final class PostgresStore: StateBackedStore {
         }
     }
 
-    /// Purges the trash of the memos deleted longer ago than the policy's days, with their versions.
+    /// Purges the trash of the memos deleted longer ago than the policy's days, with their versions; with
+    /// `--versions 0` also drops the versions another server (with a K above 0) kept since.
     /// - Returns: false when the connection broke (or timed out) meanwhile.
     private func purge(on connection: PGConnection) -> Bool {
         do throws(PGError) {
             _ = try connection.execute(
                 "SELECT memo_purge($1::bigint)", [.text(String(versions.purgeBefore(nowMicros: clock())))])
+            if versions.keep == 0 { _ = try connection.execute("SELECT memo_drop_versions()", []) }
             return true
         } catch {
             if error.connectionLost { writerLink.lost(error) }

@@ -11,8 +11,12 @@ final class PostgresVersionReader: @unchecked Sendable {
     private let queue = DispatchQueue(label: "memo-pg-versions")
     private let link: PostgresLink
     private var connection: PGConnection?
+    /// The versions kept per memo: with 0 none is shown, also one another server (with a K above 0) kept since
+    /// this server dropped them (`memo_drop_versions`, when it opened and with each purge pass).
+    private let keep: Int
 
-    init(uri: String, timeoutMillis: Int, log: @escaping @Sendable (LogRecord) -> Void) {
+    init(uri: String, keep: Int, timeoutMillis: Int, log: @escaping @Sendable (LogRecord) -> Void) {
+        self.keep = keep
         link = PostgresLink(uri: uri, role: "reader", timeoutMillis: timeoutMillis, log: log)
     }
 
@@ -40,16 +44,20 @@ final class PostgresVersionReader: @unchecked Sendable {
         queue.async { [self] in
             let found = run { connection throws(PGError) -> VersionPage? in
                 let bound = String(Int64(clamping: before ?? UInt64(Int64.max)))
-                let rows = try connection.execute(
-                    Self.historySQL, [.text(id.uuidString), .text(bound), .text(String(limit + 1))])
                 var versions: [MemoVersion] = []
-                for row in 0..<rows.rowCount {
-                    guard let kind = VersionKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else {
-                        continue
+                // With K = 0 no version is read: a known memo's page is empty.
+                let rows = keep == 0 ? nil : try connection.execute(
+                    Self.historySQL, [.text(id.uuidString), .text(bound), .text(String(limit + 1))])
+                if let rows {
+                    for row in 0..<rows.rowCount {
+                        guard let kind = VersionKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else {
+                            continue
+                        }
+                        versions.append(MemoVersion(
+                            id: id, revision: UInt64(rows.integer(row, 0)), kind: kind, micros: rows.integer(row, 2),
+                            author: Author(name: rows.text(row, 3), serial: rows.text(row, 4)),
+                            content: rows.text(row, 5)))
                     }
-                    versions.append(MemoVersion(
-                        id: id, revision: UInt64(rows.integer(row, 0)), kind: kind, micros: rows.integer(row, 2),
-                        author: Author(name: rows.text(row, 3), serial: rows.text(row, 4)), content: rows.text(row, 5)))
                 }
                 if versions.isEmpty, before == nil {
                     let known = try connection.execute(Self.knownSQL, [.text(id.uuidString)])

@@ -1,6 +1,7 @@
 import Foundation
+import Synchronization
 import MemoModel
-import MemoPostgres
+@testable import MemoPostgres
 import MemoStore
 import MemoTestSupport
 import PostgresTestSupport
@@ -12,8 +13,8 @@ struct PostgresVersionsTests {
     private let alice = Author(name: "alice", serial: "0A1B")
     private let bob = Author(name: "bob", serial: "2C3D")
 
-    @Test func aDatabaseMadeByRelease100IsUpgradedKeepingEveryMemoAndStartingEachHistory() async throws {
-        let postgres = try TestPostgres.shared()
+    /// A new database loaded from the dump of one made by release 1.0.0 (schema 1).
+    private func release100Database(_ postgres: TestPostgres) throws -> String {
         let database = try postgres.makeDatabaseName()
         let dump = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("Fixtures/release-1.0.0-postgres.sql")
@@ -23,6 +24,18 @@ struct PostgresVersionsTests {
         ])
         #expect(try postgres.sql("SELECT version FROM memo_schema", database: database)
             .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        return database
+    }
+
+    /// The rows of `memo_changes` marked as kept versions (not the trash's).
+    private func versionRows(_ postgres: TestPostgres, _ database: String) throws -> Int {
+        Int(try postgres.sql("SELECT count(*) FROM memo_changes WHERE vkind BETWEEN 1 AND 3", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    @Test func aDatabaseMadeByRelease100IsUpgradedKeepingEveryMemoAndStartingEachHistory() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try release100Database(postgres)
 
         let store = try PostgresStore(uri: postgres.uri(database))
         defer { store.close() }
@@ -50,6 +63,82 @@ struct PostgresVersionsTests {
         #expect(try await store.history(id: edited.id, limit: 10).versions.map(\.author) == [alice, .none])
         let back = try await store.restore(id: trash.entries[0].memo.id, revision: nil, author: bob)
         #expect(back.content == "deleted memo")
+    }
+
+    /// With `--versions 0` nothing is kept, as in the memory store and SQLite: also not the one version per memo
+    /// that the upgrade from release 1.0.0's schema starts. The trash stays (it is `--trash-days`'), without versions.
+    @Test func withVersionsOffAnUpgradedDatabaseKeepsNoVersion() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try release100Database(postgres)
+        let store = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 0, trashDays: 30))
+        defer { store.close() }
+        let memos = store.snapshot().memos
+        #expect(memos.map(\.revision) == [5, 2, 1])
+        for memo in memos {
+            #expect(try await store.history(id: memo.id, limit: 10).versions.isEmpty)
+        }
+        let trash = try await store.trash(limit: 10).entries
+        #expect(trash.map(\.memo.content) == ["deleted memo"])
+        let gone = try #require(trash.first).memo.id
+        #expect(try await store.history(id: gone, limit: 10).versions.isEmpty)
+        #expect(try versionRows(postgres, database) == 0)
+        // No version to restore; writes keep none either.
+        await #expect(throws: MemoError.self) { try await store.restore(id: memos[0].id, revision: 5) }
+        let edited = try await store.perform(.update(id: memos[1].id, content: "고침", expectedRevision: 2, author: alice))
+        #expect(try await store.history(id: edited.id, limit: 10).versions.isEmpty)
+        #expect(try versionRows(postgres, database) == 0)
+        let back = try await store.restore(id: gone, revision: nil, author: bob)
+        #expect(back.content == "deleted memo")
+        #expect(try await store.history(id: gone, limit: 10).versions.isEmpty)
+        await #expect(throws: MemoError.self) { try await store.history(id: UUID(), limit: 10) }
+    }
+
+    /// The drop when a server with `--versions 0` opens, before it serves (so that no restore or merge finds the
+    /// upgrade's versions before its first purge pass): the upgrade marks one version per memo, the drop takes them
+    /// all and leaves the trash.
+    @Test func openingWithVersionsOffDropsTheVersionsTheUpgradeMarkedBeforeServing() throws {
+        let postgres = try TestPostgres.shared()
+        let database = try release100Database(postgres)
+        let connection = try PostgresLink(uri: postgres.uri(database), role: "test", timeoutMillis: 30_000) { _ in }
+            .open(listening: false)
+        try PostgresSchema.ensure(on: connection, keepsVersions: true)
+        #expect(try versionRows(postgres, database) == 3)
+        try PostgresSchema.ensure(on: connection, keepsVersions: false)
+        #expect(try versionRows(postgres, database) == 0)
+        #expect(try postgres.sql("SELECT count(*) FROM memo_changes WHERE vkind = 4", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(try postgres.sql("SELECT count(*) FROM memos", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+    }
+
+    /// Servers over one database with different `--versions`: one with 0 shows no version, also none another server
+    /// keeps, and drops them with its purge pass (and when it opens).
+    @Test func aServerWithVersionsOffShowsNoneAndDropsThoseAnotherServerKeptWithItsPurgePass() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let keeping = try PostgresStore(uri: postgres.uri(database))
+        defer { keeping.close() }
+        // A memo in the trash tells when the off server's first purge pass (at its start) is done: with no trash
+        // days, and its clock a second ahead, that pass purges it.
+        let marker = try await keeping.perform(.create(id: UUID(), content: "marker", insertMicros: nil, author: alice))
+        _ = try await keeping.perform(.delete(id: marker.id, expectedRevision: marker.revision, author: alice))
+        let now = Mutex(Date().unixMicros + 1_000_000)
+        let off = try PostgresStore(
+            uri: postgres.uri(database), clock: { now.withLock { $0 } }, versions: VersionPolicy(keep: 0, trashDays: 0))
+        defer { off.close() }
+        #expect(try await pollUntilAsync { try await keeping.trash(limit: 10).entries.isEmpty })
+        // The next pass is due in 60 s of real time, or when the off server's clock steps past the interval.
+        let id = UUID()
+        let made = try await keeping.perform(.create(id: id, content: "one", insertMicros: nil, author: alice))
+        _ = try await keeping.perform(.update(id: id, content: "two", expectedRevision: made.revision, author: bob))
+        #expect(try await keeping.history(id: id, limit: 10).versions.map(\.author) == [bob, alice])
+        #expect(try await off.history(id: id, limit: 10).versions.isEmpty)
+        #expect(try versionRows(postgres, database) == 2)
+        now.withLock { $0 += Int64(PostgresStore.purgeIntervalSeconds + 1) * 1_000_000 }
+        // A write wakes the off server's writer, which then runs the pass that fell due.
+        _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: alice))
+        #expect(try await pollUntilAsync { try versionRows(postgres, database) == 0 })
+        #expect(try await keeping.history(id: id, limit: 10).versions.isEmpty)
     }
 
     @Test func versionsAndTrashEntriesNotYetClaimedDurableAreNotShown() async throws {
