@@ -136,6 +136,8 @@ func runMain(_ invocation: Invocation, loop: EventLoop? = nil) async -> Int32 {
 // front end means to read from its signalfd would take its default action there instead.
 let invocation = parseCommandLine()
 if let code = answerWithoutConnecting(invocation) { exit(code) }
+// A command: its exit need not free OpenSSL's state (TLSLibrary.initialiseWithoutCleanupAtExit).
+TLSLibrary.initialiseWithoutCleanupAtExit()
 let frontEnd = opensFrontEnd(invocation)
 if frontEnd {
     // Here, before any other thread starts: the front end reads these signals from a signalfd on its loop, which
