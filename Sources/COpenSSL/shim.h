@@ -181,6 +181,11 @@ static inline void *CMemoSSL_wiping_realloc(void *block, size_t size, const char
     CMemoSSL_wiping_free(block, file, line);
     return moved;
 }
+/// Initialises libcrypto without the exit handler that frees all its state (OPENSSL_cleanup). Takes effect only as
+/// the process's first OpenSSL initialisation; returns 1 on success.
+static inline int CMemoSSL_init_without_cleanup_at_exit(void) {
+    return OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
 /// Returns 1 when installed; 0 when OpenSSL has already allocated (it must be the process's first OpenSSL call).
 static inline int CMemoSSL_install_wiping_allocator(void) {
     return CRYPTO_set_mem_functions(CMemoSSL_wiping_malloc, CMemoSSL_wiping_realloc, CMemoSSL_wiping_free);

@@ -70,8 +70,23 @@ public struct ClientConfiguration: Sendable {
 
     /// The addresses in `server`, in the order they are tried.
     var servers: [String] {
-        let list = server.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let list = server.split(separator: ",").map(Self.trimmingWhitespace).filter { !$0.isEmpty }
         return list.isEmpty ? [server] : list
+    }
+
+    /// `part` without the blanks around it: tabs and Unicode's space separators (`CharacterSet.whitespaces`), in
+    /// the standard library: Foundation's `trimmingCharacters(in:)` bridges through NSString, about 0.7 million
+    /// instructions for one address, a sixth of what a one-request command's own code does.
+    static func trimmingWhitespace(_ part: Substring) -> String {
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+            scalar == " " || scalar == "\t"
+                || (scalar.value >= 0x80 && scalar.properties.generalCategory == .spaceSeparator)
+        }
+        let scalars = part.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+            let last = scalars.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(scalars[first...last])
     }
 
     /// The host part of one address of `server`, used to check the server's certificate.
