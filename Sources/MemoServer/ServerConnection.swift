@@ -161,7 +161,7 @@ final class ServerConnection: EventHandler {
 
     // MARK: Actions
 
-    private func perform(_ actions: [SessionAction]) {
+    private func perform(_ actions: consuming [SessionAction]) {
         var steps = SessionEffects(
             actions, maxFrameSize: server.limits.maxFrameSize, version: session?.version ?? WireProtocol.minimumVersion)
         while let step = steps.next() {
