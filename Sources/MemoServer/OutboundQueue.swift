@@ -160,6 +160,29 @@ struct OutboundQueue {
         append(.frame(frame))
     }
 
+    /// Queues the frame of a `memo` message answering `requestID` (every successful write's answer), encoded into
+    /// the tail as `append(_:requestID:)` would encode `.memo(memo)`, without making that `Message`.
+    mutating func append(memo: Memo, requestID: UInt32) {
+        if tailOffset == tail.count {
+            tail.removeAll(keepingCapacity: tail.capacity <= 64 * 1024)
+            tailOffset = 0
+        }
+        let start = tail.count
+        var writer = WireWriter(capacity: 0)
+        writer.authors = version >= WireProtocol.authorsVersion
+        swap(&writer.bytes, &tail)
+        writer.memoFrame(memo, type: Message.Kind.memo.rawValue, requestID: requestID)
+        swap(&writer.bytes, &tail)
+        let size = tail.count - start
+        if size <= Self.smallFrame {
+            queuedBytes += size
+            return
+        }
+        let frame = Array(tail[start...])
+        tail.removeSubrange(start...)
+        append(.frame(frame))
+    }
+
     /// The change frame and request id when that is all the queue holds (a subscriber's usual delivery), so that
     /// the connection can seal the shared frame without filling a writer with it first.
     var soleChange: (frame: SharedFrame, requestID: UInt32)? {

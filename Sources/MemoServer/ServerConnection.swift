@@ -161,7 +161,7 @@ final class ServerConnection: EventHandler {
 
     // MARK: Actions
 
-    private func perform(_ actions: [SessionAction]) {
+    private func perform(_ actions: consuming [SessionAction]) {
         var steps = SessionEffects(
             actions, maxFrameSize: server.limits.maxFrameSize, version: session?.version ?? WireProtocol.minimumVersion)
         while let step = steps.next() {
@@ -221,6 +221,13 @@ final class ServerConnection: EventHandler {
         // Every write of a batch took the same time: one observation of that many.
         ctx.counters.requestDuration.observe(nanoseconds: answered &- min(answered, started), count: results.count)
         for (requestID, result) in zip(requestIDs, results) {
+            if case .success(let outcome) = result {
+                // The usual answer, encoded from the memo without a `Message` (see `ServerSession.succeeded`).
+                guard machine.storeAnswered(), session != nil else { return }
+                session!.succeeded(requestID: requestID, counters: &ctx.counters)
+                enqueue(memo: outcome.memo, requestID: requestID)
+                continue
+            }
             guard machine.storeAnswered(),
                 let (answer, line) = session?.completed(requestID: requestID, result, counters: &ctx.counters)
             else {

@@ -347,6 +347,15 @@ struct ServerSession {
         }
     }
 
+    /// A write succeeded: counts it as `completed` does for a success, whose answer is the outcome's memo. The
+    /// connection encodes that memo straight into its queue (`OutboundQueue.append(memo:requestID:)`) rather than
+    /// through a `Message` made and destroyed per answer.
+    mutating func succeeded(requestID: UInt32, counters: inout LoopCounters) {
+        let kind = pendingWrites.removeValue(forKey: requestID)?.kind ?? .other
+        counters.count(kind, .ok)
+        counters.writes &+= 1
+    }
+
     /// A `status` request was answered.
     mutating func statusAnswered(counters: inout LoopCounters) {
         pendingStatus -= 1

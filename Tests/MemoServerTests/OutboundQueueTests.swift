@@ -140,4 +140,31 @@ import Testing
         #expect(queue.queuedBytes == 0)
         #expect(queue.heldBytes == 0)
     }
+
+    /// A successful write's answer, encoded straight from its memo, is the frame `.memo(memo)` encodes, in every
+    /// protocol version, small (into the tail) and large (a frame of its own), and keeps its place behind
+    /// what was queued before it.
+    @Test func aMemoAnswerIsTheFrameOfItsMemoMessage() {
+        let author = Author(name: "writer-\u{00e9}", serial: "0123456789abcdef0123456789abcdef")
+        for version in [WireProtocol.minimumVersion, WireProtocol.authorsVersion] {
+            for size in [0, 64, OutboundQueue.smallFrame + 1] {
+                let memo = Memo(
+                    id: UUID(), content: String(repeating: "m\u{00e9}", count: size / 3 + size % 2),
+                    insertMicros: 1_700_000_000_000_000, updateMicros: 1_700_000_000_000_001, revision: 7,
+                    author: author)
+                var direct = OutboundQueue()
+                direct.version = version
+                var message = OutboundQueue()
+                message.version = version
+                direct.append(.frame(frame(10, 1)))
+                direct.append(memo: memo, requestID: 42)
+                message.append(.frame(frame(10, 1)))
+                message.append(.memo(memo), requestID: 42)
+                #expect(direct.queuedBytes == message.queuedBytes)
+                let expected = frame(10, 1) + Message.memo(memo).frame(requestID: 42, version: version)
+                #expect(drain(&direct).bytes == expected, "version \(version), \(memo.content.utf8.count) bytes")
+                #expect(drain(&message).bytes == expected)
+            }
+        }
+    }
 }
