@@ -221,21 +221,17 @@ final class ServerConnection: EventHandler {
         // Every write of a batch took the same time: one observation of that many.
         ctx.counters.requestDuration.observe(nanoseconds: answered &- min(answered, started), count: results.count)
         for (requestID, result) in zip(requestIDs, results) {
-            if case .success(let outcome) = result {
-                // The usual answer, encoded from the memo without a `Message` (see `ServerSession.succeeded`).
-                guard machine.storeAnswered(), session != nil else { return }
+            guard machine.storeAnswered(), session != nil else { return }
+            if case .success(let outcome) = result, machine.acceptsOutput {  // encoded from the memo, no `Message`
                 session!.succeeded(requestID: requestID, counters: &ctx.counters)
-                enqueue(memo: outcome.memo, requestID: requestID)
-                continue
+                outbound.append(memo: outcome.memo, requestID: requestID)
+            } else {
+                let (answer, line) = session!.completed(requestID: requestID, result, counters: &ctx.counters)
+                if let line { server.log(name.record(line)) }
+                enqueue(answer, requestID: requestID)
             }
-            guard machine.storeAnswered(),
-                let (answer, line) = session?.completed(requestID: requestID, result, counters: &ctx.counters)
-            else {
-                return
-            }
-            if let line { server.log(name.record(line)) }
-            enqueue(answer, requestID: requestID)
         }
+        checkOutboundLimit()  // once for the batch's answers
         if now { flush() }
     }
 
