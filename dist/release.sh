@@ -15,7 +15,9 @@ cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-dist/out}")
 export PATH="/opt/swift/usr/bin:$PATH"
 
-flags=(-c release --static-swift-stdlib ${SWIFT_BUILD_FLAGS:-})
+# Linked with lld, as memo-client's own release build is (Package.swift): gold prints glibc's link-time warning
+# about the mktemp inside the static Foundation at every link of memo-server.
+flags=(-c release --static-swift-stdlib -Xswiftc -use-ld=lld ${SWIFT_BUILD_FLAGS:-})
 swift build "${flags[@]}" --product memo-server
 swift build "${flags[@]}" --product memo-client
 bin=$(swift build "${flags[@]}" --show-bin-path)
