@@ -139,6 +139,22 @@ struct OutboundQueue {
     /// Queues `message`'s frame. A small one is encoded straight into the tail, with no array of its own (one
     /// allocation and one copy fewer per answered write); a larger one is queued as `append(.frame)` queues it.
     mutating func append(_ message: Message, requestID: UInt32) {
+        appendEncoded { writer, version in message.encode(into: &writer, requestID: requestID, version: version) }
+    }
+
+    /// Queues the frame of a `memo` message answering `requestID` (every successful write's answer), encoded into
+    /// the tail as `append(_:requestID:)` would encode `.memo(memo)`, without making that `Message`.
+    mutating func append(memo: Memo, requestID: UInt32) {
+        appendEncoded { writer, version in
+            writer.authors = version >= WireProtocol.authorsVersion
+            writer.memoFrame(memo, type: Message.Kind.memo.rawValue, requestID: requestID)
+        }
+    }
+
+    /// Encodes one frame at the end of the tail with `encode`; a frame larger than `smallFrame` is moved out of the
+    /// tail into an item of its own.
+    @inline(__always)
+    private mutating func appendEncoded(_ encode: (inout WireWriter, UInt16) -> Void) {
         if tailOffset == tail.count {
             tail.removeAll(keepingCapacity: tail.capacity <= 64 * 1024)
             tailOffset = 0
@@ -148,30 +164,7 @@ struct OutboundQueue {
         // place) and gives it back.
         var writer = WireWriter(capacity: 0)
         swap(&writer.bytes, &tail)
-        message.encode(into: &writer, requestID: requestID, version: version)
-        swap(&writer.bytes, &tail)
-        let size = tail.count - start
-        if size <= Self.smallFrame {
-            queuedBytes += size
-            return
-        }
-        let frame = Array(tail[start...])
-        tail.removeSubrange(start...)
-        append(.frame(frame))
-    }
-
-    /// Queues the frame of a `memo` message answering `requestID` (every successful write's answer), encoded into
-    /// the tail as `append(_:requestID:)` would encode `.memo(memo)`, without making that `Message`.
-    mutating func append(memo: Memo, requestID: UInt32) {
-        if tailOffset == tail.count {
-            tail.removeAll(keepingCapacity: tail.capacity <= 64 * 1024)
-            tailOffset = 0
-        }
-        let start = tail.count
-        var writer = WireWriter(capacity: 0)
-        writer.authors = version >= WireProtocol.authorsVersion
-        swap(&writer.bytes, &tail)
-        writer.memoFrame(memo, type: Message.Kind.memo.rawValue, requestID: requestID)
+        encode(&writer, version)
         swap(&writer.bytes, &tail)
         let size = tail.count - start
         if size <= Self.smallFrame {
