@@ -1,24 +1,13 @@
+import MemoTestSupport
 import Testing
 
 @testable import MemoServer
 
 /// `RequestIDTable`, the session's writes in flight by request id, against a `Dictionary` doing the same.
 @Suite struct RequestIDTableTests {
-    /// A small deterministic generator (SplitMix64), so a failure repeats.
-    private struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Inserts and removes in random order (ids drawn from `ids`), checking every id's value after each step.
     private func agreesWithDictionary(multiplier: UInt32, ids: [UInt32], steps: Int, seed: UInt64) {
-        var generator = Generator(state: seed)
+        var generator = SeededGenerator(seed: seed)
         var table = RequestIDTable<Int>(multiplier: multiplier)
         var model: [UInt32: Int] = [:]
         for step in 0..<steps {
