@@ -141,6 +141,61 @@ struct PostgresVersionsTests {
         #expect(try await keeping.history(id: id, limit: 10).versions.isEmpty)
     }
 
+    /// Servers over one database with different `--versions`: in the up to 60 s between the off server's drops
+    /// the other server's versions are in the database, and a restore sent to the off server answers as with no
+    /// versions (not found), for a live memo and for a version of one in the trash; the trash itself stays.
+    @Test func aRestoreSentToAServerWithVersionsOffFindsNoVersionAnotherServerKept() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let keeping = try PostgresStore(uri: postgres.uri(database))
+        defer { keeping.close() }
+        let off = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 0, trashDays: 30))
+        defer { off.close() }
+        // The off server drops the versions when it opens and with its first purge pass, in its writer's first
+        // turn: a second write of its own is taken in a later turn, so once it is answered that pass is done, and
+        // the next is 60 s away.
+        for _ in 0..<2 { _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: bob)) }
+        let id = UUID()
+        let made = try await keeping.perform(.create(id: id, content: "one", insertMicros: nil, author: alice))
+        let edited = try await keeping.perform(
+            .update(id: id, content: "two", expectedRevision: made.revision, author: bob))
+        #expect(try versionRows(postgres, database) == 2)
+        await expectVersionNotFound(id) {
+            try await off.restore(id: id, revision: made.revision, expectedRevision: edited.revision, author: alice)
+        }
+        let deleted = try await keeping.perform(.delete(id: id, expectedRevision: edited.revision, author: alice))
+        await expectVersionNotFound(id) {
+            try await off.restore(id: id, revision: made.revision, expectedRevision: deleted.revision, author: alice)
+        }
+        // The versions were there all along (a K = 50 server finds them), and the trash restore without a version
+        // works on the off server.
+        #expect(try versionRows(postgres, database) == 2)
+        let back = try await off.restore(id: id, revision: nil, expectedRevision: deleted.revision, author: bob)
+        #expect(back.content.utf8.elementsEqual("two".utf8))
+        let again = try await keeping.restore(id: id, revision: made.revision, expectedRevision: back.revision,
+                                              author: alice)
+        #expect(again.content.utf8.elementsEqual("one".utf8))
+    }
+
+    /// A restore that must fail as not found because the version is not kept (by this server).
+    private func expectVersionNotFound(
+        _ id: UUID, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Memo
+    ) async {
+        do {
+            let memo = try await body()
+            Issue.record("restored \(memo.content) at revision \(memo.revision)", sourceLocation: sourceLocation)
+        } catch let error as MemoError {
+            guard case .versionNotFound(let failed, let reason) = error else {
+                Issue.record("failed with \(error), not version-not-found", sourceLocation: sourceLocation)
+                return
+            }
+            #expect(failed == id, sourceLocation: sourceLocation)
+            #expect(reason.hasPrefix("version "), sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("failed with \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     @Test func versionsAndTrashEntriesNotYetClaimedDurableAreNotShown() async throws {
         let postgres = try TestPostgres.shared()
         let database = try postgres.makeDatabaseName()
