@@ -177,6 +177,48 @@ struct PostgresVersionsTests {
         #expect(again.content.utf8.elementsEqual("one".utf8))
     }
 
+    /// A server started with a smaller `--versions` than the one before: the database still marks the old K of a
+    /// memo until it is next written, and `log` shows (and a restore finds) only the newest K, as SQLite does
+    /// from its open on; the next write caps the memo at K.
+    @Test func aServerStartedWithASmallerKShowsAndRestoresOnlyTheNewestKVersions() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let id = UUID()
+        var revisions: [UInt64] = []
+        do {
+            let before = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 5, trashDays: 30))
+            defer { before.close() }
+            var memo = try await before.perform(.create(id: id, content: "v1", insertMicros: nil, author: alice))
+            revisions.append(memo.revision)
+            for text in ["v2", "v3", "v4"] {
+                memo = try await before.perform(
+                    .update(id: id, content: text, expectedRevision: memo.revision, author: alice))
+                revisions.append(memo.revision)
+            }
+        }
+        let after = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 2, trashDays: 30))
+        defer { after.close() }
+        #expect(try versionRows(postgres, database) == 4)
+        let page = try await after.history(id: id, limit: 10)
+        #expect(page.versions.map(\.revision) == [revisions[3], revisions[2]])
+        #expect(page.versions.map(\.content) == ["v4", "v3"])
+        #expect(!page.more)
+        let first = try await after.history(id: id, limit: 1)
+        #expect(first.versions.map(\.revision) == [revisions[3]])
+        #expect(first.more)
+        let older = try await after.history(id: id, limit: 10, before: revisions[3])
+        #expect(older.versions.map(\.revision) == [revisions[2]])
+        #expect(!older.more)
+        #expect(try await after.history(id: id, limit: 10, before: revisions[2]).versions.isEmpty)
+        await expectVersionNotFound(id) {
+            try await after.restore(id: id, revision: revisions[1], expectedRevision: revisions[3], author: bob)
+        }
+        let restored = try await after.restore(id: id, revision: revisions[2], expectedRevision: revisions[3], author: bob)
+        #expect(restored.content.utf8.elementsEqual("v3".utf8))
+        #expect(try await after.history(id: id, limit: 10).versions.map(\.revision) == [restored.revision, revisions[3]])
+        #expect(try versionRows(postgres, database) == 2)
+    }
+
     /// A restore that must fail as not found because the version is not kept (by this server).
     private func expectVersionNotFound(
         _ id: UUID, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Memo
