@@ -456,8 +456,9 @@ final class PostgresFeed: Sendable {
             if !state.carried.isEmpty { state.carried = state.carried.filter { $0.key > revision } }
         }
         guard !next.isEmpty else { return }
-        storeState.apply(next)
+        // Counted before they are applied: whoever sees them applied sees them counted.
         if fromPayloads > 0 { stats.carriedChanges.add(fromPayloads, ordering: .relaxed) }
+        storeState.apply(next)
         stats.feedProgressed()
     }
 
