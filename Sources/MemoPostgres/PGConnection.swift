@@ -424,14 +424,16 @@ final class PGConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads what arrived on the socket and returns the payloads of the notifications it held.
-    func notifications() throws(PGError) -> [String] {
+    /// Reads what arrived on the socket and returns the payloads of the notifications it held, as bytes (a payload
+    /// carries contents, whose identity is their bytes).
+    func notifications() throws(PGError) -> [[UInt8]] {
         if PQconsumeInput(handle) == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
         }
-        var payloads: [String] = []
+        var payloads: [[UInt8]] = []
         while let notify = PQnotifies(handle) {
-            payloads.append(String(cString: notify.pointee.extra))
+            let extra = UnsafeRawPointer(notify.pointee.extra).assumingMemoryBound(to: UInt8.self)
+            payloads.append(Array(UnsafeBufferPointer(start: extra, count: strlen(notify.pointee.extra))))
             PQfreemem(notify)
         }
         return payloads

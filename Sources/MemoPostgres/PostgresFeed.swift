@@ -7,11 +7,15 @@ import Synchronization
 
 /// The one thread that applies changes to a server's `StoreState`, strictly in revision order and never skipping.
 ///
-/// Its connection LISTENs for the durable head other servers' writers notify after their batches' claims, and
-/// reads the changes table after the last applied revision, up to the durable head (`PostgresSQL.changesAfter`), on
-/// every notification and at least every second: a notification is only a hint (PostgreSQL drops those sent while
-/// this connection is down), the table is the truth. The server's own writer hands over the changes it committed
-/// and made durable, which are applied without a read when they come next.
+/// Its connection LISTENs for the durable head other servers' writers notify after their batches' claims. A
+/// notification carries the newest changes up to that head when they fit (`FeedPayload`): those that come next
+/// are applied without a read. Otherwise (the payload carries none, starts past a hole, or is not one), the feed
+/// reads the changes table after the last applied revision, up to the durable head (`PostgresSQL.changesAfter`);
+/// it reads it at least every second too: a notification is only a hint (PostgreSQL drops those sent while this
+/// connection is down), the table is the truth, and a read that catches up drops whatever carried change is still
+/// waiting (none a true payload sent can be: each was durable before it was sent, so the read covers it). The
+/// server's own writer hands over the changes it committed and made durable, which are applied without a read
+/// when they come next.
 ///
 /// Every call has the storage timeout as its deadline: a read that gets no answer in time is a
 /// lost connection, made again at once. When a read has been due for longer than the lag bound without
@@ -28,7 +32,10 @@ final class PostgresFeed: Sendable {
     }
 
     private struct State {
+        /// The changes this server's writer handed over.
         var known: [UInt64: Change] = [:]
+        /// The changes notifications' payloads carried, not applied yet (past a hole).
+        var carried: [UInt64: Change] = [:]
         var waiters: [Waiter] = []
         var stopping = false
         /// Why this server refuses writes and reads: it cannot follow the database (nil while it serves).
@@ -189,6 +196,8 @@ final class PostgresFeed: Sendable {
                     switch try catchUp(current) {
                     case .caughtUp:
                         readDue = false
+                        // Every change a true payload carried is covered by this read: what is left was not one.
+                        state.withLock { $0.carried = [:] }
                         lastRead = .now()
                         dueSince.store(0, ordering: .relaxed)
                         let recovered = state.withLock { state in
@@ -227,9 +236,14 @@ final class PostgresFeed: Sendable {
             }
             // A notification that came with a query's answer already sits in libpq's buffer, and the socket would
             // not wake the wait for it: it is looked for before sleeping as well as after.
-            if !readDue, takeNotifications(&connection) {
+            switch takeNotifications(&connection) {
+            case .due where !readDue:
                 readDue = true
                 continue
+            case .applied:
+                continue  // finishes the waiters the carried changes let through
+            case .due, .nothing:
+                break
             }
             // Sleeps until the next periodic read (or, while disconnected, the next attempt to connect), the first
             // waiter's deadline, or the lag bound, whichever comes first.
@@ -248,7 +262,7 @@ final class PostgresFeed: Sendable {
                 ? Int(min((wakeAt.uptimeNanoseconds - now) / 1_000_000 + 1, UInt64(Int32.max))) : 0
             let timeout = connection == nil ? min(link.retryDelayMillis, 1_000, untilWake) : untilWake
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
-            readDue = takeNotifications(&connection) || readDue
+            readDue = takeNotifications(&connection) == .due || readDue
         }
         // The last writes handed over are applied, or answered as not applied, before the thread ends.
         applyKnown()
@@ -307,6 +321,7 @@ final class PostgresFeed: Sendable {
         do throws(MemoError) {
             let (table, history) = try PostgresSchema.load(from: connection, historyCapacity: historyCapacity)
             storeState.reload(table: table, history: history)
+            state.withLock { $0.carried = [:] }
         } catch {
             state.withLock { $0.reloading = false }
             link.lost(PGError(message: "cannot load a snapshot: \(error)", sqlState: nil, connectionLost: true))
@@ -328,23 +343,53 @@ final class PostgresFeed: Sendable {
         return true
     }
 
-    /// Reads what arrived on the connection; true when a notification announces a revision not applied yet.
+    /// What the notifications that arrived brought.
+    private enum Taken {
+        /// Nothing new.
+        case nothing
+        /// Changes their payloads carried, now applied, up to every head announced.
+        case applied
+        /// A head past what is applied (with or without changes carried): the table must be read.
+        case due
+    }
+
+    /// Reads what arrived on the connection and applies the changes the payloads carried that come next; due when
+    /// a notification announces a revision still not applied, or is not a payload at all.
     /// A broken connection is dropped (the next turn reconnects and reads).
-    private func takeNotifications(_ connection: inout PGConnection?) -> Bool {
-        guard let current = connection else { return false }
+    private func takeNotifications(_ connection: inout PGConnection?) -> Taken {
+        guard let current = connection else { return .nothing }
+        let payloads: [[UInt8]]
         do throws(PGError) {
-            let applied = storeState.revision
-            var due = false
-            for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
-                if let head = UInt64(payload) { stats.saw(head: head) }
-                due = true
-                StageTrace.record(.woken, UInt64(payload) ?? 0)
-            }
-            return due
+            payloads = try current.notifications()
         } catch {
             lose(error, &connection)
-            return false
+            return .nothing
         }
+        guard !payloads.isEmpty else { return .nothing }
+        let applied = storeState.revision
+        var head: UInt64 = 0
+        var carried: [Change] = []
+        for payload in payloads {
+            guard let announced = FeedPayload.parse(payload) else {
+                head = .max  // not a payload: read
+                continue
+            }
+            guard announced.head > applied else { continue }
+            head = max(head, announced.head)
+            stats.saw(head: announced.head)
+            StageTrace.record(.woken, announced.head)
+            carried += announced.changes.drop { $0.revision <= applied }
+        }
+        guard head > applied else { return .nothing }
+        if !carried.isEmpty {
+            StageTrace.record(.carried, carried)
+            state.withLock { state in
+                for change in carried { state.carried[change.revision] = change }
+            }
+            applyKnown()
+        }
+        if head > storeState.revision { return .due }
+        return .applied
     }
 
     /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
@@ -359,6 +404,7 @@ final class PostgresFeed: Sendable {
         while true {
             applyKnown()
             let applied = storeState.revision
+            stats.feedReads.add(1, ordering: .relaxed)
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
             guard rows.rowCount > 0 else {
@@ -387,20 +433,33 @@ final class PostgresFeed: Sendable {
         }
     }
 
-    /// Applies the writer's changes that come next, and forgets those already applied.
+    /// Applies the changes the writer handed over or payloads carried that come next, and forgets those already
+    /// applied.
     private func applyKnown() {
         var next: [Change] = []
+        var fromPayloads: UInt64 = 0
         state.withLock { state in
-            guard !state.known.isEmpty else { return }
+            guard !state.known.isEmpty || !state.carried.isEmpty else { return }
             var revision = storeState.revision
-            while let change = state.known[revision + 1] {
-                next.append(change)
+            while true {
+                if let change = state.known[revision + 1] {
+                    next.append(change)
+                } else if let change = state.carried[revision + 1] {
+                    next.append(change)
+                    fromPayloads += 1
+                } else {
+                    break
+                }
                 revision += 1
             }
-            state.known = state.known.filter { $0.key > revision }
+            if !state.known.isEmpty { state.known = state.known.filter { $0.key > revision } }
+            if !state.carried.isEmpty { state.carried = state.carried.filter { $0.key > revision } }
         }
+        guard !next.isEmpty else { return }
+        // Counted before they are applied: whoever sees them applied sees them counted.
+        if fromPayloads > 0 { stats.carriedChanges.add(fromPayloads, ordering: .relaxed) }
         storeState.apply(next)
-        if !next.isEmpty { stats.feedProgressed() }
+        stats.feedProgressed()
     }
 
     /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in
