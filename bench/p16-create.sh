@@ -29,18 +29,11 @@ for round in $(seq 1 "$ROUNDS"); do
     for index in "${!SERVERS[@]}"; do
         load=$(cut -d' ' -f1 /proc/loadavg)
         BIN="$WORK/bin-$index"
-        mkdir -p "$BIN" && ln -sf "${SERVERS[$index]}" "$BIN/memo-server"
-        # shellcheck disable=SC2086 # SERVER_ARGS is a list of options
-        if [ -n "$SERVER_ARGS" ]; then
-            MEMO_LOG="$WORK/memo-$RANDOM"
-            "$BIN/memo-server" serve --listen 127.0.0.1:0 --store memory --certs "$CERTS" $SERVER_ARGS \
-                >"$MEMO_LOG.out" 2>"$MEMO_LOG.err" &
-            MEMO_PID=$!; PIDS+=("$MEMO_PID")
-            for _ in $(seq 1 200); do grep -q "listening on" "$MEMO_LOG.out" 2>/dev/null && break; sleep 0.05; done
-            MEMO_ADDR=$(sed -n 's/^listening on //p' "$MEMO_LOG.out")
-        else
-            start_memo memory
-        fi
+        # A wrapper that execs the server with SERVER_ARGS added (the same pid, for start_memo and perf).
+        mkdir -p "$BIN"
+        printf '#!/bin/sh\nexec %q "$@" %s\n' "${SERVERS[$index]}" "$SERVER_ARGS" >"$BIN/memo-server"
+        chmod +x "$BIN/memo-server"
+        start_memo memory
         perf stat -e task-clock,page-faults -x, -o "$WORK/perf" -p "$MEMO_PID" &
         perf_pid=$!
         sleep 0.3
