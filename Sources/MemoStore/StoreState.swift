@@ -39,7 +39,8 @@ public final class StoreState: Sendable {
         precondition(table.revision == history.head, "the history must end at the table's revision")
         let clock = table.latestInsert(notAfter: nowMicros)
         inner = Mutex(Inner(
-            table: table, history: history, lastInsertMicros: clock, shelf: versions.map(VersionShelf.init)))
+            table: table, history: history, lastInsertMicros: clock,
+            shelf: versions.map { VersionShelf(policy: $0, baseRevision: table.revision) }))
     }
 
     /// The revision of the last applied change.
@@ -76,9 +77,9 @@ public final class StoreState: Sendable {
         inner.withLock { inner in
             if inner.closed { return ops.map { _ in .failure(.closed) } }
             var planner = WritePlanner(startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros)
-            let lookup = inner.shelf?.lookup ?? lookup
             let results = ops.map { op -> Result<WriteOutcome, MemoError> in
                 do throws(MemoError) {
+                    let lookup = inner.shelf.map { shelfLookup($0, op, in: inner.table) } ?? lookup
                     return .success(try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup))
                 } catch {
                     return .failure(error)
@@ -106,10 +107,10 @@ public final class StoreState: Sendable {
             var results: [Result<WriteOutcome, MemoError>] = []
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
-            let lookup = inner.shelf?.lookup ?? .none
             var changed = false
             for op in ops {
                 do throws(MemoError) {
+                    let lookup = inner.shelf.map { shelfLookup($0, op, in: inner.table) } ?? .none
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup)
                     if case .change(let change) = outcome {
                         changed = true
@@ -157,8 +158,9 @@ public final class StoreState: Sendable {
         if inner.listDeltas != nil, change.kind == .deleted {
             edits.append(.remove(change.memo, at: inner.table.countNewer(than: change.memo)))
         }
+        // Before the table changes: a memo's first version is its row until then (`VersionShelf`).
+        inner.shelf?.record(change, in: inner.table)
         inner.table.apply(change)
-        inner.shelf?.record(change)
         if inner.listDeltas != nil, change.kind != .deleted {
             let position = inner.table.countNewer(than: change.memo)
             let memo = change.memo
@@ -171,6 +173,12 @@ public final class StoreState: Sendable {
         }
         for observer in inner.observers.values { observer(change) }
         return events.enqueue(.change(change))
+    }
+
+    /// The lookup a write planned against a state that keeps its versions gets: none for a write that reads no
+    /// version (most), so that a create builds no closure; otherwise the shelf's, with the write's memo's row.
+    private func shelfLookup(_ shelf: VersionShelf, _ op: WriteOp, in table: borrowing MemoTable) -> VersionLookup {
+        op.readsVersions ? shelf.lookup(row: table.memo(op.id)) : .none
     }
 
     /// The list subjects' deliveries for one batch, queued under the lock with the subjects that will send them.
@@ -235,14 +243,17 @@ public final class StoreState: Sendable {
     public func history(id: UUID, limit: Int, before: UInt64?) throws(MemoError) -> VersionPage {
         try inner.withLock { inner throws(MemoError) -> VersionPage in
             if inner.closed { throw .closed }
-            let live = inner.table.memo(id) != nil
+            let row = inner.table.memo(id)
             guard let shelf = inner.shelf else {
-                if live { return VersionPage(versions: [], more: false) }
+                if row != nil { return VersionPage(versions: [], more: false) }
                 throw .notFound(id)
             }
-            return try shelf.history(id: id, limit: limit, before: before, live: live)
+            return try shelf.history(id: id, limit: limit, before: before, row: row)
         }
     }
+
+    /// How many versions the shelf holds apart from the table's rows (the memory store's), for tests.
+    var shelvedVersions: Int { inner.withLock { $0.shelf?.count ?? 0 } }
 
     /// See `VersionReading.trash`, for a state that keeps its versions (the memory store).
     public func trash(limit: Int, before: UInt64?) throws(MemoError) -> TrashPage {
@@ -308,12 +319,14 @@ public final class StoreState: Sendable {
     /// Replaces the table and the history with a fresh snapshot (a server that fell behind its shared database
     /// reloads), skipping the changes in between: the change observers are not called for it (their owner, the
     /// server, let its subscribers go first), a watcher gets `historyGone` for the revision it was at, and the
-    /// list subjects get the new list (the position edits as a `.reset`).
+    /// list subjects get the new list (the position edits as a `.reset`). Not for a state that keeps its versions
+    /// (the memory store, which never reloads): its shelf reads unchanged memos' versions from the table's rows.
     public func reload(table: MemoTable, history: ChangeHistory) {
         precondition(table.revision == history.head, "the history must end at the table's revision")
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
         var lists = ListDeliveries()
         inner.withLock { inner in
+            precondition(inner.shelf == nil, "a state that keeps its versions is not reloaded")
             guard !inner.closed else { return }
             let before = inner.table.revision
             inner.table = table
