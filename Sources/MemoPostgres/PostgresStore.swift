@@ -12,12 +12,13 @@ import Synchronization
 /// Writes go to one writer thread and connection that sends everything waiting to the server-side function
 /// `memo_write` in one round trip: it takes the head lock, plans each write against the shared tables and
 /// numbers the changes. The batch commits without waiting for its WAL flush, so that the head lock is free for
-/// the other servers' batches while it flushes (their flushes then share `fsync`s); in the same round trip a
-/// claim in a transaction of its own (`memo_durable`) waits for the flush, and a notification tells the other
-/// servers' feeds (a hint, in a transaction of its own, so that a full notification queue never fails a write).
-/// After the claim the writer hands the changes to the feed, which applies every server's changes in revision
-/// order, only up to what is claimed durable; a write is answered once it is applied here, so a client reading
-/// back on this server sees it.
+/// the other servers' batches while it flushes (their flushes then share `fsync`s), and the writer goes on to the
+/// next batch at once: a claimer thread and connection of its own (`PostgresClaimer`) claims the committed batches
+/// durable (`memo_durable`, a transaction that waits for the flush; one claim covers every batch committed before
+/// it) and, in the same round trip, notifies the other servers' feeds (a hint, in a transaction of its own, so
+/// that a full notification queue never fails a write). After the claim the claimer hands the changes to the
+/// feed, which applies every server's changes in revision order, only up to what is claimed durable; a write is
+/// answered once it is applied here, so a client reading back on this server sees it.
 public final class PostgresStore: StateBackedStore {
     /// The largest number of writes sent in one call.
     public static let maxBatch = 256
@@ -116,6 +117,10 @@ public final class PostgresStore: StateBackedStore {
 
     /// How many batches reached PostgreSQL since opening.
     public var batchCount: Int { batches.load(ordering: .relaxed) }
+
+    /// How many durability claims reached PostgreSQL since opening: one flush each, covering every batch committed
+    /// before it (so fewer than the batches when the writer sent batches while a claim waited for its flush).
+    public var claimCount: Int { claimer.claimCount }
 
     /// Ready unless this server cannot follow the database: its feed lags by more than its bound (a read of the
     /// changes table due for longer, even one still waiting for its answer) or fell below the retained history (it
