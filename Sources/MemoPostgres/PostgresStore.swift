@@ -379,6 +379,7 @@ public final class PostgresStore: StateBackedStore {
         queue.submit(ops, completion: completion)
     }
 
-    /// Sends every write already submitted, stops both connections and the watchers. Safe to call twice.
+    /// Sends every write already submitted, stops the writer, the claimer, the feed and the watchers. Safe to call
+    /// twice.
     public func close() { queue.closeAndWaitForWriter() }
 }
