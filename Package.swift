@@ -231,6 +231,8 @@ let package = Package(
                 "MemoModel", "MemoStore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
                 "MemoProbe", "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
                 "TLSTestSupport", "PostgresTestSupport", "StoreTestSupport", "ServerTestSupport", "ClientTestSupport",
+                // GrayIdleStopTests calls the gray run's IdleStop itself.
+                "memo-torture",
             ]
         ),
     ],

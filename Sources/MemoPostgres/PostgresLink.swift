@@ -2,7 +2,7 @@ import Dispatch
 import MemoDiagnostics
 import Synchronization
 
-/// How one of a server's two PostgreSQL connections (the writer or the feed) is opened, lost and opened again:
+/// How one of a server's PostgreSQL connections (the writer, the claimer or the feed) is opened, lost and opened again:
 /// with backoff, and with one log line per transition rather than one per failed attempt.
 final class PostgresLink: Sendable {
     private struct State {
@@ -29,7 +29,7 @@ final class PostgresLink: Sendable {
     let uri: String
     /// The deadline of every call on this role's connections, connecting included (`--storage-timeout`).
     let timeoutMillis: Int
-    /// "writer" or "feed": the connection's role, in log lines and in PostgreSQL's `application_name`.
+    /// "writer", "claimer" or "feed": the connection's role, in log lines and in PostgreSQL's `application_name`.
     let role: String
     private let log: @Sendable (LogRecord) -> Void
     private let state = Mutex(State())

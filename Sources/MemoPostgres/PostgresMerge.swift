@@ -77,24 +77,14 @@ enum PostgresMerge {
                 let left = Int((deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1_000_000)
                 guard !retries.isEmpty, deadline > .now(), left >= minimumSendMillis else { return outcome }
                 writing = true
-                // As the batch itself: committed without waiting for the flush, then claimed durable (and the
-                // other servers told) in the same round trip; nothing is answered or handed on before the claim.
-                let (rows, following) = try connection.execute(
-                    PostgresSQL.write(count: retries.count),
-                    WriteCall.parameters(retries.map(\.op), nowMicros, after: handedOver, policy: policy),
-                    then: [PostgresSQL.durable, PostgresSQL.notifyDurable], deadline: deadline)
-                if case .failure(let error) = following[0] {
-                    let failure = MemoError.outcomeUnknown(
-                        "PostgreSQL committed the merged write but did not confirm it durable: \(error.message)")
-                    for retry in retries { results[retry.index] = .failure(failure) }
-                    if error.connectionLost { outcome.failure = error }
-                    return outcome
-                }
-                let earlier = WriteCall.earlierChanges(rows)
+                // As the batch itself: committed without waiting for the flush; the batch's claim, after these
+                // calls, covers them (`PostgresClaimer`): nothing is answered or handed on before it.
+                let (earlier, written) = try WriteCall.write(
+                    retries.map(\.op), on: connection, nowMicros: nowMicros, after: handedOver, policy: policy,
+                    deadline: deadline)
                 outcome.earlier += earlier
                 pending = []
-                for (row, retry) in retries.enumerated() {
-                    let result = WriteCall.result(of: retry.op, rows, earlier.count + row)
+                for (retry, result) in zip(retries, written) {
                     switch result {
                     case .success(.change(let change)):
                         outcome.changes.append(change)

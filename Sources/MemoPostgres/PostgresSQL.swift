@@ -138,8 +138,9 @@ $$;
     /// The statement's transaction commits without waiting for its WAL flush (`synchronous_commit` off for it
     /// alone), so that the head lock is released before the flush and the next server's batch can be planned
     /// while this one's flushes: the several servers' flushes then share `fsync`s (PostgreSQL's group commit)
-    /// rather than taking turns under the lock. The writer makes the batch durable with `durable` before it
-    /// answers or hands anything on, and the feeds read only up to what a `durable` call has claimed.
+    /// rather than taking turns under the lock. The server's claimer makes the batch durable with `durable`
+    /// before anything is answered or handed on (the writer meanwhile sends its next batch), and the feeds read
+    /// only up to what a `durable` call has claimed.
     static func write(count: Int) -> String {
         let contents = (0..<count).map { "$\($0 + 14)::bytea" }.joined(separator: ",")
         return "SELECT w.* FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
@@ -350,8 +351,8 @@ END
 $$;
 """
 
-    /// What other servers' feeds wait for, sent by the writer right after its batch's claim (`durable`) in the same
-    /// round trip: the durable head, and the newest changes up to it when they fit (`notifyFunction`, the payload
+    /// What other servers' feeds wait for, sent by the claimer right after its claim (`durable`) in the same round
+    /// trip: the durable head, and the newest changes up to it when they fit (`notifyFunction`, the payload
     /// `FeedPayload` reads). Committed without waiting for a flush: a notifying transaction holds PostgreSQL's one
     /// notification lock until it ends, and several servers' flushes would queue on it.
     static let notifyDurable = "SELECT memo_notify() FROM set_config('synchronous_commit', 'off', true) s"

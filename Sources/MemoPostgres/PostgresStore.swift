@@ -12,12 +12,13 @@ import Synchronization
 /// Writes go to one writer thread and connection that sends everything waiting to the server-side function
 /// `memo_write` in one round trip: it takes the head lock, plans each write against the shared tables and
 /// numbers the changes. The batch commits without waiting for its WAL flush, so that the head lock is free for
-/// the other servers' batches while it flushes (their flushes then share `fsync`s); in the same round trip a
-/// claim in a transaction of its own (`memo_durable`) waits for the flush, and a notification tells the other
-/// servers' feeds (a hint, in a transaction of its own, so that a full notification queue never fails a write).
-/// After the claim the writer hands the changes to the feed, which applies every server's changes in revision
-/// order, only up to what is claimed durable; a write is answered once it is applied here, so a client reading
-/// back on this server sees it.
+/// the other servers' batches while it flushes (their flushes then share `fsync`s), and the writer goes on to the
+/// next batch at once: a claimer thread and connection of its own (`PostgresClaimer`) claims the committed batches
+/// durable (`memo_durable`, a transaction that waits for the flush; one claim covers every batch committed before
+/// it) and, in the same round trip, notifies the other servers' feeds (a hint, in a transaction of its own, so
+/// that a full notification queue never fails a write). After the claim the claimer hands the changes to the
+/// feed, which applies every server's changes in revision order, only up to what is claimed durable; a write is
+/// answered once it is applied here, so a client reading back on this server sees it.
 public final class PostgresStore: StateBackedStore {
     /// The largest number of writes sent in one call.
     public static let maxBatch = 256
@@ -29,6 +30,7 @@ public final class PostgresStore: StateBackedStore {
     private let storageTimeoutMillis: Int
     private let writerLink: PostgresLink
     private let feed: PostgresFeed
+    private let claimer: PostgresClaimer
     private let batches = Atomic<Int>(0)
     /// The URI given (with its password: `storeStatus` shows it without).
     let uri: String
@@ -72,8 +74,10 @@ public final class PostgresStore: StateBackedStore {
         self.uri = uri
         writerLink = PostgresLink(uri: uri, role: "writer", timeoutMillis: storageTimeoutMillis, log: log)
         let feedLink = PostgresLink(uri: uri, role: "feed", timeoutMillis: storageTimeoutMillis, log: log)
+        let claimLink = PostgresLink(uri: uri, role: "claimer", timeoutMillis: storageTimeoutMillis, log: log)
         let feedConnection: PGConnection
         let writer: PGConnection
+        let claimConnection: PGConnection
         do {
             feedConnection = try feedLink.open(listening: false)
             // Creating the schema and reading the first snapshot may take long on a large database.
@@ -82,6 +86,7 @@ public final class PostgresStore: StateBackedStore {
             // LISTEN before the snapshot: a commit after the snapshot is then either in it or notified.
             try feedConnection.execute("LISTEN \(PostgresSQL.channel)")
             writer = try writerLink.open(listening: false)
+            claimConnection = try claimLink.open(listening: false)
         } catch let error as PGError {
             throw .storage("cannot connect to PostgreSQL: \(error.message)")
         } catch let error as MemoError {
@@ -98,6 +103,7 @@ public final class PostgresStore: StateBackedStore {
         feed = try PostgresFeed(
             storeState: storeState, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
             recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, stats: stats, log: log)
+        claimer = PostgresClaimer(link: claimLink, connection: claimConnection, feed: feed, stats: stats)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
@@ -111,6 +117,10 @@ public final class PostgresStore: StateBackedStore {
 
     /// How many batches reached PostgreSQL since opening.
     public var batchCount: Int { batches.load(ordering: .relaxed) }
+
+    /// How many durability claims reached PostgreSQL since opening: one flush each, covering every batch committed
+    /// before it (so fewer than the batches when the writer sent batches while a claim waited for its flush).
+    public var claimCount: Int { claimer.claimCount }
 
     /// Ready unless this server cannot follow the database: its feed lags by more than its bound (a read of the
     /// changes table due for longer, even one still waiting for its answer) or fell below the retained history (it
@@ -185,6 +195,8 @@ public final class PostgresStore: StateBackedStore {
             waiterDeadline = feed.expireWaiters()
             if finished { break }
         }
+        // The batches committed last are claimed and handed to the feed before it stops.
+        claimer.stop()
         feed.stop()
         reader.close()
         storeState.close()
@@ -223,8 +235,6 @@ public final class PostgresStore: StateBackedStore {
                 results[index] = .failure(error)
             }
         }
-        var changes: [Change] = []
-        var earlier: [Change] = []
         var end = CommitEnd.done
         let left = Int((deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1_000_000)
         if !sent.isEmpty && (deadline <= .now() || left < Self.minimumSendMillis) {
@@ -236,36 +246,19 @@ public final class PostgresStore: StateBackedStore {
             do throws(PGError) {
                 try fitLimits(on: connection, leftMillis: left, deadline: deadline)
                 let started = PostgresStats.now()
-                // The batch commits without waiting for its flush, then the claim that makes it durable and the
-                // other servers' notification run in transactions of their own, all in one round trip: nothing is
-                // answered or handed on before the claim, and the notification leaves PostgreSQL right after it.
-                let (rows, following) = try connection.execute(
-                    PostgresSQL.write(count: sent.count),
-                    WriteCall.parameters(
-                        sent.map { batch[$0].op }, clock(), after: max(storeState.revision, handedOver),
-                        policy: versions),
-                    then: [PostgresSQL.durable, PostgresSQL.notifyDurable], deadline: deadline)
-                if case .failure(let error) = following[0] {
-                    if error.connectionLost {
-                        writerLink.lost(error)
-                        end = .broken
-                    }
-                    let failure = MemoError.outcomeUnknown(
-                        "PostgreSQL committed the write but did not confirm it durable: \(error.message)")
-                    for index in sent { results[index] = .failure(failure) }
-                    for (completion, result) in zip(batch.map(\.completion), results) { completion(result!) }
-                    return end
-                }
-                stats.batchCommitted(size: sent.count, nanos: PostgresStats.now() &- started)
+                // The batch commits without waiting for its flush; the claimer makes it durable (and tells the
+                // other servers) while this thread sends the next batch: nothing is answered or handed on before
+                // the claim.
+                let ops = sent.map { batch[$0].op }
+                var (earlier, sentResults) = try WriteCall.write(
+                    ops, on: connection, nowMicros: clock(), after: max(storeState.revision, handedOver),
+                    policy: versions, deadline: deadline)
                 batches.add(1, ordering: .relaxed)
-                earlier = WriteCall.earlierChanges(rows)
-                var sentResults = sent.enumerated().map { row, index in
-                    WriteCall.result(of: batch[index].op, rows, earlier.count + row)
-                }
+                var changes: [Change] = []
                 for result in sentResults { if case .success(.change(let change)) = result { changes.append(change) } }
                 // Stale updates that asked to be merged (PostgresMerge): further calls after this one.
                 let merging = PostgresMerge.merge(
-                    sent.map { batch[$0].op }, &sentResults, on: connection, nowMicros: clock(),
+                    ops, &sentResults, on: connection, nowMicros: clock(),
                     after: max(storeState.revision, handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0),
                     policy: versions, deadline: deadline, minimumSendMillis: Self.minimumSendMillis,
                     timeoutMillis: storageTimeoutMillis)
@@ -276,11 +269,12 @@ public final class PostgresStore: StateBackedStore {
                     writerLink.lost(error)
                     end = .broken
                 }
-                StageTrace.record(.committed, changes)
-                // A notification lost (a full queue) costs the others at most their periodic read.
-                if case .success = following[1], let last = changes.last { StageTrace.record(.notified, last.revision) }
                 handedOver = max(handedOver, changes.last?.revision ?? 0, earlier.last?.revision ?? 0)
                 stats.saw(head: handedOver)
+                claimer.claim(PostgresClaimer.Batch(
+                    changes: changes, earlier: earlier, results: results.map { $0! }, sent: sent,
+                    completions: batch.map(\.completion), deadline: deadline, started: started))
+                return end
             } catch {
                 if error.connectionLost {
                     writerLink.lost(error)
@@ -291,14 +285,8 @@ public final class PostgresStore: StateBackedStore {
                 for index in sent { results[index] = .failure(failure) }
             }
         }
-        let final = results.map { $0! }
-        let completions = batch.map(\.completion)
-        // Answered once applied here, so that a read on this server sees it; a commit this server's feed has not
-        // applied by the deadline is answered all the same: it is durable, and a server that cannot follow stops
-        // serving reads (see `readiness`).
-        feed.committed(changes, after: earlier, deadline: deadline) { _ in
-            for (completion, result) in zip(completions, final) { completion(result) }
-        }
+        // Nothing was committed: answered at once.
+        for (request, result) in zip(batch, results) { request.completion(result!) }
         return end
     }
 
@@ -391,6 +379,7 @@ public final class PostgresStore: StateBackedStore {
         queue.submit(ops, completion: completion)
     }
 
-    /// Sends every write already submitted, stops both connections and the watchers. Safe to call twice.
+    /// Sends every write already submitted, stops the writer, the claimer, the feed and the watchers. Safe to call
+    /// twice.
     public func close() { queue.closeAndWaitForWriter() }
 }

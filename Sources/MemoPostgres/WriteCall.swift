@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import MemoModel
 /// The parameters of one `memo_write` call and the results it gives back, one row per write in order.
@@ -96,6 +97,23 @@ enum WriteCall {
     /// failing the whole batch.
     private static func bigint(_ revision: UInt64) -> String {
         revision > UInt64(Int64.max) ? "-1" : String(revision)
+    }
+
+    /// One `memo_write` call for `ops`, the batch's first or a merge's: it commits without waiting for its flush
+    /// (`PostgresSQL.write`), so nothing it returns may be answered or handed on before a claim covers it
+    /// (`PostgresClaimer`).
+    /// - Parameter after: the newest revision the caller applied or handed to the feed.
+    /// - Returns: the other servers' changes after `after` that came first, and one result per write.
+    /// - Throws: the call's error (`PostgresStore.failure` tells what it means for the writes).
+    static func write(
+        _ ops: [WriteOp], on connection: PGConnection, nowMicros: Int64, after: UInt64, policy: VersionPolicy,
+        deadline: DispatchTime
+    ) throws(PGError) -> (earlier: [Change], results: [Result<WriteOutcome, MemoError>]) {
+        let rows = try connection.execute(
+            PostgresSQL.write(count: ops.count), parameters(ops, nowMicros, after: after, policy: policy),
+            deadline: deadline)
+        let earlier = earlierChanges(rows)
+        return (earlier, ops.enumerated().map { row, op in result(of: op, rows, earlier.count + row) })
     }
 
     /// The other servers' changes that lead the result, in revision order; the writes' rows follow them.

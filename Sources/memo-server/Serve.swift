@@ -178,7 +178,8 @@ struct Serve {
             summary += "; \(sqlite.transactionCount) transactions committed since start"
         }
         if let postgres = memoStore as? PostgresStore {
-            summary += "; \(postgres.batchCount) write batches sent to PostgreSQL since start"
+            summary += "; \(postgres.batchCount) write batches sent to PostgreSQL since start, "
+                + "\(postgres.claimCount) durability claims"
         }
         log(.info, "stopped", [("revision", "\(memoStore.revision)")], summary)
         _ = watcher

@@ -68,6 +68,14 @@ final class GrayPostgres {
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
+    /// Whether the backend `pid` waits idle for its client (`IdleStop.query`); false when PostgreSQL gives no
+    /// answer within 2 s (a stopped backend holding a shared lock hangs the query).
+    func isIdle(_ pid: Int32) -> Bool {
+        let psql = [binaries + "/psql", "-X", "-A", "-t", "-h", directory, "-p", "5432", "-U", "memo", "-d",
+                    "postgres", "-c", IdleStop.query(pid)]
+        return (try? runProgram(["/usr/bin/timeout", "-s", "KILL", "2"] + psql)) == "t"
+    }
+
     /// The postmaster and every process it started.
     func processes() -> [Int32] {
         guard let pidFile = try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8),

@@ -529,7 +529,13 @@ final class GrayInjection {
             guard let pid = try environment.postgres.backend(
                 role: role, clientAddress: GrayNetwork.serverDatabaseAddress(0))
             else { throw TortureError("server A has no \(role) backend in pg_stat_activity") }
-            try stop([pid])
+            // Stopped while it waits idle for its client (IdleStop): a hung connection of A's, not a hung
+            // PostgreSQL, which B could not serve through either.
+            let postgres = environment.postgres
+            guard IdleStop.stop(pid, until: .now + .seconds(10), isIdle: { postgres.isIdle($0) }) else {
+                throw TortureError("A's \(role) backend (pid \(pid)) was never found idle in 10 s")
+            }
+            stoppedPids.append(pid)
         case .partitionDatabase:
             try environment.network.setLink("s0", .db, up: false)
             linkDown = ("s0", .db)

@@ -33,12 +33,12 @@ struct PostgresServerTests {
         #expect(subscriber.changes.map(\.memo) == [made])
         // The other server's table has it too, so a read there finds it.
         #expect(try servers.connect(1).request(.get(id: made.id)) == .memo(made))
-        // Two PostgreSQL connections per server (writer and feed), however many clients it serves.
+        // Three PostgreSQL connections per server (writer, claimer and feed), however many clients it serves.
         let clients = try (0..<10).map { try servers.connect($0 % 2) }
         let connections = try servers.cluster.sql(
             "SELECT application_name || ' ' || count(*) FROM pg_stat_activity WHERE datname = '\(servers.database)' "
                 + "GROUP BY application_name ORDER BY 1", database: "postgres")
-        #expect(connections == "memo-feed 2\nmemo-writer 2")
+        #expect(connections == "memo-claimer 2\nmemo-feed 2\nmemo-writer 2")
         _ = clients
     }
 

@@ -64,8 +64,9 @@ public enum TortureCommandTable {
             then it is healed. Faults (--list prints them):
               stop-server                SIGSTOP of server A (it has watchers and takes writes), then SIGCONT
               stop-postgres              SIGSTOP of every PostgreSQL process, then SIGCONT
-              stop-feed-backend          SIGSTOP of server A's feed backend (application_name memo-feed)
-              stop-writer-backend        SIGSTOP of server A's writer backend (application_name memo-writer)
+              stop-feed-backend          SIGSTOP of server A's feed backend (application_name memo-feed) while
+                                         it waits idle for its client (it holds no lock), then SIGCONT
+              stop-writer-backend        the same for A's writer backend (application_name memo-writer)
               partition-server-database  server A's link to PostgreSQL down, then up
               partition-server-clients   server A's link to its clients down, then up
               disk-full                  one server over SQLite on a small tmpfs (--disk-size, default 16 MiB):
