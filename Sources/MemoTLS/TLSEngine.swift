@@ -93,7 +93,11 @@ public final class TLSEngine: @unchecked Sendable {
             return
         }
         SSL_set_connect_state(ssl)
-        if let session { offeredSession = Self.offer(session, on: ssl) }
+        if let session, let offered = Self.offer(session, on: ssl) {
+            // Held as if taken: a resumed handshake keeps this session, which is not a new one to save.
+            offeredSession = true
+            lastTakenSession = offered
+        }
         guard let serverName else { return }
         TLSError.clearQueue()
         if ServerName.isIPAddress(serverName) {
@@ -123,19 +127,22 @@ public final class TLSEngine: @unchecked Sendable {
     private var lastTakenSession: OpaquePointer?
 
     /// Sets the saved `session` (DER, as `takeNewSession` returns it) on `ssl` if it is fit to offer.
-    private static func offer(_ session: [UInt8], on ssl: OpaquePointer) -> Bool {
+    /// - Returns: the session set (the caller owns this reference), nil when none was.
+    private static func offer(_ session: [UInt8], on ssl: OpaquePointer) -> OpaquePointer? {
         let parsed = session.withUnsafeBufferPointer { bytes -> OpaquePointer? in
             var cursor: UnsafePointer<UInt8>? = bytes.baseAddress
             return d2i_SSL_SESSION(nil, &cursor, bytes.count)
         }
         defer { TLSError.clearQueue() }
-        guard let parsed else { return false }
-        defer { SSL_SESSION_free(parsed) }
+        guard let parsed else { return nil }
         let expires = Int64(SSL_SESSION_get_time(parsed)) + Int64(SSL_SESSION_get_timeout(parsed))
         guard SSL_SESSION_is_resumable(parsed) == 1, SSL_SESSION_get_protocol_version(parsed) == TLS1_3_VERSION,
-            expires > Int64(time(nil))
-        else { return false }
-        return SSL_set_session(ssl, parsed) == 1
+            expires > Int64(time(nil)), SSL_set_session(ssl, parsed) == 1
+        else {
+            SSL_SESSION_free(parsed)
+            return nil
+        }
+        return parsed
     }
 
     /// Client only: the session the server's latest ticket made resumable (DER), once; nil when no new ticket
