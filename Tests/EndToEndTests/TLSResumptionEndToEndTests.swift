@@ -66,6 +66,27 @@ struct TLSResumptionEndToEndTests {
         #expect(wrong.err.contains("MEMO_TLS_RESUME takes 0 (off) or 1 (on), not '2'"), "\(wrong.err)")
     }
 
+    /// `memo-server --tls-tickets 0` sends no ticket: the client saves nothing and nothing resumes; a value out of
+    /// range is a usage error.
+    @Test func aServerWithTLSTicketsZeroSendsNoTicketAndNothingResumes() throws {
+        let certs = try OperatorCertificates(clients: ["alice"])
+        let server = try ServerProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--store", "memory", "--certs", certs.path, "--tls-tickets", "0"],
+            directory: certs.directory)
+        defer {
+            server.signal(SIGTERM)
+            _ = server.waitForExit()
+        }
+        let cache = certs.directory.path + "/cache"
+        #expect(try client(["add", "first"], server: server, certs: certs, cache: cache).status == 0)
+        #expect(try client(["list"], server: server, certs: certs, cache: cache).status == 0)
+        #expect(sessionFiles(cache).isEmpty)
+        #expect(resumedOpens(server) == 0)
+        let wrong = try runTool("memo-server", ["serve", "--certs", certs.path, "--tls-tickets", "86401"])
+        #expect(wrong.0 == 2)
+        #expect(wrong.2.contains("--tls-tickets"), "\(wrong.2)")
+    }
+
     /// A session file that is not a session is ignored: the command makes a full handshake, succeeds without a
     /// word on stderr, and the file is replaced by the new session.
     @Test func aCorruptSessionFileMeansAFullHandshakeAndNoError() throws {
