@@ -38,6 +38,7 @@ static inline int CMemoSSL_MBSTRING_UTF8(void) { return MBSTRING_UTF8; }
 static inline uint64_t CMemoSSL_OP_NO_COMPRESSION(void) { return SSL_OP_NO_COMPRESSION; }
 static inline uint64_t CMemoSSL_OP_NO_RENEGOTIATION(void) { return SSL_OP_NO_RENEGOTIATION; }
 static inline uint64_t CMemoSSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
+static inline uint64_t CMemoSSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
 
 #include <openssl/decoder.h>
 // Loads a PEM private key asking OpenSSL's decoders for an EC key first, then for any key as
@@ -81,6 +82,9 @@ typedef struct {
     // with OpenSSL: a record layer starting again at 0 would repeat AEAD nonces.
     int finishedWritten;
     int sealedAfterFinished;
+    // Records we wrote after our Finished that carried only NewSessionTickets (a server's TLS 1.3 tickets):
+    // the sequence numbers of our application key they used, at which the record layer continues.
+    uint64_t ticketRecordsAfterFinished;
 } CMemoSSL_TrafficSecrets;
 
 static inline int CMemoSSL_hex_value(char c) {
@@ -124,11 +128,20 @@ static inline void CMemoSSL_message(
     (void)version;
     (void)arg;
     CMemoSSL_TrafficSecrets *secrets = SSL_get_ex_data(ssl, 0);
-    // Record headers and inner content types are reported besides the messages they carry: count messages.
-    if (secrets == NULL || !write_p || content_type == SSL3_RT_HEADER || content_type == SSL3_RT_INNER_CONTENT_TYPE)
+    if (secrets == NULL || !write_p || content_type == SSL3_RT_INNER_CONTENT_TYPE) return;
+    // A record's header is reported when the record is sealed, before the message it carries (OpenSSL writes
+    // one handshake message per record): a header after our Finished is one sequence number of our
+    // application key used.
+    if (content_type == SSL3_RT_HEADER) {
+        if (secrets->finishedWritten) secrets->ticketRecordsAfterFinished += 1;
         return;
+    }
     if (secrets->finishedWritten) {
-        secrets->sealedAfterFinished = 1;
+        // A NewSessionTicket only moves the sequence on; anything else (a KeyUpdate, an alert) keeps the session
+        // with OpenSSL.
+        int ticket = content_type == SSL3_RT_HANDSHAKE && len > 0
+            && ((const unsigned char *)buf)[0] == SSL3_MT_NEWSESSION_TICKET;
+        if (!ticket) secrets->sealedAfterFinished = 1;
     } else if (content_type == SSL3_RT_HANDSHAKE && len > 0 && ((const unsigned char *)buf)[0] == SSL3_MT_FINISHED) {
         secrets->finishedWritten = 1;
     }
@@ -214,5 +227,43 @@ static inline int CMemoSSL_AEAD_set_nonce(EVP_CIPHER_CTX *ctx, unsigned char *no
 static inline int CMemoSSL_AEAD_get_tag(EVP_CIPHER_CTX *ctx, unsigned char *tag, size_t tagLength) {
     OSSL_PARAM params[2] = { OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, tagLength), OSSL_PARAM_END };
     return EVP_CIPHER_CTX_get_params(ctx, params);
+}
+
+// TLS 1.3 session resumption (TLSContext: the server's tickets; TLSEngine: the client's offered session).
+// The ticket keys of a server context: 80 bytes (key name, HMAC key, AES key), the same for every context of one
+// process so that a reload of the certificates keeps clients' tickets good.
+static inline long CMemoSSL_CTX_set_ticket_keys(SSL_CTX *ctx, unsigned char *keys, long length) {
+    return SSL_CTX_ctrl(ctx, SSL_CTRL_SET_TLSEXT_TICKET_KEYS, length, keys);
+}
+
+// A ticket decrypted by a server is used only if the client certificate it carries still verifies against the
+// context's trust store NOW: the CA, the validity dates at this moment and, when a CRL is loaded
+// (X509_V_FLAG_CRL_CHECK), the list. Without this check OpenSSL resumes on the ticket alone, so a certificate
+// revoked or expired since the full handshake would still get in. A ticket that fails is ignored: the
+// handshake goes on as a full one, where the certificate is refused with its usual alert.
+static inline SSL_TICKET_RETURN CMemoSSL_check_ticket(
+    SSL *ssl, SSL_SESSION *session, const unsigned char *keyName, size_t keyNameLength, SSL_TICKET_STATUS status,
+    void *arg) {
+    (void)keyName;
+    (void)keyNameLength;
+    (void)arg;
+    if (status != SSL_TICKET_SUCCESS && status != SSL_TICKET_SUCCESS_RENEW) return SSL_TICKET_RETURN_IGNORE_RENEW;
+    X509 *peer = session == NULL ? NULL : SSL_SESSION_get0_peer(session);
+    if (peer == NULL) {
+        // A session without a client certificate resumes only where a certificate is not required.
+        if (SSL_get_verify_mode(ssl) & SSL_VERIFY_FAIL_IF_NO_PEER_CERT) return SSL_TICKET_RETURN_IGNORE_RENEW;
+    } else {
+        X509_STORE *store = SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl));
+        X509_STORE_CTX *verify = X509_STORE_CTX_new();
+        int good = verify != NULL && X509_STORE_CTX_init(verify, store, peer, NULL) == 1
+            && X509_STORE_CTX_set_default(verify, "ssl_client") == 1 && X509_verify_cert(verify) == 1;
+        X509_STORE_CTX_free(verify);
+        ERR_clear_error();
+        if (!good) return SSL_TICKET_RETURN_IGNORE_RENEW;
+    }
+    return status == SSL_TICKET_SUCCESS ? SSL_TICKET_RETURN_USE : SSL_TICKET_RETURN_USE_RENEW;
+}
+static inline int CMemoSSL_CTX_check_tickets_at_resumption(SSL_CTX *ctx) {
+    return SSL_CTX_set_session_ticket_cb(ctx, NULL, CMemoSSL_check_ticket, NULL);
 }
 #endif

@@ -26,6 +26,11 @@ public struct ClientConfiguration: Sendable {
     public var keepalive: Duration? = Self.defaultKeepalive
     /// Who protects TLS 1.3 records after the handshake (`MEMO_TLS_RECORDS=own|openssl` for memo-client).
     public var tlsRecords = TLSRecordLayerChoice.handOff
+    /// The folder where TLS 1.3 sessions are saved and offered again on the next connection (`TLSSessionCache`);
+    /// nil: every connection makes a full handshake. With a folder the records stay with OpenSSL, which reads the
+    /// server's ticket (`tlsRecords` is not used). memo-client sets `$XDG_CACHE_HOME/memo` unless
+    /// `MEMO_TLS_RESUME=0`.
+    public var tlsSessionCache: String?
     /// Where the certificate files were looked for and why there (for an error about missing files), such as
     /// "certificate folder ./certs (found in the current directory)"; nil when the caller gave the files.
     public var certificatesOrigin: String?

@@ -196,6 +196,7 @@ final class ConnectionOwner: @unchecked Sendable {
     private func connect(to server: String, attempt: Int) {
         let address: SocketAddress
         let engine: TLSEngine
+        let sessionPath: String?
         do {
             do {
                 let hostPort = try HostPort(parsing: server, defaultPort: ClientConfiguration.defaultPort)
@@ -205,7 +206,12 @@ final class ConnectionOwner: @unchecked Sendable {
             } catch let error as NetError {
                 return attemptFailed(.unresolved(error.message.lowercasedFirst), attempt: attempt)
             }
-            engine = try TLSEngine(context: tls, serverName: ClientConfiguration.host(of: server))
+            sessionPath = configuration.tlsSessionCache.flatMap {
+                TLSSessionCache(directory: $0).path(server: server, context: tls)
+            }
+            engine = try TLSEngine(
+                context: tls, serverName: ClientConfiguration.host(of: server),
+                session: sessionPath.flatMap(TLSSessionCache.load))
         } catch let error as TLSError {
             return attemptFailed(.tlsRefused(error), attempt: attempt)
         } catch {
@@ -213,6 +219,9 @@ final class ConnectionOwner: @unchecked Sendable {
         }
         let connection = WireConnection(loop: loop, address: address, engine: engine)
         self.connection = connection
+        if let sessionPath {
+            connection.onSession = { session in TLSSessionCache.save(session, to: sessionPath) }
+        }
         connection.onConnected = { [unowned self] in
             handle { machine, table, now in
                 Self.route(machine.connected(attempt: attempt), machine: &machine, table: &table, now: now)

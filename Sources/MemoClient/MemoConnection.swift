@@ -30,7 +30,9 @@ public final class MemoConnection: Sendable {
         var tlsConfiguration = TLSConfiguration.client(
             trustedCAPath: configuration.caPath, certificateChainPath: configuration.certificatePath,
             privateKeyPath: configuration.keyPath)
-        tlsConfiguration.recordLayer = configuration.tlsRecords
+        // A client that saves sessions keeps OpenSSL's records: the server's ticket comes after the handshake,
+        // and only OpenSSL can turn it into a session (a handed-off client drops it).
+        tlsConfiguration.recordLayer = configuration.tlsSessionCache == nil ? configuration.tlsRecords : .openSSL
         let tls = try TLSContext(tlsConfiguration)
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)

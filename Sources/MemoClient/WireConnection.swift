@@ -41,6 +41,9 @@ final class WireConnection: EventHandler, @unchecked Sendable {
     var onHandshakeDone: (() -> Void)?
     /// Every frame, a whole read's worth at a time (so the mirror can apply them as a batch).
     var onFrames: (([Frame]) -> Void)?
+    /// A new TLS session to save (the server's ticket, read with the first answer); nil: tickets are not looked
+    /// for.
+    var onSession: (([UInt8]) -> Void)?
     /// Called at most once, when the connection ends by itself (never after `close`).
     var onEnd: ((TransportEnd) -> Void)?
 
@@ -188,6 +191,8 @@ final class WireConnection: EventHandler, @unchecked Sendable {
             process()
             return
         case .delivered(let closeNotify):
+            // Saved before the frames are handled: their answer may end the command.
+            if let onSession, let session = engine.takeNewSession() { onSession(session) }
             decodeFrames()
             if closeNotify, phase != .closed {
                 // Answer the server's close_notify with ours (RFC 8446 §6.1) before the socket closes.
@@ -257,6 +262,7 @@ final class WireConnection: EventHandler, @unchecked Sendable {
         onConnected = nil
         onHandshakeDone = nil
         onFrames = nil
+        onSession = nil
     }
 
     private func release() {

@@ -333,8 +333,13 @@ public enum ClientCommandTable {
     static let environment: [EnvironmentSpec] = [
         EnvironmentSpec(
             "MEMO_TLS_RECORDS", choices: ["own", "openssl"],
-            help: "who protects TLS 1.3 records after the handshake: the client's own record layer (default) or "
-                + "OpenSSL's"),
+            help: "who protects TLS 1.3 records after the handshake: the client's own record layer or OpenSSL's "
+                + "(default while TLS session resumption is on; own turns resumption off)"),
+        EnvironmentSpec(
+            "MEMO_TLS_RESUME", choices: ["0", "1"],
+            help: "0: no TLS session resumption (every connection makes a full handshake, no session is saved); "
+                + "1 (default): the server's session ticket is kept in $XDG_CACHE_HOME/memo/tls-session-* and "
+                + "offered on the next connection to that server"),
         EnvironmentSpec(
             "MEMO_EXPIRY_WARNING", choices: ["0"],
             help: "no warning on stderr within 30 days of the client certificate's expiry (every command but "

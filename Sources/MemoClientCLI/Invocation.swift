@@ -121,12 +121,27 @@ extension Invocation {
                 throw UsageError("MEMO_TLS_RECORDS takes own or openssl, not '\(records)'")
             }
         }
+        // Resumption needs OpenSSL's records (it reads the ticket): MEMO_TLS_RECORDS=own asks for a client
+        // without them, so it does without resumption.
+        if let resume = setting("MEMO_TLS_RESUME", environment), resume != "1" {
+            guard resume == "0" else { throw UsageError("MEMO_TLS_RESUME takes 0 (off) or 1 (on), not '\(resume)'") }
+        } else if setting("MEMO_TLS_RECORDS", environment) != "own" {
+            configuration.tlsSessionCache = tlsSessionFolder(environment)
+        }
         configuration.requestTimeout = .milliseconds(Int64(((timeout ?? 10) * 1000).rounded(.up)))
         configuration.connectTimeout = configuration.requestTimeout
         if let keepalive {
             configuration.keepalive = keepalive == 0 ? nil : .milliseconds(Int64((keepalive * 1000).rounded(.up)))
         }
         return configuration
+    }
+
+    /// Where TLS sessions are saved: `$XDG_CACHE_HOME/memo` when that is an absolute path, else `$HOME/.cache/memo`;
+    /// nil (no resumption) without either.
+    static func tlsSessionFolder(_ environment: [String: String]) -> String? {
+        if let base = environment["XDG_CACHE_HOME"], base.hasPrefix("/") { return base + "/memo" }
+        guard let home = environment["HOME"], !home.isEmpty else { return nil }
+        return home + "/.cache/memo"
     }
 
     /// Everything the command line says, read in one go: ClientCommandTable's parser checks the options (unknown,

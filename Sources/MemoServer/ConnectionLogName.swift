@@ -37,13 +37,14 @@ struct ConnectionLogName {
 }
 
 extension LogLine {
-    /// TLS is up: the role the certificate gives and the TLS version agreed ("?" when unknown).
-    static func opened(readOnly: Bool, tls version: String?) -> LogLine {
+    /// TLS is up: the role the certificate gives and the TLS version agreed ("?" when unknown), and
+    /// `resumed=yes` when the handshake resumed a session from a ticket (the field is left out otherwise).
+    static func opened(readOnly: Bool, tls version: String?, resumed: Bool = false) -> LogLine {
         let role = readOnly ? "read-only" : "read-write"
         let version = version ?? "?"
         return LogLine(
-            event: "open", detail: "role=\(role) tls=\(version)", name: "open", level: .info,
-            fields: [("role", role), ("tls", version)])
+            event: "open", detail: "role=\(role) tls=\(version)" + (resumed ? " resumed=yes" : ""), name: "open",
+            level: .info, fields: [("role", role), ("tls", version)] + (resumed ? [("resumed", "yes")] : []))
     }
 
     /// The connection is closed, for `reason` (the machine's `closeReason`).

@@ -28,9 +28,10 @@ public final class MemoServer: Sendable {
         _ configuration: ServerConfiguration, store: any ServingStore, log: ServerLog = .standardError
     ) throws -> MemoServer {
         // Everything but the files, applied again on every reload: the record layer choice survives a SIGHUP.
-        let settings = TLSConfiguration(
+        var settings = TLSConfiguration(
             role: .server, requireClientCertificate: configuration.requireClientCertificate,
             recordLayer: configuration.tlsRecords)
+        settings.sessionTicketLifetime = configuration.sessionTicketLifetime
         let trust = try TrustStore(directory: absolutePath(configuration.certsDirectory), settings: settings)
         let address = try SocketAddress(parsing: configuration.listen)
         let listener = try ListeningSocket.bind(address, backlog: 4096)

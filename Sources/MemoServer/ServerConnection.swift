@@ -111,7 +111,8 @@ final class ServerConnection: EventHandler {
         case .handshakeCompleted:
             ctx.counters.handshakes[0] &+= 1
             name.commonName = tls.peerCommonName ?? "-"
-            server.log(name.record(.opened(readOnly: tls.peerRole == .readOnly, tls: tls.negotiatedProtocol)))
+            server.log(name.record(.opened(
+                readOnly: tls.peerRole == .readOnly, tls: tls.negotiatedProtocol, resumed: tls.resumedSession)))
             run(machine.tlsEstablished())
             if machine.isServing { advanceTransport() }
             return

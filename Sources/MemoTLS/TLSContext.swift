@@ -56,6 +56,15 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// Server only: a PEM CRL signed by the trusted CA; client certificates it lists are refused with the
     /// certificate_revoked alert. nil checks no list.
     public var revocationListPath: String?
+    /// Server only: how long the TLS 1.3 session ticket sent after each handshake stays good, in seconds; nil
+    /// sends none. A client that offers a ticket in time resumes without either side's certificate signature;
+    /// the client certificate the ticket carries is verified again at resumption (CA, dates, revocation list
+    /// of the moment). See `TLSContext.ticketKeys`.
+    public var sessionTicketLifetime: Int? = TLSConfiguration.defaultSessionTicketLifetime
+
+    /// An hour: a script run every few minutes resumes, and a ticket stolen from a client's cache is good for
+    /// little longer than that (the certificate itself is checked at each resumption).
+    public static let defaultSessionTicketLifetime = 3600
 
     public init(
         role: Role, certificateChainPath: String? = nil, privateKeyPath: String? = nil, trustedCAPath: String? = nil,
@@ -134,12 +143,24 @@ public final class TLSContext: @unchecked Sendable {
         _ = SSL_CTX_set_options(ctx, options)
 
         if isServer {
-            // No session cache and no TLS 1.3 tickets: memo clients are short-lived processes that never resume,
-            // so caching would only cost memory, and a full handshake re-verifies the client certificate each
-            // time.
+            // No server-side session cache: resumption is by stateless TLS 1.3 tickets only (one per handshake,
+            // sealed with the process's ticket keys), so a server holds nothing per client that may come back.
+            // Each resumption re-verifies the client certificate the ticket carries against this context's
+            // store (CMemoSSL_check_ticket): a revoked or expired certificate gets a full handshake, which
+            // refuses it.
             _ = CMemoSSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_OFF))
-            _ = SSL_CTX_set_num_tickets(ctx, 0)
             _ = SSL_CTX_set_session_id_context(ctx, "memo", 4)
+            if let lifetime = configuration.sessionTicketLifetime, lifetime > 0 {
+                _ = SSL_CTX_set_num_tickets(ctx, 1)
+                _ = SSL_CTX_set_timeout(ctx, Int(lifetime))
+                guard var keys = Self.ticketKeys, CMemoSSL_CTX_set_ticket_keys(ctx, &keys, keys.count) == 1,
+                    CMemoSSL_CTX_check_tickets_at_resumption(ctx) == 1
+                else { throw TLSError.openSSL(operation, detail: "session tickets") }
+                OPENSSL_cleanse(&keys, keys.count)
+            } else {
+                _ = SSL_CTX_set_num_tickets(ctx, 0)
+                _ = SSL_CTX_set_options(ctx, CMemoSSL_OP_NO_TICKET())
+            }
         }
         if configuration.minimumVersion == .tls1_2 || configuration.minimumVersion == .tls1_3 {
             // TLS 1.2 offers only forward-secret AEAD suites, as TLS 1.3 does: ECDHE with AES-GCM or
@@ -216,6 +237,16 @@ public final class TLSContext: @unchecked Sendable {
     deinit {
         SSL_CTX_free(pointer)
     }
+
+    /// The keys that seal and open session tickets (key name, HMAC key, AES key: 80 bytes), drawn once per
+    /// process and given to every server context it makes: a reload of the certificates (a new context) keeps
+    /// the tickets already sent good, and a restart makes them all worthless (those clients do one full
+    /// handshake). They are not rotated within a process; a ticket's own lifetime bounds its use.
+    /// nil if OpenSSL's random generator failed (the context then fails to build).
+    static let ticketKeys: [UInt8]? = {
+        var keys = [UInt8](repeating: 0, count: 80)
+        return RAND_bytes(&keys, Int32(keys.count)) == 1 ? keys : nil
+    }()
 
     /// The TLS 1.2 suites offered, in order of preference.
     static let tls12Ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"

@@ -10,6 +10,8 @@ struct EstablishedSession {
     let serialNumber: String?
     let protocolName: String?
     let cipherName: String?
+    /// The session was resumed from a ticket.
+    let resumed: Bool
 
     init(ssl: OpaquePointer) {
         let certificate = SSL_get0_peer_certificate(ssl)
@@ -18,6 +20,7 @@ struct EstablishedSession {
         organizationalUnits = Self.subject(name, nid: NID_organizationalUnitName)
         serialNumber = certificate.flatMap { CertificateSerial.hex(X509_get0_serialNumber($0)) }
         protocolName = SSL_get_version(ssl).map { String(cString: $0) }
+        resumed = SSL_session_reused(ssl) == 1
         cipherName = SSL_get_current_cipher(ssl).flatMap { SSL_CIPHER_get_name($0) }.map { String(cString: $0) }
     }
 

@@ -63,7 +63,10 @@ public final class TLSEngine: @unchecked Sendable {
     /// - Parameter serverName: client only: the host we connect to, sent as SNI and checked against the server
     ///   certificate (as an IP address when it is an IP literal, which is then not sent as SNI). nil skips the
     ///   name check; the chain is still verified.
-    public init(context: TLSContext, serverName: String? = nil) throws(TLSError) {
+    /// - Parameter session: client only: a session saved from an earlier connection to the same server
+    ///   (`takeNewSession`), offered for TLS 1.3 resumption. One that cannot be read, is not TLS 1.3 or has
+    ///   expired is not offered (a full handshake, no error); the server may still refuse it (a full handshake).
+    public init(context: TLSContext, serverName: String? = nil, session: [UInt8]? = nil) throws(TLSError) {
         let operation = "starting a TLS session"
         TLSError.clearQueue()
         guard let ssl = SSL_new(context.pointer) else { throw TLSError.openSSL(operation) }
@@ -90,6 +93,11 @@ public final class TLSEngine: @unchecked Sendable {
             return
         }
         SSL_set_connect_state(ssl)
+        if let session, let offered = Self.offer(session, on: ssl) {
+            // Held as if taken: a resumed handshake keeps this session, which is not a new one to save.
+            offeredSession = true
+            lastTakenSession = offered
+        }
         guard let serverName else { return }
         TLSError.clearQueue()
         if ServerName.isIPAddress(serverName) {
@@ -106,9 +114,61 @@ public final class TLSEngine: @unchecked Sendable {
 
     deinit {
         if let ssl { SSL_free(ssl) }
+        if let lastTakenSession { SSL_SESSION_free(lastTakenSession) }
         forgetSecrets()
         scratch?.deallocate()
     }
+
+    // MARK: - Resumption (client)
+
+    /// Whether a saved session was offered to the server (it was readable, TLS 1.3 and not expired).
+    public private(set) var offeredSession = false
+    /// The session `takeNewSession` last returned, held so that the same one is not returned twice.
+    private var lastTakenSession: OpaquePointer?
+
+    /// Sets the saved `session` (DER, as `takeNewSession` returns it) on `ssl` if it is fit to offer.
+    /// - Returns: the session set (the caller owns this reference), nil when none was.
+    private static func offer(_ session: [UInt8], on ssl: OpaquePointer) -> OpaquePointer? {
+        let parsed = session.withUnsafeBufferPointer { bytes -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = bytes.baseAddress
+            return d2i_SSL_SESSION(nil, &cursor, bytes.count)
+        }
+        defer { TLSError.clearQueue() }
+        guard let parsed else { return nil }
+        let expires = Int64(SSL_SESSION_get_time(parsed)) + Int64(SSL_SESSION_get_timeout(parsed))
+        guard SSL_SESSION_is_resumable(parsed) == 1, SSL_SESSION_get_protocol_version(parsed) == TLS1_3_VERSION,
+            expires > Int64(time(nil)), SSL_set_session(ssl, parsed) == 1
+        else {
+            SSL_SESSION_free(parsed)
+            return nil
+        }
+        return parsed
+    }
+
+    /// Client only: the session the server's latest ticket made resumable (DER), once; nil when no new ticket
+    /// has come. The server sends its ticket right after the handshake, so it is read with the first answer.
+    /// Only an engine whose context keeps OpenSSL's records (`TLSRecordLayerChoice.openSSL`) reads tickets: a
+    /// handed-off client drops them.
+    public func takeNewSession() -> [UInt8]? {
+        guard !isServer, let ssl, isHandshakeComplete, let session = SSL_get_session(ssl),
+            session != lastTakenSession, SSL_SESSION_is_resumable(session) == 1
+        else { return nil }
+        let length = i2d_SSL_SESSION(session, nil)
+        guard length > 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_SSL_SESSION(session, &cursor)
+        }
+        guard written == length else { return nil }
+        SSL_SESSION_up_ref(session)
+        if let lastTakenSession { SSL_SESSION_free(lastTakenSession) }
+        lastTakenSession = session
+        return bytes
+    }
+
+    /// Whether the handshake resumed a session from a ticket (no certificates were exchanged).
+    public var resumedSession: Bool { established?.resumed ?? false }
 
     /// The record layer after a hand-off, for tests.
     var recordLayer: TLSRecordLayer? { records }
@@ -249,8 +309,8 @@ public final class TLSEngine: @unchecked Sendable {
             let suite = TLS13Suite(protocolID: SSL_CIPHER_get_protocol_id(cipher)),
             secrets.pointee.clientLength == suite.hashLength, secrets.pointee.serverLength == suite.hashLength,
             SSL_has_pending(ssl) == 0, let inbound, CMemoSSL_BIO_pending(inbound) == 0,
-            // Nothing of OpenSSL's left to send, and no record of its own under the application key (whose
-            // sequence number ours would restart at 0): only then may the records change hands.
+            // Nothing of OpenSSL's left to send, and no record of its own under the application key but session
+            // tickets (after which ours continue the sequence): only then may the records change hands.
             SSL_want(ssl) != SSL_WRITING, secrets.pointee.finishedWritten == 1,
             secrets.pointee.sealedAfterFinished == 0
         else {
@@ -278,7 +338,7 @@ public final class TLSEngine: @unchecked Sendable {
         // The two secrets now live only in the record layer's `RecordProtection`s, which wipe them when freed.
         records = TLSRecordLayer(
             suite: suite, readSecret: isServer ? client : server, writeSecret: isServer ? server : client,
-            isServer: isServer, outbound: written)
+            isServer: isServer, outbound: written, writeSequence: secrets.pointee.ticketRecordsAfterFinished)
         SSL_free(ssl)
         self.ssl = nil
         self.inbound = nil

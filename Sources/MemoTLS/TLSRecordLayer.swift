@@ -69,8 +69,11 @@ final class RecordProtection {
     /// the key and IV (76 bytes at most) are all that is kept.
     private var context: OpaquePointer?
 
-    init(suite: TLS13Suite, secret: [UInt8], encrypting: Bool) {
+    /// - Parameter sequence: the first record's sequence number: 0, or after the records OpenSSL sealed under
+    ///   this key before the hand-off (a server's session tickets).
+    init(suite: TLS13Suite, secret: [UInt8], encrypting: Bool, sequence: UInt64 = 0) {
         self.suite = suite
+        self.sequence = sequence
         self.encrypting = encrypting
         self.secret = secret
         noncesThroughParameters = suite.aead != .chacha20Poly1305
@@ -338,9 +341,13 @@ final class TLSRecordLayer {
     /// Largest post-handshake message buffered (a NewSessionTicket from a server that sends one).
     static let maxHandshakeMessage = 65_536
 
-    init(suite: TLS13Suite, readSecret: [UInt8], writeSecret: [UInt8], isServer: Bool, outbound: ByteQueue) {
+    /// - Parameter writeSequence: the sequence number our first record takes (see `RecordProtection.init`).
+    init(
+        suite: TLS13Suite, readSecret: [UInt8], writeSecret: [UInt8], isServer: Bool, outbound: ByteQueue,
+        writeSequence: UInt64 = 0
+    ) {
         read = RecordProtection(suite: suite, secret: readSecret, encrypting: false)
-        write = RecordProtection(suite: suite, secret: writeSecret, encrypting: true)
+        write = RecordProtection(suite: suite, secret: writeSecret, encrypting: true, sequence: writeSequence)
         self.isServer = isServer
         self.outbound = outbound
     }

@@ -62,6 +62,9 @@ struct Serve {
             }
             configuration.tlsRecords = choice
         }
+        if let lifetime = try arguments.integer("--tls-tickets", in: 0...86_400) {
+            configuration.sessionTicketLifetime = lifetime == 0 ? nil : lifetime
+        }
         if let format = try arguments.option("--log-format") {
             guard let chosen = LogFormat(rawValue: format) else {
                 throw UsageError("--log-format takes text or json, not '\(format)'")

@@ -21,9 +21,13 @@ struct ClientOutcomeTests {
     @Test func aCreateSentToAServerThatThenStopsExitsSevenAndMayStillBeApplied() async throws {
         let certificates = try TestCertificates()
         let data = try TemporaryDirectory()
+        // No session ticket (--tls-tickets 0): the server would write it as soon as it reads the client's Finished,
+        // and a write to the proxy's closed socket draws a reset, which drops the hello and create still unread in
+        // the server's socket (one run in five under load): the create then is never applied, which exit 7 also
+        // allows but this test would not see.
         let server = try ServerProcess(
             arguments: ["--store", "sqlite:\(data.path)/memos.sqlite", "--certs", certificates.path,
-                        "--listen", "127.0.0.1:0"],
+                        "--listen", "127.0.0.1:0", "--tls-tickets", "0"],
             directory: data)
         let stopped = Mutex(false)
         defer {

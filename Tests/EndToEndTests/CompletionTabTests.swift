@@ -134,8 +134,8 @@ struct CompletionTabTests {
         let result = try runTool("/usr/bin/bash", ["--norc", "-c", script], environment: cleanEnvironment())
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.split(separator: "\n", omittingEmptySubsequences: false) == [
-            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records", "fish", "json",
-            "",
+            "certs", "init client server revoke list", "--read-only", "", "text json", "--tls-records --tls-tickets",
+            "fish", "json", "",
         ], "\(result.out)")
     }
 }

@@ -37,13 +37,14 @@ package struct TestServer {
 
     package init(
         store: any ServingStore = MemoryStore(), limits: ServerLimits = ServerLimits(), log: ServerLog = .silent,
-        records: TLSRecordLayerChoice = .handOff, metrics: Bool = false
+        records: TLSRecordLayerChoice = .handOff, metrics: Bool = false, sessionTickets: Bool = true
     ) throws {
         certificates = try TestCertificates()
         self.store = store
         var configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
         configuration.limits = limits
         configuration.tlsRecords = records
+        if !sessionTickets { configuration.sessionTicketLifetime = nil }
         if metrics { configuration.metrics = "127.0.0.1:0" }
         server = try MemoServer.start(configuration, store: store, log: log)
     }

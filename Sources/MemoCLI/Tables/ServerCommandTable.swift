@@ -157,6 +157,10 @@ public enum ServerCommandTable {
                 help: "who protects TLS 1.3 records after the handshake: the server's own record layer (less "
                     + "memory per connection) or OpenSSL's"),
             OptionSpec(
+                "--tls-tickets", .value("SECS"), default: "3600", scope: .only(["serve"]),
+                help: "the lifetime of the TLS 1.3 session ticket sent after each handshake, from 0 (none: "
+                    + "clients cannot resume) to 86400"),
+            OptionSpec(
                 "--log-format", .choice(["text", "json"]), default: "text", scope: .only(["serve"]),
                 help: "text: the UTC time, then the line; json: one object per line with time, level, event, the "
                     + "line's fields (conn, peer, cn, reason, ...) and message (the text line)"),
