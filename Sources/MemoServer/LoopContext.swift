@@ -135,6 +135,14 @@ final class LoopContext {
         var delivered: UInt64 = 0
         for subscriber in subscribers.values {
             var queued = false
+            if frames.count == 1, subscriber.subscriptions.count == 1 {
+                // The usual delivery, one change to one subscription, written at once when nothing waits.
+                let (requestID, after) = subscriber.subscriptions[0]
+                guard last.revision > after else { continue }
+                delivered &+= 1
+                if subscriber.connection.deliver(last, requestID: requestID) { subscriber.connection.flush() }
+                continue
+            }
             for (requestID, after) in subscriber.subscriptions where last.revision > after {
                 for frame in frames where frame.revision > after {
                     subscriber.connection.enqueue(.change(frame, requestID: requestID))

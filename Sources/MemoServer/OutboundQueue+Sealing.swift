@@ -40,10 +40,33 @@ extension OutboundQueue {
         defer {
             if writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize { writer = WireWriter(capacity: 64 * 1024) }
         }
-        do {
-            return try sealRound(
+        return try Self.failing {
+            try sealRound(
                 through: &transport, handshakeComplete: handshakeComplete, to: socket, scratch: scratch,
                 writer: &writer, listsSent: &listsSent)
+        }
+    }
+
+    /// A subscriber's delivery when nothing waits for its socket (the queue empty, the pump flushed): the change
+    /// is sealed straight from its shared frame into `scratch`, its request id set in the record's copy, and
+    /// written, without entering the queue. What the socket refuses stays in the pump, as after `writeRound`.
+    /// - Returns: nil when the change cannot be sealed alone (TLS holds records, or a KeyUpdate is due): queue
+    ///   it; else `.drained` or `.blocked`, as `writeRound` says.
+    /// - Throws: `WriteFailure`, whose reason the connection closes with.
+    func writeChange(
+        _ frame: SharedFrame, requestID: UInt32, through transport: inout FramedTLSTransport, to socket: TCPSocket,
+        scratch: UnsafeMutableRawBufferPointer
+    ) throws(WriteFailure) -> TLSPump.FlushResult? {
+        precondition(isEmpty && transport.isFlushed, "writeChange with bytes still waiting for the socket")
+        return try Self.failing {
+            try transport.seal(frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID)
+        }
+    }
+
+    /// Runs a write, its error turned into the connection's close reason.
+    private static func failing<T>(_ write: () throws -> T) throws(WriteFailure) -> T {
+        do {
+            return try write()
         } catch let error as TLSError {
             throw WriteFailure(reason: "TLS write failed: \(error.kind.summary)")
         } catch {

@@ -61,6 +61,39 @@ extension ServerConnection {
             hasWholeFrame: transport.frames.hasWholeFrame))
     }
 
+    /// Delivers one change to this subscriber. When nothing waits for the socket and the flush after it would
+    /// change nothing (serving, reading not paused, watched for reading only), it is sealed and written at once,
+    /// with no trip through the queue and no flush; otherwise it is queued behind what waits.
+    /// - Returns: whether it was queued (the caller flushes).
+    func deliver(_ frame: SharedFrame, requestID: UInt32) -> Bool {
+        guard machine.mayAnswerBufferedFrames, registeredInterest == .readable, outbound.isEmpty, transport.isFlushed
+        else {
+            enqueue(.change(frame, requestID: requestID))
+            return true
+        }
+        let ctx = context.value
+        lastActiveTick = ctx.tick
+        let written: TLSPump.FlushResult?
+        do {
+            written = try ctx.cipherBuffer.withUnsafeMutableBytes { scratch in
+                try outbound.writeChange(frame, requestID: requestID, through: &transport, to: socket, scratch: scratch)
+            }
+        } catch {
+            abort((error as? OutboundQueue.WriteFailure)?.reason ?? "write failed: \(error)")
+            return false
+        }
+        guard let written else {
+            enqueue(.change(frame, requestID: requestID))
+            return true
+        }
+        if written == .blocked {
+            // The rest of the record waits in the pump: it counts toward the slow-consumer limit.
+            run(machine.writeBlocked())
+            checkOutboundLimit()
+        }
+        return false
+    }
+
     func setInterest(_ interest: Interest) {
         guard let registration, interest != registeredInterest else { return }
         do {
