@@ -83,15 +83,23 @@ public final class MemoConnection: Sendable {
         -> MemoConnection
     {
         let client = try MemoConnection(configuration: configuration, loop: loop)
-        let core = client.core
-        let end: ConnectionEnd? = await withCheckedContinuation { continuation in
-            let deadline = ContinuousClock.now + configuration.connectTimeout
-            client.loop.execute {
+        if let end = await client.firstOutcome() { throw client.error(for: end) }
+        return client
+    }
+
+    /// Starts the first connection, within `connectTimeout`, and waits for its outcome: nil once welcomed, else how
+    /// it ended. `beforeStart` runs on the loop just before, so that a request it submits goes out behind `hello`.
+    private func firstOutcome(beforeStart: @escaping @Sendable (ConnectionOwner) -> Void = { _ in }) async
+        -> ConnectionEnd?
+    {
+        let core = self.core
+        let deadline = ContinuousClock.now + configuration.connectTimeout
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                beforeStart(core)
                 core.start(firstDeadline: deadline) { continuation.resume(returning: $0) }
             }
         }
-        if let end { throw client.error(for: end) }
-        return client
     }
 
     /// Connects as `connect(_:on:)` does, with a create of `content` under `id` sent right behind `hello`, before
@@ -111,16 +119,11 @@ public final class MemoConnection: Sendable {
     ) async throws -> (MemoConnection, CreateBehindHello) {
         try MemoLimits.validate(content: content)
         let client = try MemoConnection(configuration: configuration, loop: loop)
-        let core = client.core
         let created = CreateBehindHello(loop: client.loop)
         let message = Message.create(id: id, insertMicros: nil, updateMicros: nil, content: content)
-        let end: ConnectionEnd? = await withCheckedContinuation { continuation in
-            let deadline = ContinuousClock.now + configuration.connectTimeout
-            client.loop.execute {
-                // Submitted first: the hello the start sends takes it along.
-                core.send(message, timeout: timeout, behindHello: true) { result, _ in created.answered(result) }
-                core.start(firstDeadline: deadline) { continuation.resume(returning: $0) }
-            }
+        // Submitted first: the hello the start sends takes it along.
+        let end = await client.firstOutcome { core in
+            core.send(message, timeout: timeout, behindHello: true) { result, _ in created.answered(result) }
         }
         if let end {
             // The first outcome closes the client, which settles the create in the same loop turn.

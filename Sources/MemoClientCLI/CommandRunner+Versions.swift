@@ -1,28 +1,27 @@
 import Foundation
 import MemoClient
 import MemoModel
+import MemoWire
 
 // `log` and `trash`: pages of the server's `history` and `trash` answers, followed by their cursor (the revision
 // of the last entry received) until the command has what it asked for.
 
 extension CommandRunner {
-    /// The most entries one `history` or `trash` request asks for (the server's own cap).
-    static let versionsPageLimit = 1000
-
     /// Up to `limit` entries (nil: every one), newest first, older than revision `before` when given. A request
-    /// asks for what is still wanted (at most `versionsPageLimit`); the server's flag says whether older entries
-    /// follow (it also cuts an answer that would not fit in a frame), and the next request starts before the last
-    /// entry received.
+    /// asks for what is still wanted (at most `WireProtocol.maxVersionsPage`, the server's own cap); the server's
+    /// flag says whether older entries follow (it also cuts an answer that would not fit in a frame), and the next
+    /// request starts before the last entry received.
     static func pages<Entry>(
         limit: Int?, before: UInt64?, revision: (Entry) -> UInt64,
         page: (_ limit: UInt32, _ before: UInt64?) async throws -> (entries: [Entry], more: Bool)
     ) async throws -> [Entry] {
+        let pageLimit = Int(WireProtocol.maxVersionsPage)
         var entries: [Entry] = []
         var cursor = before
         while true {
-            let wanted = limit.map { $0 - entries.count } ?? versionsPageLimit
+            let wanted = limit.map { $0 - entries.count } ?? pageLimit
             guard wanted > 0 else { break }
-            let answer = try await page(UInt32(min(wanted, versionsPageLimit)), cursor)
+            let answer = try await page(UInt32(min(wanted, pageLimit)), cursor)
             entries += answer.entries
             // Older entries follow only from an answer that moved the cursor back (else this would ask forever).
             guard answer.more, let last = answer.entries.last, cursor.map({ revision(last) < $0 }) ?? true else {

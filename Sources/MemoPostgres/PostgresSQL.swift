@@ -168,6 +168,14 @@ CREATE TABLE IF NOT EXISTS memo_durable (
         RETURNING revision
         """
 
+    /// A restore's version `c` counts only when it is one of the memo's newest `keep` versions, `keep` being the
+    /// calling server's `--versions`: another server over the same database may keep more (or, with K = 0, this
+    /// server's last drop may be up to a purge interval old), and a restore must find what this server's `log`
+    /// shows, as SQLite does (it keeps only K). With K = 0 it finds none: no version is kept.
+    static let keptByThisServer = """
+(SELECT count(*) FROM memo_changes d WHERE d.id = c.id AND d.vkind BETWEEN 1 AND 3 AND d.revision > c.revision) < keep
+"""
+
     /// The write function, made with the schema and replaced at every start (`PostgresSchema.ensure`), so that a
     /// database made by an older memo-server gets this version. An update is dated now, or at the memo's insert
     /// date when that is in the future (never before it).
@@ -227,7 +235,8 @@ BEGIN
                 END IF;
                 IF targets[i] IS NOT NULL THEN
                     SELECT c.content INTO body FROM memo_changes c
-                        WHERE c.revision = targets[i] AND c.id = ids[i] AND c.vkind BETWEEN 1 AND 3;
+                        WHERE c.revision = targets[i] AND c.id = ids[i] AND c.vkind BETWEEN 1 AND 3
+                            AND \(keptByThisServer);
                     IF NOT FOUND THEN
                         RETURN QUERY SELECT 7::smallint, 4::smallint, ids[i], NULL::bytea, NULL::bigint,
                             NULL::bigint, targets[i], NULL::text, NULL::text, NULL::boolean;
@@ -290,7 +299,8 @@ BEGIN
                     CONTINUE;
                 END IF;
                 SELECT c.content INTO body FROM memo_changes c
-                    WHERE c.revision = targets[i] AND c.id = m.id AND c.vkind BETWEEN 1 AND 3;
+                    WHERE c.revision = targets[i] AND c.id = m.id AND c.vkind BETWEEN 1 AND 3
+                        AND \(keptByThisServer);
                 IF NOT FOUND THEN
                     RETURN QUERY SELECT 7::smallint, 4::smallint, m.id, NULL::bytea, NULL::bigint, NULL::bigint,
                         targets[i], NULL::text, NULL::text, NULL::boolean;

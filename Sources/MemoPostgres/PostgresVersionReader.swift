@@ -24,9 +24,16 @@ final class PostgresVersionReader: @unchecked Sendable {
     /// reads changes: the writers commit without waiting for the flush, and a row before its claim could still be
     /// taken back by a crash of PostgreSQL.
     static let durableBound = "revision <= (SELECT coalesce(max(d.revision), 0) FROM memo_durable d)"
+    /// A memo's versions older than `$2`, at most `$3`, among its newest `$4` (this server's K, above 0): another
+    /// server may keep more, and a server started with a smaller K than before finds up to the old K of a memo until
+    /// that memo is next written (SQLite keeps only the newest K from its open on); `log` shows at most K, as the
+    /// restore finds at most K (`PostgresSQL.keptByThisServer`).
     static let historySQL = """
         SELECT revision, vkind, update_micros, author_name, author_serial, content FROM memo_changes
         WHERE id = $1::uuid AND vkind BETWEEN 1 AND 3 AND revision < $2::bigint AND \(durableBound)
+            AND revision >= coalesce((SELECT revision FROM memo_changes
+                WHERE id = $1::uuid AND vkind BETWEEN 1 AND 3 AND \(durableBound)
+                ORDER BY revision DESC OFFSET ($4::bigint - 1) LIMIT 1), 0)
         ORDER BY revision DESC LIMIT $3::bigint
         """
     static let knownSQL = """
@@ -47,7 +54,7 @@ final class PostgresVersionReader: @unchecked Sendable {
                 var versions: [MemoVersion] = []
                 // With K = 0 no version is read: a known memo's page is empty.
                 let rows = keep == 0 ? nil : try connection.execute(
-                    Self.historySQL, [.text(id.uuidString), .text(bound), .text(String(limit + 1))])
+                    Self.historySQL, [.text(id.uuidString), .text(bound), .text(String(limit + 1)), .text(String(keep))])
                 if let rows {
                     for row in 0..<rows.rowCount {
                         guard let kind = VersionKind(rawValue: UInt8(truncatingIfNeeded: rows.integer(row, 1))) else {

@@ -231,7 +231,8 @@ struct ServerSession {
             pendingVersionReads += 1
             handledResult = nil
             actions.append(.readVersions(
-                requestID: id, .history(id: memoID, limit: Int(min(limit, Self.maxVersionsPage)), before: before)))
+                requestID: id,
+                .history(id: memoID, limit: Int(min(limit, WireProtocol.maxVersionsPage)), before: before)))
         case .trash(let limit, let before):
             guard limit > 0 else {
                 answer(&actions, id, .error(code: .invalidRequest, message: "a trash limit must be at least 1"))
@@ -241,7 +242,7 @@ struct ServerSession {
             pendingVersionReads += 1
             handledResult = nil
             actions.append(.readVersions(
-                requestID: id, .trash(limit: Int(min(limit, Self.maxVersionsPage)), before: before)))
+                requestID: id, .trash(limit: Int(min(limit, WireProtocol.maxVersionsPage)), before: before)))
         case .subscribe(let after):
             guard subscriptions.count < limits.maxSubscriptions else {
                 answer(&actions, id, .error(code: .invalidRequest,
@@ -361,9 +362,6 @@ struct ServerSession {
         pendingStatus -= 1
         counters.count(.status, .ok)
     }
-
-    /// The most versions or trash entries one `history` or `trash` answer holds (a larger limit is cut to it).
-    static let maxVersionsPage: UInt32 = 1000
 
     /// A `history` or `trash` read finished: the message that answers it.
     mutating func versionsRead(_ result: Result<Message, MemoError>, counters: inout LoopCounters) -> Message {

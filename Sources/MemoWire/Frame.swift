@@ -13,6 +13,9 @@ public enum WireProtocol {
     public static let headerSize = 9
     /// Where a frame's request id lies: after the length prefix and the type.
     public static let requestIDOffset = 5
+    /// The most versions or trash entries one `history` or `trash` answer holds: the server cuts a larger limit to
+    /// it, and memo-client asks for at most this many per request.
+    public static let maxVersionsPage: UInt32 = 1000
 }
 
 /// One frame: `u32 length | u8 type | u32 request id | payload`, where length counts everything after itself.

@@ -27,9 +27,11 @@ struct PostgresVersionsTests {
         return database
     }
 
-    /// The rows of `memo_changes` marked as kept versions (not the trash's).
-    private func versionRows(_ postgres: TestPostgres, _ database: String) throws -> Int {
-        Int(try postgres.sql("SELECT count(*) FROM memo_changes WHERE vkind BETWEEN 1 AND 3", database: database)
+    /// The rows of `memo_changes` marked as kept versions (not the trash's), of memo `id` when given.
+    private func versionRows(_ postgres: TestPostgres, _ database: String, of id: UUID? = nil) throws -> Int {
+        let memo = id.map { " AND id = '\($0.uuidString)'::uuid" } ?? ""
+        return Int(try postgres.sql(
+            "SELECT count(*) FROM memo_changes WHERE vkind BETWEEN 1 AND 3" + memo, database: database)
             .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
@@ -139,6 +141,104 @@ struct PostgresVersionsTests {
         _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: alice))
         #expect(try await pollUntilAsync { try versionRows(postgres, database) == 0 })
         #expect(try await keeping.history(id: id, limit: 10).versions.isEmpty)
+    }
+
+    /// Servers over one database with different `--versions`: in the up to 60 s between the off server's drops
+    /// the other server's versions are in the database, and a restore sent to the off server answers as with no
+    /// versions (not found), for a live memo and for a version of one in the trash; the trash itself stays.
+    @Test func aRestoreSentToAServerWithVersionsOffFindsNoVersionAnotherServerKept() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let keeping = try PostgresStore(uri: postgres.uri(database))
+        defer { keeping.close() }
+        let off = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 0, trashDays: 30))
+        defer { off.close() }
+        // The off server drops the versions when it opens and with its first purge pass, in its writer's first
+        // turn: a second write of its own is taken in a later turn, so once it is answered that pass is done.
+        for _ in 0..<2 { _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: bob)) }
+        // Its next pass comes 60 s later, and may fall inside a round on a loaded machine: a round counts only when
+        // the memo's versions are still in the database after its restores (nothing puts dropped ones back), else
+        // it is made again with a new memo.
+        var conclusive: (id: UUID, deleted: UInt64)?
+        for _ in 0..<3 where conclusive == nil {
+            let id = UUID()
+            let made = try await keeping.perform(.create(id: id, content: "one", insertMicros: nil, author: alice))
+            let edited = try await keeping.perform(
+                .update(id: id, content: "two", expectedRevision: made.revision, author: bob))
+            await expectVersionNotFound(id) {
+                try await off.restore(id: id, revision: made.revision, expectedRevision: edited.revision, author: alice)
+            }
+            let deleted = try await keeping.perform(.delete(id: id, expectedRevision: nil, author: alice))
+            await expectVersionNotFound(id) {
+                try await off.restore(id: id, revision: made.revision, expectedRevision: deleted.revision, author: alice)
+            }
+            if try versionRows(postgres, database, of: id) == 2 { conclusive = (id, deleted.revision) }
+        }
+        let round = try #require(conclusive, "the off server dropped the versions inside every round")
+        // The trash restore without a version works on the off server.
+        let back = try await off.restore(id: round.id, revision: nil, expectedRevision: round.deleted, author: bob)
+        #expect(back.content.utf8.elementsEqual("two".utf8))
+    }
+
+    /// A server started with a smaller `--versions` than the one before: the database still marks the old K of a
+    /// memo until it is next written, and `log` shows (and a restore finds) only the newest K, as SQLite does
+    /// from its open on; the next write caps the memo at K.
+    @Test func aServerStartedWithASmallerKShowsAndRestoresOnlyTheNewestKVersions() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let id = UUID()
+        var revisions: [UInt64] = []
+        do {
+            let before = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 5, trashDays: 30))
+            defer { before.close() }
+            var memo = try await before.perform(.create(id: id, content: "v1", insertMicros: nil, author: alice))
+            revisions.append(memo.revision)
+            for text in ["v2", "v3", "v4"] {
+                memo = try await before.perform(
+                    .update(id: id, content: text, expectedRevision: memo.revision, author: alice))
+                revisions.append(memo.revision)
+            }
+        }
+        let after = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 2, trashDays: 30))
+        defer { after.close() }
+        #expect(try versionRows(postgres, database) == 4)
+        let page = try await after.history(id: id, limit: 10)
+        #expect(page.versions.map(\.revision) == [revisions[3], revisions[2]])
+        #expect(page.versions.map(\.content) == ["v4", "v3"])
+        #expect(!page.more)
+        let first = try await after.history(id: id, limit: 1)
+        #expect(first.versions.map(\.revision) == [revisions[3]])
+        #expect(first.more)
+        let older = try await after.history(id: id, limit: 10, before: revisions[3])
+        #expect(older.versions.map(\.revision) == [revisions[2]])
+        #expect(!older.more)
+        #expect(try await after.history(id: id, limit: 10, before: revisions[2]).versions.isEmpty)
+        await expectVersionNotFound(id) {
+            try await after.restore(id: id, revision: revisions[1], expectedRevision: revisions[3], author: bob)
+        }
+        let restored = try await after.restore(id: id, revision: revisions[2], expectedRevision: revisions[3], author: bob)
+        #expect(restored.content.utf8.elementsEqual("v3".utf8))
+        #expect(try await after.history(id: id, limit: 10).versions.map(\.revision) == [restored.revision, revisions[3]])
+        #expect(try versionRows(postgres, database) == 2)
+    }
+
+    /// A restore that must fail as not found because the version is not kept (by this server).
+    private func expectVersionNotFound(
+        _ id: UUID, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Memo
+    ) async {
+        do {
+            let memo = try await body()
+            Issue.record("restored \(memo.content) at revision \(memo.revision)", sourceLocation: sourceLocation)
+        } catch let error as MemoError {
+            guard case .versionNotFound(let failed, let reason) = error else {
+                Issue.record("failed with \(error), not version-not-found", sourceLocation: sourceLocation)
+                return
+            }
+            #expect(failed == id, sourceLocation: sourceLocation)
+            #expect(reason.hasPrefix("version "), sourceLocation: sourceLocation)
+        } catch {
+            Issue.record("failed with \(error)", sourceLocation: sourceLocation)
+        }
     }
 
     @Test func versionsAndTrashEntriesNotYetClaimedDurableAreNotShown() async throws {

@@ -72,6 +72,29 @@ struct FramedSession {
         bytes.withUnsafeBytes { session.receive($0, store: store) }
     }
 
+    /// The one page cap memo-client pages by (`WireProtocol.maxVersionsPage`) is the one the server cuts to.
+    @Test func aHistoryOrTrashLimitAboveTheWiresVersionsPageIsCutToIt() throws {
+        let id = UUID()
+        let cap = Int(WireProtocol.maxVersionsPage)
+        var framed = session()
+        let actions = feed(&framed, hello(1)
+            + Message.history(id: id, limit: 5000, before: nil).frame(requestID: 2, version: WireProtocol.version)
+            + Message.trash(limit: .max, before: 9).frame(requestID: 3, version: WireProtocol.version)
+            + Message.history(id: id, limit: UInt32(cap), before: 7).frame(requestID: 4, version: WireProtocol.version))
+        let reads = actions.compactMap { action -> VersionRead? in
+            guard case .readVersions(_, let read) = action else { return nil }
+            return read
+        }
+        guard reads.count == 3,
+            case .history(id, cap, nil) = reads[0],
+            case .trash(cap, 9) = reads[1],
+            case .history(id, cap, 7) = reads[2]
+        else {
+            Issue.record("not three reads cut to \(cap): \(reads)")
+            return
+        }
+    }
+
     @Test func framesFedOneByteAtATimeAreAnsweredAsWholeOnes() throws {
         let id = UUID()
         let stream = hello(1) + Message.ping(nonce: 42).frame(requestID: 2)
