@@ -1,5 +1,6 @@
 import MemoDiagnostics
 import MemoNet
+import MemoModel
 import MemoWire
 import Synchronization
 
@@ -110,9 +111,34 @@ final class LoopContext {
         }
     }
 
-    func removeAll(of connection: ServerConnection) {
+    /// Keeps a connection that started on this loop, active as of this tick, until `removeAll(of:closedWith:)`.
+    func add(_ connection: ServerConnection) {
+        connections[ObjectIdentifier(connection)] = connection
+        connection.lastActiveTick = tick
+    }
+
+    /// Forgets a connection that closed, counting its close by `reason` (see `CloseReason`).
+    func removeAll(of connection: ServerConnection, closedWith reason: String) {
         removeSubscriptions(of: connection)
         connections[ObjectIdentifier(connection)] = nil
+        counters.closes[CloseReason(reason: reason).rawValue] &+= 1
+    }
+
+    /// Starts `connection`'s subscription `requestID`: registered before the snapshot or history is read (so that
+    /// the broadcaster counts it; see `Broadcaster`), then due every change after the start's head, or removed
+    /// when the start has none (it was refused).
+    func start(_ start: WatchStart, requestID: UInt32, of connection: ServerConnection) -> SubscriptionStart {
+        subscribe(connection, requestID: requestID, after: UInt64.max)
+        let server = connection.server
+        let first = SubscriptionStart(
+            start, requestID: requestID, store: server.store, maxFrameSize: server.limits.maxFrameSize,
+            version: connection.outbound.version)
+        if let head = first.head {
+            subscribe(connection, requestID: requestID, after: head)
+        } else {
+            unsubscribe(connection, requestID: requestID)
+        }
+        return first
     }
 
     /// The store let go (it cannot follow its shared database): every connection gets going-away 504 and closes;
