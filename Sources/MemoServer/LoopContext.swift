@@ -1,5 +1,6 @@
 import MemoDiagnostics
 import MemoNet
+import MemoModel
 import MemoWire
 import Synchronization
 
@@ -110,9 +111,34 @@ final class LoopContext {
         }
     }
 
-    func removeAll(of connection: ServerConnection) {
+    /// Keeps a connection that started on this loop, active as of this tick, until `removeAll(of:closedWith:)`.
+    func add(_ connection: ServerConnection) {
+        connections[ObjectIdentifier(connection)] = connection
+        connection.lastActiveTick = tick
+    }
+
+    /// Forgets a connection that closed, counting its close by `reason` (see `CloseReason`).
+    func removeAll(of connection: ServerConnection, closedWith reason: String) {
         removeSubscriptions(of: connection)
         connections[ObjectIdentifier(connection)] = nil
+        counters.closes[CloseReason(reason: reason).rawValue] &+= 1
+    }
+
+    /// Starts `connection`'s subscription `requestID`: registered before the snapshot or history is read (so that
+    /// the broadcaster counts it; see `Broadcaster`), then due every change after the start's head, or removed
+    /// when the start has none (it was refused).
+    func start(_ start: WatchStart, requestID: UInt32, of connection: ServerConnection) -> SubscriptionStart {
+        subscribe(connection, requestID: requestID, after: UInt64.max)
+        let server = connection.server
+        let first = SubscriptionStart(
+            start, requestID: requestID, store: server.store, maxFrameSize: server.limits.maxFrameSize,
+            version: connection.outbound.version)
+        if let head = first.head {
+            subscribe(connection, requestID: requestID, after: head)
+        } else {
+            unsubscribe(connection, requestID: requestID)
+        }
+        return first
     }
 
     /// The store let go (it cannot follow its shared database): every connection gets going-away 504 and closes;
@@ -135,6 +161,14 @@ final class LoopContext {
         var delivered: UInt64 = 0
         for subscriber in subscribers.values {
             var queued = false
+            if frames.count == 1, subscriber.subscriptions.count == 1 {
+                // The usual delivery, one change to one subscription, written at once when nothing waits.
+                let (requestID, after) = subscriber.subscriptions[0]
+                guard last.revision > after else { continue }
+                delivered &+= 1
+                if subscriber.connection.deliver(last, requestID: requestID) { subscriber.connection.flush() }
+                continue
+            }
             for (requestID, after) in subscriber.subscriptions where last.revision > after {
                 for frame in frames where frame.revision > after {
                     subscriber.connection.enqueue(.change(frame, requestID: requestID))

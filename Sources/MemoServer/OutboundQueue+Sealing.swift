@@ -40,15 +40,57 @@ extension OutboundQueue {
         defer {
             if writer.bytes.capacity > 2 * WireProtocol.defaultMaxFrameSize { writer = WireWriter(capacity: 64 * 1024) }
         }
-        do {
-            return try sealRound(
+        return try Self.failing {
+            try sealRound(
                 through: &transport, handshakeComplete: handshakeComplete, to: socket, scratch: scratch,
                 writer: &writer, listsSent: &listsSent)
+        }
+    }
+
+    /// What became of a change given to `deliver`.
+    enum Delivery {
+        /// Queued, for the caller to flush.
+        case queued
+        /// Written whole: nothing waits for the socket.
+        case written
+        /// Written in part: the rest of the record waits in the pump for the socket to be writable.
+        case blocked
+    }
+
+    /// A subscriber's change. When `direct` and nothing waits for its socket (the queue empty, the pump flushed),
+    /// it is sealed straight from its shared frame into `scratch`, its request id set in the record's copy, and
+    /// written, without entering the queue; what the socket refuses stays in the pump, as after `writeRound`.
+    /// Otherwise, or when it cannot be sealed alone (TLS holds records, or a KeyUpdate is due), it is queued.
+    /// - Throws: `WriteFailure`, whose reason the connection closes with.
+    mutating func deliver(
+        _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: inout FramedTLSTransport,
+        to socket: TCPSocket, scratch: UnsafeMutableRawBufferPointer
+    ) throws(WriteFailure) -> Delivery {
+        if direct, isEmpty, transport.isFlushed, let written = try Self.failing({
+            try transport.seal(frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID)
+        }) {
+            return written == .blocked ? .blocked : .written
+        }
+        append(.change(frame, requestID: requestID))
+        return .queued
+    }
+
+    /// Runs a write, its error turned into the connection's close reason.
+    private static func failing<T>(_ write: () throws -> T) throws(WriteFailure) -> T {
+        do {
+            return try write()
         } catch let error as TLSError {
             throw WriteFailure(reason: "TLS write failed: \(error.kind.summary)")
         } catch {
             throw WriteFailure(reason: "write failed: \(error)")
         }
+    }
+
+    /// Queues the frame that tells the peer why it is closed, after dropping everything queued when the notice
+    /// says so (a slow consumer); nothing is queued once output is no longer accepted (lingering).
+    mutating func append(_ notice: ServerConnectionMachine.Notice, acceptsOutput: Bool) {
+        if notice.dropQueued { removeAll() }
+        if acceptsOutput { append(.frame(notice.frame)) }
     }
 
     /// Why a write round failed, as the connection's close reason.

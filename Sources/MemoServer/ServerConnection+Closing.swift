@@ -81,8 +81,7 @@ extension ServerConnection {
         #if DEBUG
         census.keysDiscarded(stillHeld: tls.holdsKeyMaterial)
         #endif
-        context.value.removeAll(of: self)
-        context.value.counters.closes[CloseReason(reason: machine.closeReason).rawValue] &+= 1
+        context.value.removeAll(of: self, closedWith: machine.closeReason)
         outbound.removeAll()
         server.log(name.record(.closed(reason: machine.closeReason)))
         server.connectionClosed()

@@ -40,25 +40,44 @@ extension ServerConnection {
     /// Writes as much as the socket takes: queued frames into TLS, TLS records into the socket.
     func flush() {
         guard phase != .closed else { return }
-        let ctx = context.value
-        lastActiveTick = ctx.tick
         var listsSent = 0
-        let blocked: Bool
-        do {
-            blocked = try ctx.cipherBuffer.withUnsafeMutableBytes { scratch in
-                try outbound.write(
-                    through: &transport, handshakeComplete: tls.isHandshakeComplete, to: socket, scratch: scratch,
-                    writer: &ctx.writer, listsSent: &listsSent)
-            }
-        } catch {
-            abort((error as? OutboundQueue.WriteFailure)?.reason ?? "write failed: \(error)")
-            return
-        }
+        guard let blocked = writing({ scratch in
+            try outbound.write(
+                through: &transport, handshakeComplete: tls.isHandshakeComplete, to: socket, scratch: scratch,
+                writer: &context.value.writer, listsSent: &listsSent)
+        }) else { return }
         if listsSent > 0 { session?.listsSent(listsSent) }
         if blocked { return run(machine.writeBlocked()) }
         run(machine.drained(
             pendingWrites: session?.hasPendingWrites == true, tlsComplete: tls.isHandshakeComplete,
             hasWholeFrame: transport.frames.hasWholeFrame))
+    }
+
+    /// Delivers one change to this subscriber: written at once (`OutboundQueue.deliver`) when the flush after it
+    /// would change nothing (serving, reading not paused, watched for reading only), else queued.
+    /// - Returns: whether it was queued (the caller flushes).
+    func deliver(_ frame: SharedFrame, requestID: UInt32) -> Bool {
+        guard machine.acceptsOutput else { return true }  // lingering: nowhere to send it
+        let direct = machine.mayAnswerBufferedFrames && registeredInterest == .readable
+        guard let delivery = writing({ scratch in
+            try outbound.deliver(
+                frame, requestID: requestID, direct: direct, through: &transport, to: socket, scratch: scratch)
+        }) else { return false }
+        if delivery == .blocked { run(machine.writeBlocked()) }
+        if delivery != .written { checkOutboundLimit() }  // what waits counts toward the slow-consumer limit
+        return delivery == .queued
+    }
+
+    /// Runs a write through the loop's buffer; one that fails closes the connection, and gives nil.
+    private func writing<T>(_ write: (UnsafeMutableRawBufferPointer) throws -> T) -> T? {
+        let ctx = context.value
+        lastActiveTick = ctx.tick
+        do {
+            return try ctx.cipherBuffer.withUnsafeMutableBytes { scratch in try write(scratch) }
+        } catch {
+            abort((error as? OutboundQueue.WriteFailure)?.reason ?? "write failed: \(error)")
+            return nil
+        }
     }
 
     func setInterest(_ interest: Interest) {

@@ -73,9 +73,7 @@ final class ServerConnection: EventHandler {
             server.connectionClosed()
             return
         }
-        let ctx = context.value
-        ctx.connections[ObjectIdentifier(self)] = self
-        lastActiveTick = ctx.tick
+        context.value.add(self)
         arm(.handshake)
     }
 
@@ -237,17 +235,8 @@ final class ServerConnection: EventHandler {
     }
 
     private func subscribe(_ requestID: UInt32, _ start: WatchStart) {
-        // Counted before the snapshot or history is read; see `Broadcaster`.
-        context.value.subscribe(self, requestID: requestID, after: UInt64.max)
-        let first = SubscriptionStart(
-            start, requestID: requestID, store: server.store, maxFrameSize: server.limits.maxFrameSize,
-            version: outbound.version)
-        if let head = first.head {
-            context.value.subscribe(self, requestID: requestID, after: head)
-        } else {
-            session?.subscriptionEnded(requestID)
-            context.value.unsubscribe(self, requestID: requestID)
-        }
+        let first = context.value.start(start, requestID: requestID, of: self)
+        if first.head == nil { session?.subscriptionEnded(requestID) }
         for item in first.items { enqueue(item) }
     }
 
@@ -259,21 +248,15 @@ final class ServerConnection: EventHandler {
         case .discardInput: drainWhileClosing()
         case .setInterest(let interest): setInterest(interest)
         case .startSession:
-            let role: Role = tls.peerRole == .readOnly ? .readOnly : .readWrite
-            // The author of this connection's writes: its certificate, never anything the client says.
-            let author = Author(name: tls.peerCommonName ?? "", serial: tls.peerSerialNumber ?? "")
-            session = ServerSession(limits: server.limits, role: role, serverName: server.serverName, author: author)
+            session = ServerSession(limits: server.limits, certifiedBy: tls, serverName: server.serverName)
             // A handshake begun before a reload was verified against the previous list.
             closeIfRevoked(nil)
         case .arm(let deadline): arm(deadline)
         case .cancel(let deadline): timers.cancel(deadline)
         case .startClosing: startClosing()
         case .sendAndClose(let notice):
-            if notice.dropQueued {
-                server.log(name.slowConsumer(limit: server.limits.maxOutboundBytes))
-                outbound.removeAll()
-            }
-            if machine.acceptsOutput { outbound.append(.frame(notice.frame)) }
+            if notice.dropQueued { server.log(name.slowConsumer(limit: server.limits.maxOutboundBytes)) }
+            outbound.append(notice, acceptsOutput: machine.acceptsOutput)
             run(machine.beginClosing(notice.reason))
         case .sendCloseNotify:
             // Then the loop writes it; the flush that finds everything written lingers.

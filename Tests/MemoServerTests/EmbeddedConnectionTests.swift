@@ -86,12 +86,19 @@ final class EmbeddedConnection {
 
     /// Every message the server sent since the last call, decoded.
     func received() throws -> [Message] {
+        try receivedFrames().map(\.message)
+    }
+
+    /// Every message the server sent since the last call, decoded, with the request id its frame carried.
+    func receivedFrames() throws -> [(requestID: UInt32, message: Message)] {
         _ = try? client.readPlaintext(into: &plaintext)
         decoder.append(plaintext)
         plaintext.removeAll()
-        var messages: [Message] = []
-        while let frame = try decoder.next() { messages.append(try Message(frame: frame, version: WireProtocol.version)) }
-        return messages
+        var frames: [(UInt32, Message)] = []
+        while let frame = try decoder.next() {
+            frames.append((frame.requestID, try Message(frame: frame, version: WireProtocol.version)))
+        }
+        return frames
     }
 }
 
@@ -158,6 +165,46 @@ final class EmbeddedConnection {
             // A request sent anyway is not answered.
             try embedded.send(Message.ping(nonce: 1).frame(requestID: 2))
             #expect(try embedded.received().isEmpty)
+        }
+    }
+
+    @Test func aChangeTheSocketTookInPartIsFinishedWholeBeforeTheChangesQueuedBehindIt() throws {
+        try withTemporaryDirectory { directory in
+            let embedded = try EmbeddedConnection(fixture: try TLSFixture(directory: directory))
+            try embedded.handshake()
+            try embedded.hello()
+            try embedded.send(Message.subscribe(after: 0).frame(requestID: 7))
+            _ = try embedded.received()  // the subscription's start
+            let frames = (1...3).map { revision in
+                SharedFrame(change: Change(revision: revision, kind: .created, memo: Memo(
+                    id: UUID(), content: "change \(revision)", insertMicros: 1, updateMicros: 1, revision: revision)))
+            }
+            // The socket takes 40 bytes of the first change's record (about 150): it is written at once, straight
+            // from the shared frame, and the rest waits for the socket to be writable.
+            embedded.peer.sendWindow = 40
+            let context = embedded.connection.context.value
+            context.deliver([frames[0]])
+            #expect(embedded.peer.sendWindow == 0)
+            #expect(embedded.connection.registeredInterest.contains(.writable))
+            // These cannot be written before the first one's rest: they are queued behind it.
+            context.deliver([frames[1]])
+            context.deliver([frames[2]])
+            #expect(embedded.connection.outboundBytes > 0)
+            embedded.peer.sendWindow = Int.max
+            embedded.exchange()
+            let received = try embedded.receivedFrames()
+            #expect(received.map(\.requestID) == [7, 7, 7])
+            #expect(received.map { message -> String? in
+                guard case .change(let change) = message.message else { return nil }
+                return "\(change.revision) \(change.memo.content)"
+            } == ["1 change 1", "2 change 2", "3 change 3"])
+            #expect(embedded.connection.registeredInterest == .readable)
+            #expect(embedded.connection.outboundBytes == 0)
+            // With nothing waiting, the next change is written whole during the delivery, before the loop runs.
+            context.deliver([SharedFrame(change: Change(revision: 4, kind: .created, memo: Memo(
+                id: UUID(), content: "change 4", insertMicros: 1, updateMicros: 1, revision: 4)))])
+            embedded.client.feed(embedded.peer.read())
+            #expect(try embedded.receivedFrames().map(\.requestID) == [7])
         }
     }
 

@@ -141,6 +141,24 @@ import Testing
         #expect(queue.heldBytes == 0)
     }
 
+    /// A closing notice drops what is queued only when it says so (a slow consumer), and is queued only while
+    /// output is accepted (not once lingering).
+    @Test func aClosingNoticeDropsTheQueueOnlyWhenToldAndIsQueuedOnlyWhileOutputIsAccepted() {
+        var notice = ServerConnectionMachine.Notice(
+            code: .shuttingDown, message: "bye", reason: "server shutting down", goingAway: true)
+        var queue = OutboundQueue()
+        queue.append(.frame(frame(10, 1)))
+        queue.append(notice, acceptsOutput: true)
+        #expect(drain(&queue).bytes == frame(10, 1) + notice.frame)
+        queue.append(.frame(frame(10, 2)))
+        notice.dropQueued = true
+        queue.append(notice, acceptsOutput: true)
+        #expect(drain(&queue).bytes == notice.frame)
+        queue.append(.frame(frame(10, 3)))
+        queue.append(notice, acceptsOutput: false)
+        #expect(queue.isEmpty)
+    }
+
     /// A successful write's answer, encoded straight from its memo, is the frame `.memo(memo)` encodes, in every
     /// protocol version, small (into the tail) and large (a frame of its own), and keeps its place behind
     /// what was queued before it.
