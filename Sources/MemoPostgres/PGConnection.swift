@@ -424,16 +424,14 @@ final class PGConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads what arrived on the socket and returns the payloads of the notifications it held, as bytes (a payload
-    /// carries contents, whose identity is their bytes).
-    func notifications() throws(PGError) -> [[UInt8]] {
+    /// Reads what arrived on the socket and returns the payloads of the notifications it held.
+    func notifications() throws(PGError) -> [String] {
         if PQconsumeInput(handle) == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
         }
-        var payloads: [[UInt8]] = []
+        var payloads: [String] = []
         while let notify = PQnotifies(handle) {
-            let extra = UnsafeRawPointer(notify.pointee.extra).assumingMemoryBound(to: UInt8.self)
-            payloads.append(Array(UnsafeBufferPointer(start: extra, count: strlen(notify.pointee.extra))))
+            payloads.append(String(cString: notify.pointee.extra))
             PQfreemem(notify)
         }
         return payloads

@@ -7,15 +7,11 @@ import Synchronization
 
 /// The one thread that applies changes to a server's `StoreState`, strictly in revision order and never skipping.
 ///
-/// Its connection LISTENs for the durable head other servers' writers notify after their batches' claims. A
-/// notification carries the newest changes up to that head when they fit (`FeedPayload`): those that come next
-/// are applied without a read. Otherwise (the payload carries none, starts past a hole, or is not one), the feed
-/// reads the changes table after the last applied revision, up to the durable head (`PostgresSQL.changesAfter`);
-/// it reads it at least every second too: a notification is only a hint (PostgreSQL drops those sent while this
-/// connection is down), the table is the truth, and a read that catches up drops whatever carried change is still
-/// waiting (none a true payload sent can be: each was durable before it was sent, so the read covers it). The
-/// server's own writer hands over the changes it committed and made durable, which are applied without a read
-/// when they come next.
+/// Its connection LISTENs for the durable head other servers' writers notify after their batches' claims, and
+/// reads the changes table after the last applied revision, up to the durable head (`PostgresSQL.changesAfter`), on
+/// every notification and at least every second: a notification is only a hint (PostgreSQL drops those sent while
+/// this connection is down), the table is the truth. The server's own writer hands over the changes it committed
+/// and made durable, which are applied without a read when they come next.
 ///
 /// Every call has the storage timeout as its deadline: a read that gets no answer in time is a
 /// lost connection, made again at once. When a read has been due for longer than the lag bound without
@@ -32,10 +28,7 @@ final class PostgresFeed: Sendable {
     }
 
     private struct State {
-        /// The changes this server's writer handed over.
         var known: [UInt64: Change] = [:]
-        /// The changes notifications' payloads carried, not applied yet (past a hole).
-        var carried: [UInt64: Change] = [:]
         var waiters: [Waiter] = []
         var stopping = false
         /// Why this server refuses writes and reads: it cannot follow the database (nil while it serves).
@@ -196,8 +189,6 @@ final class PostgresFeed: Sendable {
                     switch try catchUp(current) {
                     case .caughtUp:
                         readDue = false
-                        // Every change a true payload carried is covered by this read: what is left was not one.
-                        state.withLock { $0.carried = [:] }
                         lastRead = .now()
                         dueSince.store(0, ordering: .relaxed)
                         let recovered = state.withLock { state in
@@ -236,14 +227,9 @@ final class PostgresFeed: Sendable {
             }
             // A notification that came with a query's answer already sits in libpq's buffer, and the socket would
             // not wake the wait for it: it is looked for before sleeping as well as after.
-            switch takeNotifications(&connection) {
-            case .due where !readDue:
+            if !readDue, takeNotifications(&connection) {
                 readDue = true
                 continue
-            case .applied:
-                continue  // finishes the waiters the carried changes let through
-            case .due, .nothing:
-                break
             }
             // Sleeps until the next periodic read (or, while disconnected, the next attempt to connect), the first
             // waiter's deadline, or the lag bound, whichever comes first.
@@ -262,7 +248,7 @@ final class PostgresFeed: Sendable {
                 ? Int(min((wakeAt.uptimeNanoseconds - now) / 1_000_000 + 1, UInt64(Int32.max))) : 0
             let timeout = connection == nil ? min(link.retryDelayMillis, 1_000, untilWake) : untilWake
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
-            readDue = takeNotifications(&connection) == .due || readDue
+            readDue = takeNotifications(&connection) || readDue
         }
         // The last writes handed over are applied, or answered as not applied, before the thread ends.
         applyKnown()
@@ -321,7 +307,6 @@ final class PostgresFeed: Sendable {
         do throws(MemoError) {
             let (table, history) = try PostgresSchema.load(from: connection, historyCapacity: historyCapacity)
             storeState.reload(table: table, history: history)
-            state.withLock { $0.carried = [:] }
         } catch {
             state.withLock { $0.reloading = false }
             link.lost(PGError(message: "cannot load a snapshot: \(error)", sqlState: nil, connectionLost: true))
@@ -343,53 +328,23 @@ final class PostgresFeed: Sendable {
         return true
     }
 
-    /// What the notifications that arrived brought.
-    private enum Taken {
-        /// Nothing new.
-        case nothing
-        /// Changes their payloads carried, now applied, up to every head announced.
-        case applied
-        /// A head past what is applied (with or without changes carried): the table must be read.
-        case due
-    }
-
-    /// Reads what arrived on the connection and applies the changes the payloads carried that come next; due when
-    /// a notification announces a revision still not applied, or is not a payload at all.
+    /// Reads what arrived on the connection; true when a notification announces a revision not applied yet.
     /// A broken connection is dropped (the next turn reconnects and reads).
-    private func takeNotifications(_ connection: inout PGConnection?) -> Taken {
-        guard let current = connection else { return .nothing }
-        let payloads: [[UInt8]]
+    private func takeNotifications(_ connection: inout PGConnection?) -> Bool {
+        guard let current = connection else { return false }
         do throws(PGError) {
-            payloads = try current.notifications()
+            let applied = storeState.revision
+            var due = false
+            for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
+                if let head = UInt64(payload) { stats.saw(head: head) }
+                due = true
+                StageTrace.record(.woken, UInt64(payload) ?? 0)
+            }
+            return due
         } catch {
             lose(error, &connection)
-            return .nothing
+            return false
         }
-        guard !payloads.isEmpty else { return .nothing }
-        let applied = storeState.revision
-        var head: UInt64 = 0
-        var carried: [Change] = []
-        for payload in payloads {
-            guard let announced = FeedPayload.parse(payload) else {
-                head = .max  // not a payload: read
-                continue
-            }
-            guard announced.head > applied else { continue }
-            head = max(head, announced.head)
-            stats.saw(head: announced.head)
-            StageTrace.record(.woken, announced.head)
-            carried += announced.changes.drop { $0.revision <= applied }
-        }
-        guard head > applied else { return .nothing }
-        if !carried.isEmpty {
-            StageTrace.record(.carried, carried)
-            state.withLock { state in
-                for change in carried { state.carried[change.revision] = change }
-            }
-            applyKnown()
-        }
-        if head > storeState.revision { return .due }
-        return .applied
     }
 
     /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
@@ -404,7 +359,6 @@ final class PostgresFeed: Sendable {
         while true {
             applyKnown()
             let applied = storeState.revision
-            stats.feedReads.add(1, ordering: .relaxed)
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
             guard rows.rowCount > 0 else {
@@ -433,33 +387,20 @@ final class PostgresFeed: Sendable {
         }
     }
 
-    /// Applies the changes the writer handed over or payloads carried that come next, and forgets those already
-    /// applied.
+    /// Applies the writer's changes that come next, and forgets those already applied.
     private func applyKnown() {
         var next: [Change] = []
-        var fromPayloads: UInt64 = 0
         state.withLock { state in
-            guard !state.known.isEmpty || !state.carried.isEmpty else { return }
+            guard !state.known.isEmpty else { return }
             var revision = storeState.revision
-            while true {
-                if let change = state.known[revision + 1] {
-                    next.append(change)
-                } else if let change = state.carried[revision + 1] {
-                    next.append(change)
-                    fromPayloads += 1
-                } else {
-                    break
-                }
+            while let change = state.known[revision + 1] {
+                next.append(change)
                 revision += 1
             }
-            if !state.known.isEmpty { state.known = state.known.filter { $0.key > revision } }
-            if !state.carried.isEmpty { state.carried = state.carried.filter { $0.key > revision } }
+            state.known = state.known.filter { $0.key > revision }
         }
-        guard !next.isEmpty else { return }
-        // Counted before they are applied: whoever sees them applied sees them counted.
-        if fromPayloads > 0 { stats.carriedChanges.add(fromPayloads, ordering: .relaxed) }
         storeState.apply(next)
-        stats.feedProgressed()
+        if !next.isEmpty { stats.feedProgressed() }
     }
 
     /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in

@@ -15,8 +15,7 @@ enum PostgresSQL {
     /// The schema version this binary writes; a database at a newer one is refused, one at version 1 upgraded.
     static let schemaVersion: Int64 = 2
 
-    /// The channel whose notifications carry the durable head after a write commits, and the newest changes when
-    /// they fit (`notifyFunction`).
+    /// The channel whose notifications carry the head revision after a write commits (a hint only).
     static let channel = "memo_changes"
 
     static let createSchema = """
@@ -48,7 +47,7 @@ CREATE TABLE memo_changes (
 INSERT INTO memo_head (revision, last_insert) VALUES (0, 0);
 INSERT INTO memo_floor (revision) VALUES (0);
 INSERT INTO memo_schema VALUES (1);
-""" + durableTable + upgradeToVersion2 + notifyFunction
+""" + durableTable + upgradeToVersion2
 
     /// From version 1 to 2, in the caller's transaction: the author columns, the versions' marks (every memo's
     /// versions start with its current change, or a row of its own when that change was pruned; author empty),
@@ -351,50 +350,13 @@ END
 $$;
 """
 
-    /// What other servers' feeds wait for, sent by the claimer right after its claim (`durable`) in the same round
-    /// trip: the durable head, and the newest changes up to it when they fit (`notifyFunction`, the payload
-    /// `FeedPayload` reads). Committed without waiting for a flush: a notifying transaction holds PostgreSQL's one
-    /// notification lock until it ends, and several servers' flushes would queue on it.
-    static let notifyDurable = "SELECT memo_notify() FROM set_config('synchronous_commit', 'off', true) s"
-
-    /// Notifies `channel` with the durable head (the largest claim in `memo_durable`) and, when they fit, the
-    /// newest changes up to it, so that the other servers' feeds apply them without reading the changes table
-    /// (the payload's format is `FeedPayload`'s). The changes carried are the longest run ending at the head, in
-    /// revision order without a gap and above the floor, of at most `FeedPayload.maxChanges` changes and
-    /// `FeedPayload.budget` bytes (contents, authors, and 120 bytes for each change's other fields, more than
-    /// they take: PostgreSQL refuses a payload of 8,000 bytes or more), none with a NUL byte in its content
-    /// (a payload is text); in a database whose encoding is neither UTF8 nor SQL_ASCII, none at all (a content
-    /// would be converted). What is left out is read from the table, as before. Only changes a claim covers are
-    /// sent: nothing reaches another server before it is durable. A PL/pgSQL function, so that its query is
-    /// planned once per connection, not with each batch.
-    static let notifyFunction = """
-CREATE OR REPLACE FUNCTION memo_notify() RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('\(channel)', h.head::text || coalesce((
-        SELECT ',' || min(r.revision)::text || string_agg(
-            E'\\n' || r.kind::text || CASE WHEN r.vkind = 3 THEN '1' ELSE '0' END || replace(r.id::text, '-', '')
-            || ',' || r.insert_micros::text || ',' || r.update_micros::text || ','
-            || octet_length(r.author_name)::text || ':' || r.author_name
-            || octet_length(r.author_serial)::text || ':' || r.author_serial
-            || octet_length(r.content)::text || ':' || convert_from(r.content, 'UTF8'), '' ORDER BY r.revision)
-        FROM (
-            SELECT c.revision, c.kind, c.id, c.content, c.insert_micros, c.update_micros, c.author_name,
-                c.author_serial, c.vkind,
-                sum(octet_length(c.content) + octet_length(c.author_name) + octet_length(c.author_serial) + 120)
-                    OVER w AS used,
-                bool_and(position('\\x00'::bytea IN c.content) = 0) OVER w AS clean,
-                row_number() OVER w - 1 = h.head - c.revision AS contiguous
-            FROM (SELECT * FROM memo_changes c WHERE c.revision <= h.head AND c.revision > f.revision
-                  ORDER BY c.revision DESC LIMIT \(FeedPayload.maxChanges)) c
-            WINDOW w AS (ORDER BY c.revision DESC)
-        ) r
-        WHERE r.used <= \(FeedPayload.budget) AND r.clean AND r.contiguous
-            AND current_setting('server_encoding') IN ('UTF8', 'SQL_ASCII')), ''))
-    FROM (SELECT coalesce(max(d.revision), 0) AS head FROM memo_durable d) h, memo_floor f
-    WHERE f.one;
-END
-$$;
-"""
+    /// The hint other servers' feeds wait for: the durable head, sent by the claimer right after its claim
+    /// (`durable`) in the same round trip. Committed without waiting for a flush: a notifying transaction holds
+    /// PostgreSQL's one notification lock until it ends, and several servers' flushes would queue on it.
+    static let notifyDurable = """
+        SELECT pg_notify('\(channel)', max(d.revision)::text)
+        FROM memo_durable d, set_config('synchronous_commit', 'off', true) s
+        """
 
     /// The floor and the changes after `$1`, read at one instant (one statement, one snapshot). Only the changes
     /// above the floor (the rows below it are kept versions and trash entries, not the history), and only those a

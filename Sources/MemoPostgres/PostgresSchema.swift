@@ -29,9 +29,7 @@ enum PostgresSchema {
                 // The durable claims' table (for a database made before it), this binary's functions (an older
                 // write function let a client's date move the insert clock), and an insert clock such a date moved
                 // into the future set back to the latest insert date up to now.
-                try connection.execute(
-                    PostgresSQL.durableTable + PostgresSQL.writeFunction + PostgresSQL.pruneFunction
-                        + PostgresSQL.notifyFunction)
+                try connection.execute(PostgresSQL.durableTable + PostgresSQL.writeFunction + PostgresSQL.pruneFunction)
                 _ = try connection.execute(
                     "UPDATE memo_head SET last_insert = (SELECT coalesce(max(insert_micros), 0) FROM memos "
                         + "WHERE insert_micros <= $1::bigint) WHERE one AND last_insert > $1::bigint",
