@@ -51,7 +51,9 @@ def main() -> int:
                 if file.endswith(".swift"):
                     with open(os.path.join(root, file), encoding="utf-8") as source:
                         imported.update(IMPORT.findall(source.read()))
-        imported &= set(targets)
+        # A target's module name is its name with each character Swift cannot use in one (a dash) as `_`.
+        modules = {target_name.replace("-", "_"): target_name for target_name in targets}
+        imported = {modules[module] for module in imported if module in modules}
         imported.discard(name)
         declared = set()
         for dependency in target.get("dependencies", []):
