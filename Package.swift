@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "MemoPostgres", dependencies: ["MemoModel", "MemoStore", "MemoDiagnostics", "CPostgres", "CMemoLinux"]),
         .target(name: "MemoWire", dependencies: ["MemoModel"], swiftSettings: hotPathSettings),
-        .target(name: "MemoTLS", dependencies: ["COpenSSL"], swiftSettings: hotPathSettings),
+        .target(name: "MemoTLS", dependencies: ["COpenSSL", "MemoSystem"], swiftSettings: hotPathSettings),
         // The certificate authority `memo-server certs` runs: keys, certificates, the index and the revocation list
         // it writes. What a connection needs to load certificates and lists stays in MemoTLS.
         .target(name: "MemoPKI", dependencies: ["MemoTLS", "COpenSSL", "MemoSystem"]),

@@ -26,20 +26,9 @@ struct TLSSessionCache: Sendable {
 
     /// The saved session at `path`, nil when there is none or it cannot be read.
     static func load(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: maxSize + 1)
-        var filled = 0
-        while filled < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            filled += count
+        guard let bytes = FileDescriptor.readAll(path: path, limit: maxSize, noFollow: true), !bytes.isEmpty else {
+            return nil
         }
-        guard filled > 0, filled <= maxSize else { return nil }
-        bytes.removeLast(bytes.count - filled)
         return bytes
     }
 

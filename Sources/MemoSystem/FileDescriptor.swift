@@ -56,4 +56,21 @@ public enum FileDescriptor {
     public static func writeAll(_ fd: Int32, _ text: String) throws(WriteFailure) {
         try writeAll(fd, Array(text.utf8))
     }
+
+    /// The whole file at `path`, read(2) retried on EINTR; nil when it cannot be opened or read, or holds more than
+    /// `limit` bytes. With `noFollow` a symbolic link is not followed (the open fails).
+    public static func readAll(path: String, limit: Int = .max, noFollow: Bool = false) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | (noFollow ? O_NOFOLLOW : 0))
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0, bytes.count + count <= limit else { return nil }
+            if count == 0 { return bytes }
+            bytes += chunk[0..<count]
+        }
+    }
 }

@@ -1,7 +1,5 @@
 internal import COpenSSL
-#if canImport(Glibc)
-import Glibc
-#endif
+import MemoSystem
 
 extension TLSContext {
     /// Client only: the name under which sessions from `server` are saved, for this context's trust and identity:
@@ -10,7 +8,7 @@ extension TLSContext {
     /// a changed CA or certificate makes another name, and the old session is never offered. nil for a server
     /// context or when the CA file cannot be read.
     public func sessionCacheKey(server: String) -> String? {
-        guard !isServer, let caPath = configuration.trustedCAPath, let authority = Self.contents(of: caPath) else {
+        guard !isServer, let caPath = configuration.trustedCAPath, let authority = FileDescriptor.readAll(path: caPath) else {
             return nil
         }
         var input = Array("memo TLS session 1".utf8) + [0] + Array(server.utf8) + [0] + authority + [0]
@@ -39,21 +37,5 @@ extension TLSContext {
             name.append(hex[Int(byte & 15)])
         }
         return String(decoding: name, as: UTF8.self)
-    }
-
-    /// The bytes of the file at `path`, nil when it cannot be read.
-    private static func contents(of path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
-        }
     }
 }
