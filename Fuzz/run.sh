@@ -5,10 +5,11 @@
 #
 # The targets are compiled with the MemoModel and MemoWire sources (not through SwiftPM, so `swift build` never
 # sees them) into .build/fuzz; the record target is compiled into one module with the MemoTLS sources, whose
-# internal record layer it drives. Each run starts from the committed seeds in Fuzz/corpus/TARGET plus whatever
-# earlier runs found (.build/fuzz/corpus/TARGET). A crash leaves its input in Fuzz/crashes/TARGET/ and makes
-# the script exit 1 (after the other targets have run); replay one with `.build/fuzz/TARGET CRASH-FILE`, and once
-# it is fixed keep it in Fuzz/regressions/TARGET/, where `swift test --filter FuzzRegression` replays it.
+# internal record layer it drives (linked with MemoSystem, which MemoTLS imports). Each run starts from the
+# committed seeds in Fuzz/corpus/TARGET plus whatever earlier runs found (.build/fuzz/corpus/TARGET). A crash
+# leaves its input in Fuzz/crashes/TARGET/ and makes the script exit 1 (after the other targets have run); replay
+# one with `.build/fuzz/TARGET CRASH-FILE`, and once it is fixed keep it in Fuzz/regressions/TARGET/, where
+# `swift test --filter FuzzRegression` replays it.
 set -euo pipefail
 
 if [ $# -lt 1 ] || ! [[ "$1" =~ ^[0-9]+$ ]]; then
@@ -33,8 +34,11 @@ mkdir -p "$build"
 # -package-name as SwiftPM passes it: MemoModel has `package` declarations (the Subject's deferred delivery).
 flags=(-sanitize=fuzzer,address -parse-as-library -O -package-name memo)
 
-# The libraries, instrumented, as modules as in the package: MemoDiff under MemoModel under MemoWire.
+# The libraries, instrumented, as modules as in the package: MemoDiff under MemoModel under MemoWire; MemoSystem
+# under MemoTLS.
 echo "building the fuzz targets in $build"
+swiftc "${flags[@]}" -module-name MemoSystem -I "$build" -emit-module \
+    -emit-module-path "$build/MemoSystem.swiftmodule" -emit-library -static -o "$build/libMemoSystem.a" "$root"/Sources/MemoSystem/*.swift
 swiftc "${flags[@]}" -module-name MemoDiff -I "$build" -emit-module -emit-module-path "$build/MemoDiff.swiftmodule" \
     -emit-library -static -o "$build/libMemoDiff.a" "$root"/Sources/MemoDiff/*.swift
 swiftc "${flags[@]}" -module-name MemoModel -I "$build" -emit-module -emit-module-path "$build/MemoModel.swiftmodule" \
@@ -45,7 +49,7 @@ for target in "${targets[@]}"; do
     # lld: the default gold linker warns about ASan's local symbols.
     if [ "$target" = record ]; then
         swiftc "${flags[@]}" -use-ld=lld -module-name MemoTLSFuzz -I "$root/Sources/COpenSSL" -I "$build" \
-            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" -lssl -lcrypto \
+            "$root"/Sources/MemoTLS/*.swift "$root/Fuzz/${sources[$target]}" "$build/libMemoSystem.a" -lssl -lcrypto \
             -o "$build/$target"
         continue
     fi
