@@ -193,7 +193,9 @@ struct PostgresVersionsTests {
         // As in the restore test above: the off server's first purge pass is done once its second write is
         // answered, and a round counts only when the base is still in the database after it (the keeping server
         // merges against it).
-        for _ in 0..<2 { _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: bob)) }
+        for _ in 0..<2 {
+            _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: bob))
+        }
         var conclusive = false
         for _ in 0..<3 where !conclusive {
             let id = UUID()
