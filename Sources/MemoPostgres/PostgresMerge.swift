@@ -13,11 +13,16 @@ enum PostgresMerge {
     /// Rounds of read, merge and write before a stale update that keeps meeting new changes is left a conflict.
     static let rounds = 3
 
-    /// The base version's content and the memo as it is: one row, or none when either is gone.
+    /// The base version's content and the memo as it is: one row, or none when either is gone. The base counts
+    /// only when it is one of the memo's newest `$3` versions, `$3` being this server's `--versions` (as a
+    /// restore's version, `PostgresSQL.keptByThisServer`): another server over the same database may keep more,
+    /// and with K = 0 this server's last drop may be up to a purge interval old. A merge then finds the base that
+    /// SQLite with the same K would (with K = 0, none: the stale update stays a conflict).
     static let readBase = """
-        SELECT b.content, m.content, m.revision, m.insert_micros, m.update_micros, m.author_name, m.author_serial
-        FROM memos m JOIN memo_changes b ON b.id = m.id
-        WHERE m.id = $1::uuid AND b.revision = $2::bigint AND b.vkind BETWEEN 1 AND 3
+        SELECT c.content, m.content, m.revision, m.insert_micros, m.update_micros, m.author_name, m.author_serial
+        FROM memos m JOIN memo_changes c ON c.id = m.id CROSS JOIN (SELECT $3::integer AS keep) k
+        WHERE m.id = $1::uuid AND c.revision = $2::bigint AND c.vkind BETWEEN 1 AND 3
+            AND \(PostgresSQL.keptByThisServer)
         """
 
     /// What merging did to a batch: its results (merged updates answered with their change), and the changes
@@ -57,7 +62,8 @@ enum PostgresMerge {
                 for index in pending {
                     guard case .update(let id, let content, let expected?, _, let author) = ops[index] else { continue }
                     let rows = try connection.execute(
-                        readBase, [.text(id.uuidString), .text(String(expected))], deadline: deadline)
+                        readBase, [.text(id.uuidString), .text(String(expected)), .text(String(policy.keep))],
+                        deadline: deadline)
                     guard rows.rowCount == 1,
                         let merged = StaleUpdate.merged(
                             base: rows.text(0, 0), current: rows.text(0, 1), update: content)

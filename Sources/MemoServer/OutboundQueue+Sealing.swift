@@ -102,6 +102,15 @@ extension OutboundQueue {
         through transport: inout FramedTLSTransport, handshakeComplete: Bool, to socket: TCPSocket,
         scratch: UnsafeMutableRawBufferPointer, writer: inout WireWriter, listsSent: inout Int
     ) throws -> TLSPump.FlushResult? {
+        if !isEmpty, handshakeComplete, transport.isFlushed, transport.tls.hasOutbound {
+            // Records TLS holds (the session ticket, held until the welcome) and the frames behind them go out in
+            // one write. A second write could fail on the reset the first drew from a peer that has closed, and the
+            // connection would close before reading the requests still in its socket; one write that succeeds lets
+            // the next read take them, as without a ticket.
+            writer.bytes.removeAll(keepingCapacity: true)
+            listsSent += fill(&writer, upTo: 64 * 1024)
+            try transport.write(writer.bytes)
+        }
         guard try transport.flush(to: socket, scratch: scratch) == .drained else { return .blocked }
         guard !isEmpty, handshakeComplete else { return nil }
         if let (frame, requestID) = soleChange,

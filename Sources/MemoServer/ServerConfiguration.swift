@@ -18,7 +18,7 @@ public struct ServerConfiguration: Sendable {
     /// Who protects TLS 1.3 records after the handshake: our record layer (`--tls-records own`, the default) or
     /// OpenSSL's (`--tls-records openssl`), the fallback if a problem is ever found in ours.
     public var tlsRecords = TLSRecordLayerChoice.handOff
-    /// The lifetime of the TLS 1.3 session ticket sent after each handshake, in seconds; nil sends none (README.md,
+    /// The lifetime of the TLS 1.3 session ticket sent with the answer to hello, in seconds; nil sends none (README.md,
     /// "TLS session resumption").
     public var sessionTicketLifetime: Int? = TLSConfiguration.defaultSessionTicketLifetime
     /// `HOST:PORT` for the plain-HTTP `/metrics`, `/healthz` and `/readyz` (`--metrics`); nil: none (the default).

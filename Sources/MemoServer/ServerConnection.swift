@@ -111,7 +111,7 @@ final class ServerConnection: EventHandler {
             name.commonName = tls.peerCommonName ?? "-"
             server.log(name.record(.opened(
                 readOnly: tls.peerRole == .readOnly, tls: tls.negotiatedProtocol, resumed: tls.resumedSession)))
-            run(machine.tlsEstablished())
+            run(machine.tlsEstablished(holdingWrites: tls.negotiatedProtocol == "TLSv1.3"))
             if machine.isServing { advanceTransport() }
             return
         case .delivered(let closeNotify):
@@ -119,6 +119,8 @@ final class ServerConnection: EventHandler {
             if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
             if closeNotify { run(machine.closeNotifyReceived()) }
             checkOutboundLimit()
+            // Hello not read yet: the session ticket waits for the welcome (`holdsWrites`).
+            if machine.holdsWrites, outbound.isEmpty { return }
         case .failed(_, let inHandshake):
             if inHandshake { ctx.counters.handshakes[1] &+= 1 }
             flush()  // the alert, if any, tells the peer why

@@ -90,6 +90,8 @@ struct ServerConnectionMachine {
     private(set) var frameDeadlineArmed = false
     /// Hello was answered (the phase moves on from open when closing; this stays).
     private(set) var helloDone = false
+    /// TLS 1.3 came up with writes held until hello is answered (see `holdsWrites`).
+    private var writesHeldUntilHello = false
     private(set) var closeReason = ""
 
     init(limits: ServerLimits = ServerLimits(), rejected: Bool = false) {
@@ -102,6 +104,14 @@ struct ServerConnectionMachine {
 
     /// Hello is still due (TLS may be up).
     var awaitingHello: Bool { phase == .handshaking }
+
+    /// TLS 1.3 is up and hello is not answered yet: the reads of this phase write nothing. All TLS has to send then
+    /// is its session ticket, and it goes out with the answer to hello (the welcome, or the error that closes), so
+    /// that the server's first write comes after it has read what the client sent behind its Finished. A ticket
+    /// written at once reaches a client that may already have sent hello and a request and closed (a script, a
+    /// proxy giving up): the peer's kernel answers it with a reset, and the requests not yet read could be lost
+    /// with the connection. TLS 1.2's last flight (the server's Finished) is part of the handshake and not held.
+    var holdsWrites: Bool { writesHeldUntilHello && phase == .handshaking }
 
     /// Frames may still be queued for the peer (not once our sending side is shut or the socket closed).
     var acceptsOutput: Bool { phase != .closed && phase != .lingering }
@@ -179,8 +189,11 @@ struct ServerConnectionMachine {
     // MARK: Handshake
 
     /// TLS finished: over the connection limit the peer is told so and closed; otherwise the session starts.
-    mutating func tlsEstablished() -> Action {
+    /// - Parameter holdingWrites: TLS 1.3 (whose handshake ends with the client's Finished): nothing is written
+    ///   until hello is answered (`holdsWrites`).
+    mutating func tlsEstablished(holdingWrites: Bool = false) -> Action {
         guard isServing else { return .none }
+        writesHeldUntilHello = holdingWrites
         guard !rejected else {
             return .sendAndClose(Notice(
                 code: .tooManyConnections,

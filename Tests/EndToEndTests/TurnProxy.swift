@@ -6,9 +6,9 @@ import Synchronization
 
 /// A loopback TCP proxy that counts the client's turns (a turn: what the client sends before the server answers)
 /// and calls `beforeClientTurn` with each turn's number before passing its first bytes on. The client's protocol
-/// is strictly turn by turn (TLS 1.3 without session tickets: ClientHello; Finished and hello; then each request
-/// after the welcome), so turn 3 is the client's first request: a test can stop the server there, with the
-/// request sent by the client and not yet read by the server. `add` sends its create behind hello, in turn 2.
+/// is strictly turn by turn (TLS 1.3: ClientHello; Finished and hello; then each request after the welcome, which
+/// the server's session ticket comes with), so turn 3 is the client's first request: a test can stop the server
+/// there, with the request sent by the client and not yet read by the server. `add` sends its create behind hello, in turn 2.
 final class TurnProxy: Sendable {
     private struct State {
         var clientSpokeLast = false

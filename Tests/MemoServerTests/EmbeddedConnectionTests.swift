@@ -21,8 +21,9 @@ final class EmbeddedConnection {
     private var decoder = FrameDecoder()
     private var plaintext: [UInt8] = []
 
+    /// - Parameter clientContext: the client's context (default: the fixture's, its records handed off).
     init(fixture: TLSFixture, limits: ServerLimits = ServerLimits(), store: MemoryStore = MemoryStore(),
-         rejected: Bool = false) throws {
+         rejected: Bool = false, clientContext: TLSContext? = nil) throws {
         loop = try EventLoop.embedded()
         let trust = try TrustStore(directory: fixture.directory, settings: TLSConfiguration(role: .server))
         let server = ServerShared(store: store, limits: limits, serverName: "embedded", log: .silent, trust: trust)
@@ -33,7 +34,7 @@ final class EmbeddedConnection {
         connection = ServerConnection(
             number: 1, socket: socket, peer: try SocketAddress(parsing: "127.0.0.1:1"),
             tls: try TLSEngine(context: trust.context), server: server, context: context, rejected: rejected)
-        client = try TLSEngine(context: fixture.clientContext(), serverName: "localhost")
+        client = try TLSEngine(context: clientContext ?? fixture.clientContext(), serverName: "localhost")
         connection.start()
     }
 

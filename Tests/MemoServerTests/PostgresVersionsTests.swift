@@ -180,6 +180,41 @@ struct PostgresVersionsTests {
         #expect(back.content.utf8.elementsEqual("two".utf8))
     }
 
+    /// Servers over one database with different `--versions`: a stale update that asks to be merged, sent to the
+    /// off server while the other server's versions are still in the database, finds no base and stays the
+    /// conflict it is on SQLite with K = 0; the same update sent to the keeping server merges against that base.
+    @Test func aMergeSentToAServerWithVersionsOffFindsNoBaseAnotherServerKept() async throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        let keeping = try PostgresStore(uri: postgres.uri(database))
+        defer { keeping.close() }
+        let off = try PostgresStore(uri: postgres.uri(database), versions: VersionPolicy(keep: 0, trashDays: 30))
+        defer { off.close() }
+        // As in the restore test above: the off server's first purge pass is done once its second write is
+        // answered, and a round counts only when the base is still in the database after it (the keeping server
+        // merges against it).
+        for _ in 0..<2 {
+            _ = try await off.perform(.create(id: UUID(), content: "wake", insertMicros: nil, author: bob))
+        }
+        var conclusive = false
+        for _ in 0..<3 where !conclusive {
+            let id = UUID()
+            let made = try await keeping.perform(
+                .create(id: id, content: "a\nb\nc\nd\n", insertMicros: nil, author: alice))
+            let theirs = try await keeping.perform(
+                .update(id: id, content: "A\nb\nc\nd\n", expectedRevision: made.revision, author: alice))
+            let stale = WriteOp.update(
+                id: id, content: "a\nb\nc\nD\n", expectedRevision: made.revision, merge: true, author: bob)
+            await #expect(throws: MemoError.conflict(id: id, expected: made.revision, actual: theirs.revision)) {
+                _ = try await off.perform(stale)
+            }
+            guard let merged = try? await keeping.perform(stale) else { continue }
+            #expect(merged.content.utf8.elementsEqual("A\nb\nc\nD\n".utf8))
+            conclusive = true
+        }
+        #expect(conclusive, "the off server dropped the versions inside every round")
+    }
+
     /// A server started with a smaller `--versions` than the one before: the database still marks the old K of a
     /// memo until it is next written, and `log` shows (and a restore finds) only the newest K, as SQLite does
     /// from its open on; the next write caps the memo at K.

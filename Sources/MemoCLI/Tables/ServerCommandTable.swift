@@ -158,7 +158,7 @@ public enum ServerCommandTable {
                     + "memory per connection) or OpenSSL's"),
             OptionSpec(
                 "--tls-tickets", .value("SECS"), default: "3600", scope: .only(["serve"]),
-                help: "the lifetime of the TLS 1.3 session ticket sent after each handshake, from 0 (none: "
+                help: "the lifetime of the TLS 1.3 session ticket sent with the answer to hello, from 0 (none: "
                     + "clients cannot resume) to 86400"),
             OptionSpec(
                 "--log-format", .choice(["text", "json"]), default: "text", scope: .only(["serve"]),
