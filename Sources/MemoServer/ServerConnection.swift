@@ -119,8 +119,7 @@ final class ServerConnection: EventHandler {
             if ctx.plaintext.capacity > 256 * 1024 { ctx.plaintext = [] }
             if closeNotify { run(machine.closeNotifyReceived()) }
             checkOutboundLimit()
-            // Hello not read yet: the session ticket waits for the welcome (`holdsWrites`).
-            if machine.holdsWrites, outbound.isEmpty { return }
+            if machine.holdsWrites, outbound.isEmpty { return }  // hello unread: the ticket waits for the welcome
         case .failed(_, let inHandshake):
             if inHandshake { ctx.counters.handshakes[1] &+= 1 }
             flush()  // the alert, if any, tells the peer why
@@ -130,9 +129,8 @@ final class ServerConnection: EventHandler {
         flush()
     }
 
-    /// Gives the buffered frames to the session and performs what it asks, taking frames only while the answers
-    /// fit under the high-water mark; the rest stay buffered, and reading pauses until the peer takes what is
-    /// queued.
+    /// Gives the buffered frames to the session and performs what it asks, taking frames only while the answers fit
+    /// under the high-water mark; the rest stay buffered, and reading pauses until the peer takes what is queued.
     private func answer(progress: Bool = false) {
         guard let framesBefore = session?.framesReceived else { return }
         let budget = machine.answerBudget(holding: outboundBytes, progress: progress)
