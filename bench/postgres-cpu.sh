@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Where several memo-servers' time goes over one PostgreSQL: CPU per create of each process group (the memo-servers,
+# the PostgreSQL processes, memo-bench; from /proc/PID/stat, so the machine's load does not move it), the statements
+# memo_write runs and their time (pg_stat_statements, track all), the client backends' wait events sampled every
+# 20 ms, and the batches per claim. One server with 50 clients, then two servers with 50 clients each.
+#
+#   BIN=.build/release N_REQ=20000 bench/postgres-cpu.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+BIN=${BIN:-.build/release}; N_REQ=${N_REQ:-20000}
+source bench/common.sh
+bench_workdir memo-pgcpu
+chmod 755 "$WORK"
+AS_PG=()
+if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
+bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
+PGPORT=$(free_port)
+"${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w -o "-p $PGPORT -k $WORK \
+    -c listen_addresses=127.0.0.1 -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all \
+    ${EXPLAIN:+-c auto_explain.log_min_duration=$EXPLAIN -c auto_explain.log_nested_statements=on -c auto_explain.log_analyze=on}" \
+    start >/dev/null
+PG_PID=$(head -1 "$WORK/data/postmaster.pid")
+PSQL=("$PGBIN/psql" -X -A -t -q -h 127.0.0.1 -p "$PGPORT" -U memo)
+"${PSQL[@]}" -d postgres -c "CREATE EXTENSION pg_stat_statements; CREATE TABLE waits (n int, app text, state text, wtype text, wevent text, q text)"
+"$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
+CERTS="$WORK/certs"
+
+ticks() {  # pids... -> utime+stime of each and, for the postmaster, its children (all in clock ticks)
+    local total=0
+    for pid in "$@"; do
+        for p in $pid $(pgrep -P "$pid" 2>/dev/null || true); do
+            [ -r "/proc/$p/stat" ] || continue
+            total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+        done
+    done
+    echo "$total"
+}
+sample_waits() {  # samples the client backends' wait events every 20 ms until killed
+    "${PSQL[@]}" -d postgres -c "DO \$\$ BEGIN FOR i IN 1..100000 LOOP PERFORM pg_stat_clear_snapshot();
+        INSERT INTO waits SELECT i, application_name, state, wait_event_type, wait_event, left(query, 40)
+        FROM pg_stat_activity WHERE backend_type = 'client backend' AND datname <> 'postgres'; COMMIT;
+        PERFORM pg_sleep(0.02); END LOOP; END \$\$" >/dev/null 2>&1 || true
+}
+
+run() {  # label database servers clients
+    local label=$1 db=$2 n=$3 clients=$4 servers=() addrs=() logs=()
+    "${PSQL[@]}" -d postgres -c "CREATE DATABASE $db"; "${PSQL[@]}" -d postgres -c "TRUNCATE waits"
+    "${PSQL[@]}" -d "$db" -c "SELECT 1" >/dev/null
+    for i in $(seq 1 "$n"); do
+        local out="$WORK/$db-$i"
+        "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$db" \
+            --certs "$CERTS" >"$out.out" 2>"$out.log" &
+        PIDS+=("$!"); servers+=("$!"); logs+=("$out.log")
+        for _ in $(seq 1 200); do grep -q "listening on" "$out.out" 2>/dev/null && break; sleep 0.05; done
+        addrs+=("$(sed -n 's/^listening on //p' "$out.out")")
+    done
+    "${PSQL[@]}" -d postgres -c "SELECT pg_stat_statements_reset()" >/dev/null
+    sample_waits & local sampler=$!
+    local s0 p0 t0; s0=$(ticks "${servers[@]}"); p0=$(ticks "$PG_PID"); t0=$(date +%s.%N)
+    "$BIN/memo-bench" --server "$(IFS=,; echo "${addrs[*]}")" --certs "$CERTS" --clients "$clients" \
+        --requests "$N_REQ" --op create --json >"$WORK/$db.json" &
+    local bench=$!; local b1=0
+    while kill -0 "$bench" 2>/dev/null; do local t; t=$(ticks "$bench"); [ "$t" -gt 0 ] && b1=$t; sleep 0.1; done
+    wait "$bench"
+    local s1 p1 t1; s1=$(ticks "${servers[@]}"); p1=$(ticks "$PG_PID"); t1=$(date +%s.%N)
+    "${PSQL[@]}" -d postgres -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE 'DO %'" >/dev/null
+    wait "$sampler" 2>/dev/null || true
+    for pid in "${servers[@]}"; do stop_pid "$pid"; done
+    # The servers' backends report their table statistics when they exit.
+    for _ in $(seq 1 100); do
+        [ "$("${PSQL[@]}" -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db'")" = 0 ] && break
+        sleep 0.1
+    done
+    local creates rate hz; creates=$("${PSQL[@]}" -d "$db" -c "SELECT count(*) FROM memos"); hz=$(getconf CLK_TCK)
+    rate=$(sed -n 's/.*"ops_per_sec":\([0-9.]*\).*/\1/p' "$WORK/$db.json")
+    echo "== $label: $rate creates/s, $creates creates, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    python3 -c "
+hz, n = $hz, $creates
+for name, t in (('memo-servers', $s1 - $s0), ('postgres (all)', $p1 - $p0), ('memo-bench', $b1)):
+    print(f'  CPU per create, {name}: {t / hz / n * 1e6:.1f} us')
+print(f'  wall {$t1 - $t0:.2f} s; CPU use of the 2 cores: {($s1 - $s0 + $p1 - $p0 + $b1) / hz / ($t1 - $t0) / 2 * 100:.0f}%')"
+    for log in "${logs[@]}"; do
+        echo "  $(grep -o '[0-9]* write batches sent to PostgreSQL since start, [0-9]* durability claims' "$log" || true)"
+    done
+    echo "  memo_changes rows read per create (pg_stat_user_tables; does not move with the load): $("${PSQL[@]}" -d "$db" -c \
+        "SELECT 'by sequential scans ' || round(seq_tup_read::numeric / $creates, 1) || ' (' || seq_scan || ' scans), by index '
+         || round(idx_tup_fetch::numeric / $creates, 1) FROM pg_stat_user_tables WHERE relname = 'memo_changes'")"
+    echo "  wait events of client backends (share of samples, by connection):"
+    "${PSQL[@]}" -d postgres -F ' | ' -c "SELECT app, coalesce(wtype || ':' || wevent, 'CPU') AS w, state, count(*),
+        round(100.0 * count(*) / sum(count(*)) OVER (PARTITION BY app), 1) FROM waits WHERE state <> 'idle'
+        OR wevent IS DISTINCT FROM 'ClientRead' GROUP BY 1, 2, 3 ORDER BY 1, 4 DESC" | sed 's/^/    /'
+    "${PSQL[@]}" -d postgres -F ' | ' -c "SELECT app, round(100.0 * count(*) FILTER (WHERE state = 'active')
+        / count(*), 1) || '% active' FROM waits GROUP BY 1" | sed 's/^/    /'
+    echo "  statements (pg_stat_statements: calls, total ms, mean us, per create us):"
+    "${PSQL[@]}" -d postgres -F ' | ' -c "SELECT calls, round(total_exec_time::numeric, 0), round((1000 * mean_exec_time)::numeric, 1),
+        round((1000 * total_exec_time / $creates)::numeric, 2), regexp_replace(left(query, 90), '\s+', ' ', 'g')
+        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db')
+        ORDER BY total_exec_time DESC LIMIT 16" | sed 's/^/    /'
+}
+run "one server, 50 clients" one 1 50
+run "two servers, 50 clients each" twice 2 100
+# EXPLAIN=ms: the plans of the statements that took longer (auto_explain, nested ones too), the slowest ones.
+if [ -n "${EXPLAIN:-}" ]; then grep -A12 "duration:" "$WORK/pg.log" | grep -v "^--$" | tail -${EXPLAIN_LINES:-80}; fi
+[ -z "${PG_LOG:-}" ] || cp "$WORK/pg.log" "$PG_LOG"
