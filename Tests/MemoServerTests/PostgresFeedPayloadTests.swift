@@ -140,6 +140,33 @@ struct PostgresFeedPayloadTests {
         #expect(stats.feedReads.load(ordering: .relaxed) > reads)
     }
 
+    @Test func aForgedChangePastAGapIsDroppedByTheReadAndNeverApplied() throws {
+        let (servers, _) = try Self.servers(gapWaitMillis: 100)
+        defer { servers.stop() }
+        let there = try RecordingSubscriber(servers: servers, index: 1)
+        defer { there.stop() }
+        let writer = try servers.connect(0)
+        let first = try Self.create(writer, "one")
+        try #require(there.wait(until: first.revision, seconds: 20))
+        let stats = servers.stores[1].stats
+        let reads = stats.feedReads.load(ordering: .relaxed)
+        // A well-formed payload for a revision past the next one, which no writer made: it waits past the gap,
+        // the read at the end of the gap's wait finds nothing new, and drops it.
+        let forged = Change(revision: first.revision + 2, kind: .created, memo: Memo(
+            id: UUID(), content: "forged", insertMicros: 1, updateMicros: 1, revision: first.revision + 2,
+            author: .none))
+        let payload = "\(forged.revision)\(FeedPayload.suffix(origin: 9, changes: [forged]))"
+        _ = try servers.cluster.sql("NOTIFY \(PostgresSQL.channel), '\(payload)'", database: servers.database)
+        #expect(pollUntil(seconds: 20) { stats.feedReads.load(ordering: .relaxed) > reads })
+        // The real changes at those revisions then come in their own payloads.
+        let second = try Self.create(writer, "two")
+        try #require(there.wait(until: second.revision, seconds: 20))
+        let third = try Self.create(writer, "three")
+        try #require(there.wait(until: third.revision, seconds: 20))
+        #expect(there.changes.map(\.memo) == [first, second, third])
+        #expect(!there.changes.contains { $0.memo.id == forged.memo.id })
+    }
+
     @Test func payloadsFromTwoServersArrivingOutOfOrderAreReassembledWithoutARead() throws {
         let (servers, readsBefore) = try Self.servers()
         defer { servers.stop() }
