@@ -145,6 +145,10 @@ echo "fan-out at 100/s, one SQLite server (the same machine at the same moment):
 echo "PostgreSQL connections for two servers with $SUBS subscribers: $CONNECTIONS"
 STAGES_SLOW=$(bench/stages.py "$WORK/slow.receipts" "$WORK"/fan-{0,1}.trace)
 echo "where the delay goes at 100/s:"; echo "$STAGES_SLOW" | sed 's/^/  /'
+# How the server that did not write got the changes of both fan-out runs: from notifications' payloads, or by reading
+# the changes table (a deterministic count, whatever the load; a build before the payload carries none).
+echo "changes the other server took from payloads / read from the table: $(grep -c ' carried ' "$WORK/fan-1.trace") /" \
+    "$(grep -c ' read ' "$WORK/fan-1.trace")"
 # The targets' ratios: the p99 of the subscribers on the server that did not take the write against one SQLite
 # server's, and the cross-server hop (the other server's `applied` after the writer's `committed`, p50s).
 python3 - "${SERVERS#*,}" "$SLOW" "$BASE" "$STAGES_SLOW" <<'PY'

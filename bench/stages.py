@@ -13,7 +13,7 @@ last loop.
 import sys
 from collections import defaultdict
 
-ORDER = ["committed", "notified", "woken", "read", "applied", "fanout", "written"]
+ORDER = ["committed", "notified", "woken", "carried", "read", "applied", "fanout", "written"]
 
 
 def load_trace(path):
@@ -62,7 +62,7 @@ def main():
                     default=None)
                 row["woken"] = next(
                     (t for t, r in woken if r >= revision and committed and t >= committed), None)
-            for stage in ("read", "applied", "fanout", "written"):
+            for stage in ("carried", "read", "applied", "fanout", "written"):
                 row[stage] = stages[stage].get(revision)
             row["received (median subscriber)"] = p50
             row["received (last subscriber)"] = last

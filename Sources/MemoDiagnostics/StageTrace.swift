@@ -19,6 +19,8 @@ public enum StageTrace {
         case notified
         /// The feed woke on a notification announcing it (the other servers).
         case woken
+        /// The feed took it from a notification's payload, with no read (the other servers).
+        case carried
         /// The feed's read of the changes table returned it (the other servers).
         case read
         /// Applied to the server's table; its observers (the fan-out) have it.

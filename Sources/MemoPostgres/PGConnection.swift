@@ -238,13 +238,14 @@ final class PGConnection: @unchecked Sendable {
         return try results(until: deadline)
     }
 
-    /// Runs `sql` with its parameters, then each of `next` (no parameters) in a transaction of its own once the
+    /// Runs `sql` with its parameters, then each of `next` with its own in a transaction of its own once the
     /// one before has ended, all sent in one round trip (libpq's pipeline mode, a Sync after each).
     /// - Returns: the first statement's result, and each of the next ones' or why it has none (a lost connection
     ///   after the first's answer is theirs: the first's outcome is known).
     /// - Throws: the first statement's error (`sent` as for `execute`); the next ones run all the same.
     func execute(
-        _ sql: String, _ parameters: [PGParameter], then next: [String], deadline: DispatchTime? = nil
+        _ sql: String, _ parameters: [PGParameter], then next: [(sql: String, parameters: [PGParameter])],
+        deadline: DispatchTime? = nil
     ) throws(PGError) -> (PGResult, [Result<PGResult, PGError>]) {
         let deadline = deadline ?? defaultDeadline
         try ensureUsable()
@@ -255,7 +256,7 @@ final class PGConnection: @unchecked Sendable {
             try queue(sql, parameters)
             try sync()
             for statement in next {
-                try queue(statement, [])
+                try queue(statement.sql, statement.parameters)
                 try sync()
             }
         } catch {
@@ -424,14 +425,15 @@ final class PGConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads what arrived on the socket and returns the payloads of the notifications it held.
-    func notifications() throws(PGError) -> [String] {
+    /// Reads what arrived on the socket and returns the payloads of the notifications it held, as bytes.
+    func notifications() throws(PGError) -> [[UInt8]] {
         if PQconsumeInput(handle) == 0 {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: true)
         }
-        var payloads: [String] = []
+        var payloads: [[UInt8]] = []
         while let notify = PQnotifies(handle) {
-            payloads.append(String(cString: notify.pointee.extra))
+            let extra = UnsafeRawPointer(notify.pointee.extra).assumingMemoryBound(to: UInt8.self)
+            payloads.append(Array(UnsafeBufferPointer(start: extra, count: strlen(notify.pointee.extra))))
             PQfreemem(notify)
         }
         return payloads

@@ -7,7 +7,8 @@ import Synchronization
 /// The thread and connection that make a server's committed batches durable, so that its writer never waits for a
 /// flush: the writer's batches commit without waiting for their WAL flush (`PostgresSQL.write`) and come here in
 /// commit order; each claim (`PostgresSQL.durable`, committed synchronously) covers every batch committed before
-/// it was sent, however many, and the other servers' notification follows it in the same round trip. While a
+/// it was sent, however many, and the other servers' notification follows it in the same round trip, carrying
+/// this server's changes the claim covers when they fit (`FeedPayload`). While a
 /// claim waits for its flush, the writer sends the next batches (batch K+1 is planned while batch K flushes), and
 /// the next claim covers all of them in one flush.
 ///
@@ -84,7 +85,11 @@ final class PostgresClaimer: Sendable {
                 continue
             }
             let deadline = batches.map(\.deadline).min()!
-            switch claim(on: &connection, until: deadline) {
+            // The other servers' feeds apply these without a read (`FeedPayload`): built here, from what the
+            // claim covers, so that PostgreSQL runs no query for it.
+            let mine = batches.count == 1 ? batches[0].changes : batches.flatMap(\.changes)
+            let suffix = FeedPayload.suffix(origin: stats.origin, changes: mine)
+            switch claim(on: &connection, until: deadline, notifying: suffix) {
             case .success(let notified):
                 claims.add(1, ordering: .relaxed)
                 let now = PostgresStats.now()
@@ -122,7 +127,9 @@ final class PostgresClaimer: Sendable {
     /// Claims durable everything committed so far and notifies the other servers, in one round trip; a
     /// connection found dead before the claim was sent is replaced once.
     /// - Returns: whether the notification went out, or why the claim failed.
-    private func claim(on connection: inout PGConnection?, until deadline: DispatchTime) -> Result<Bool, PGError> {
+    private func claim(
+        on connection: inout PGConnection?, until deadline: DispatchTime, notifying suffix: String
+    ) -> Result<Bool, PGError> {
         var attempt = 0
         while true {
             attempt += 1
@@ -137,7 +144,7 @@ final class PostgresClaimer: Sendable {
             }
             do throws(PGError) {
                 let (_, following) = try current.execute(
-                    PostgresSQL.durable, [], then: [PostgresSQL.notifyDurable], deadline: deadline)
+                    PostgresSQL.durable, [], then: [(PostgresSQL.notifyDurable, [.text(suffix)])], deadline: deadline)
                 switch following[0] {
                 case .success:
                     return .success(true)

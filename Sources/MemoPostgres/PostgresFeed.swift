@@ -7,11 +7,19 @@ import Synchronization
 
 /// The one thread that applies changes to a server's `StoreState`, strictly in revision order and never skipping.
 ///
-/// Its connection LISTENs for the durable head other servers' writers notify after their batches' claims, and
-/// reads the changes table after the last applied revision, up to the durable head (`PostgresSQL.changesAfter`), on
-/// every notification and at least every second: a notification is only a hint (PostgreSQL drops those sent while
-/// this connection is down), the table is the truth. The server's own writer hands over the changes it committed
-/// and made durable, which are applied without a read when they come next.
+/// Its connection LISTENs for the notifications other servers' claimers send after their claims: the durable head,
+/// and the sender's own changes the claim covered when they fit (`FeedPayload`). Those changes wait in a reorder
+/// buffer keyed by revision (several servers' payloads interleave, and arrive in their claims' order, not in their
+/// revisions'), and the run that continues the applied revision gap-free is applied without a read. The server's
+/// own writer hands over the changes it committed and made durable, which join the same run; its own
+/// notifications are known by their origin and not decoded. When a revision up to the newest head announced is
+/// still missing `gapWaitMillis` after the gap appeared, or a notification carries the head alone (the sender's
+/// changes did not fit, or an older memo-server sent it), or is not one, the feed reads the changes table after
+/// the last applied revision, up to the durable head (`PostgresSQL.changesAfter`); it reads it at least every
+/// second too: a notification is only a hint (PostgreSQL drops those sent while this connection is down), the
+/// table is the truth. A read that catches up drops whatever carried change still waits: a payload is sent only
+/// after its claim, so the read covers every change a true one carried, and what is left was not one. A gap is
+/// never skipped.
 ///
 /// Every call has the storage timeout as its deadline: a read that gets no answer in time is a
 /// lost connection, made again at once. When a read has been due for longer than the lag bound without
@@ -28,7 +36,10 @@ final class PostgresFeed: Sendable {
     }
 
     private struct State {
+        /// The changes this server's writer handed over.
         var known: [UInt64: Change] = [:]
+        /// The changes notifications' payloads carried, not applied yet (past a gap): the reorder buffer.
+        var carried: [UInt64: Change] = [:]
         var waiters: [Waiter] = []
         var stopping = false
         /// Why this server refuses writes and reads: it cannot follow the database (nil while it serves).
@@ -51,6 +62,7 @@ final class PostgresFeed: Sendable {
     private let recheckMillis: Int
     /// How long a read may stay due before this server lets its clients go and reloads.
     private let maxLagMillis: Int
+    private let gapWaitMillis: Int
     private let state = Mutex(State())
     /// True while serving: the fast path of `readiness`, read on every read request.
     private let serving = Atomic<Bool>(true)
@@ -66,8 +78,8 @@ final class PostgresFeed: Sendable {
 
     init(
         storeState: StoreState, link: PostgresLink, connection: PGConnection, historyCapacity: Int,
-        recheckMillis: Int = 1_000, maxLagMillis: Int, stats: PostgresStats = PostgresStats(),
-        log: @escaping @Sendable (LogRecord) -> Void
+        recheckMillis: Int = 1_000, maxLagMillis: Int, gapWaitMillis: Int = PostgresStore.defaultGapWaitMillis,
+        stats: PostgresStats = PostgresStats(), log: @escaping @Sendable (LogRecord) -> Void
     ) throws(MemoError) {
         self.storeState = storeState
         self.stats = stats
@@ -75,6 +87,7 @@ final class PostgresFeed: Sendable {
         self.historyCapacity = historyCapacity
         self.recheckMillis = recheckMillis
         self.maxLagMillis = maxLagMillis
+        self.gapWaitMillis = gapWaitMillis
         self.log = log
         poke = try WakePipe()
         let thread = Thread { [self] in self.run(connection) }
@@ -142,12 +155,16 @@ final class PostgresFeed: Sendable {
 
     private func run(_ initial: PGConnection) {
         var connection: PGConnection? = initial
-        // The table is read at start, after a reconnect, when a notification says the head moved past what is
-        // applied, when the writer's changes leave a hole (another server's changes come first), and at least
-        // every `recheckMillis` (a second), in case a notification was lost. This server's own writes need no read.
+        // The table is read at start, after a reconnect, when a notification announces a head without carrying
+        // its sender's changes, when a gap below what is known to exist (a head announced, the writer's changes,
+        // changes carried) stays open for `gapWaitMillis`, and at least every `recheckMillis` (a second), in case
+        // a notification was lost. This server's own writes and changes carried gap-free need no read.
         var readDue = true
         var lastRead = DispatchTime.now()
         var mustReload = false
+        /// The newest head notifications announced, and since when a revision up to what is known has been missing.
+        var announced: UInt64 = 0
+        var gapSince: DispatchTime?
         while true {
             if connection == nil {
                 // While a read is due, connecting may take only what is left of the lag bound: a connect that
@@ -176,7 +193,14 @@ final class PostgresFeed: Sendable {
             let stopping = finishWaiters()
             if stopping { break }
             let recheck = lastRead + .milliseconds(recheckMillis)
-            readDue = readDue || hasHole() || DispatchTime.now() >= recheck
+            if hasGap(below: announced) {
+                let now = DispatchTime.now()
+                if gapSince == nil { gapSince = now }
+                if now >= gapSince! + .milliseconds(gapWaitMillis) { readDue = true }
+            } else {
+                gapSince = nil
+            }
+            readDue = readDue || DispatchTime.now() >= recheck
             if readDue {
                 // Due since now, or since the periodic read's time when that passed while this thread was held
                 // elsewhere (a NOTIFY's answer that never came): that wait counts against the lag bound too.
@@ -189,6 +213,10 @@ final class PostgresFeed: Sendable {
                     switch try catchUp(current) {
                     case .caughtUp:
                         readDue = false
+                        // The read covers every change a true payload carried and every head announced before it.
+                        state.withLock { $0.carried = [:] }
+                        announced = min(announced, storeState.revision)
+                        gapSince = nil
                         lastRead = .now()
                         dueSince.store(0, ordering: .relaxed)
                         let recovered = state.withLock { state in
@@ -227,16 +255,17 @@ final class PostgresFeed: Sendable {
             }
             // A notification that came with a query's answer already sits in libpq's buffer, and the socket would
             // not wake the wait for it: it is looked for before sleeping as well as after.
-            if !readDue, takeNotifications(&connection) {
-                readDue = true
-                continue
+            if !readDue, let taken = takeNotifications(&connection, announced: &announced) {
+                if taken == .due { readDue = true }
+                continue  // a read, or the waiters the carried changes let through
             }
             // Sleeps until the next periodic read (or, while disconnected, the next attempt to connect), the first
-            // waiter's deadline, or the lag bound, whichever comes first.
+            // waiter's deadline, the end of a gap's wait, or the lag bound, whichever comes first.
             let wakeAt = state.withLock { state in
                 var wake = state.waiters.reduce(
                     connection == nil ? DispatchTime.distantFuture : lastRead + .milliseconds(recheckMillis)
                 ) { min($0, $1.deadline) }
+                if let gapSince { wake = min(wake, gapSince + .milliseconds(gapWaitMillis)) }
                 let since = dueSince.load(ordering: .relaxed)
                 if !mustReload, since != 0 {
                     wake = min(wake, DispatchTime(uptimeNanoseconds: since) + .milliseconds(maxLagMillis + 1))
@@ -248,7 +277,7 @@ final class PostgresFeed: Sendable {
                 ? Int(min((wakeAt.uptimeNanoseconds - now) / 1_000_000 + 1, UInt64(Int32.max))) : 0
             let timeout = connection == nil ? min(link.retryDelayMillis, 1_000, untilWake) : untilWake
             poke.wait(alsoOn: connection?.socket, timeoutMillis: timeout)
-            readDue = takeNotifications(&connection) || readDue
+            readDue = takeNotifications(&connection, announced: &announced) == .due || readDue
         }
         // The last writes handed over are applied, or answered as not applied, before the thread ends.
         applyKnown()
@@ -307,6 +336,7 @@ final class PostgresFeed: Sendable {
         do throws(MemoError) {
             let (table, history) = try PostgresSchema.load(from: connection, historyCapacity: historyCapacity)
             storeState.reload(table: table, history: history)
+            state.withLock { $0.carried = [:] }
         } catch {
             state.withLock { $0.reloading = false }
             link.lost(PGError(message: "cannot load a snapshot: \(error)", sqlState: nil, connectionLost: true))
@@ -328,29 +358,66 @@ final class PostgresFeed: Sendable {
         return true
     }
 
-    /// Reads what arrived on the connection; true when a notification announces a revision not applied yet.
-    /// A broken connection is dropped (the next turn reconnects and reads).
-    private func takeNotifications(_ connection: inout PGConnection?) -> Bool {
-        guard let current = connection else { return false }
-        do throws(PGError) {
-            let applied = storeState.revision
-            var due = false
-            for payload in try current.notifications() where (UInt64(payload) ?? .max) > applied {
-                if let head = UInt64(payload) { stats.saw(head: head) }
-                due = true
-                StageTrace.record(.woken, UInt64(payload) ?? 0)
-            }
-            return due
-        } catch {
-            lose(error, &connection)
-            return false
-        }
+    /// What the notifications that arrived brought, when they announced anything not applied yet.
+    private enum Taken {
+        /// Changes carried (applied as far as they run gap-free) or heads announced: what is left open waits for
+        /// the payloads still to come, then a read.
+        case announced
+        /// A head without its sender's changes, or a notification that is not a payload: the table must be read.
+        case due
     }
 
-    /// True when the writer handed over changes that cannot be applied yet: others' changes come before them.
-    private func hasHole() -> Bool {
+    /// Reads what arrived on the connection, raises `announced` to the heads it announces, and puts the changes
+    /// other servers' payloads carried in the reorder buffer, applying those that come next; nil when nothing
+    /// announced a revision not applied yet. This server's own notifications are read no further than their head
+    /// and origin: the writer hands their changes over. A broken connection is dropped (the next turn reconnects
+    /// and reads).
+    private func takeNotifications(_ connection: inout PGConnection?, announced: inout UInt64) -> Taken? {
+        guard let current = connection else { return nil }
+        let payloads: [[UInt8]]
+        do throws(PGError) {
+            payloads = try current.notifications()
+        } catch {
+            lose(error, &connection)
+            return nil
+        }
+        guard !payloads.isEmpty else { return nil }
         let applied = storeState.revision
-        return state.withLock { state in !state.known.isEmpty && state.known[applied + 1] == nil }
+        var taken: Taken?
+        var carried: [Change] = []
+        for payload in payloads {
+            guard let head = FeedPayload.head(payload) else {
+                taken = .due  // not a payload: read
+                continue
+            }
+            guard head > applied else { continue }
+            stats.saw(head: head)
+            StageTrace.record(.woken, head)
+            announced = max(announced, head)
+            if taken == nil { taken = .announced }
+            if FeedPayload.origin(payload) == stats.origin { continue }
+            guard let changes = FeedPayload.parse(payload)?.changes else {
+                taken = .due  // the sender's changes did not fit, or it sends the head alone: read
+                continue
+            }
+            carried += changes.lazy.filter { $0.revision > applied }
+        }
+        if !carried.isEmpty {
+            StageTrace.record(.carried, carried)
+            state.withLock { state in
+                for change in carried { state.carried[change.revision] = change }
+            }
+            applyKnown()
+        }
+        return taken
+    }
+
+    /// True when a revision up to the newest known to exist (`announced`, or the newest the writer handed over or
+    /// a payload carried) is not applied: changes come before them that are still on their way.
+    private func hasGap(below announced: UInt64) -> Bool {
+        let applied = storeState.revision
+        if announced > applied { return true }
+        return state.withLock { state in !state.known.isEmpty || !state.carried.isEmpty }
     }
 
     /// Reads and applies every change after the applied revision, a page at a time, each page within the call
@@ -359,6 +426,7 @@ final class PostgresFeed: Sendable {
         while true {
             applyKnown()
             let applied = storeState.revision
+            stats.feedReads.add(1, ordering: .relaxed)
             let rows = try connection.execute(
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
             guard rows.rowCount > 0 else {
@@ -387,20 +455,33 @@ final class PostgresFeed: Sendable {
         }
     }
 
-    /// Applies the writer's changes that come next, and forgets those already applied.
+    /// Applies the changes the writer handed over or payloads carried that come next, and forgets those already
+    /// applied.
     private func applyKnown() {
         var next: [Change] = []
+        var fromPayloads: UInt64 = 0
         state.withLock { state in
-            guard !state.known.isEmpty else { return }
+            guard !state.known.isEmpty || !state.carried.isEmpty else { return }
             var revision = storeState.revision
-            while let change = state.known[revision + 1] {
-                next.append(change)
+            while true {
+                if let change = state.known[revision + 1] {
+                    next.append(change)
+                } else if let change = state.carried[revision + 1] {
+                    next.append(change)
+                    fromPayloads += 1
+                } else {
+                    break
+                }
                 revision += 1
             }
-            state.known = state.known.filter { $0.key > revision }
+            if !state.known.isEmpty { state.known = state.known.filter { $0.key > revision } }
+            if !state.carried.isEmpty { state.carried = state.carried.filter { $0.key > revision } }
         }
+        guard !next.isEmpty else { return }
+        // Counted before they are applied: whoever sees them applied sees them counted.
+        if fromPayloads > 0 { stats.carriedChanges.add(fromPayloads, ordering: .relaxed) }
         storeState.apply(next)
-        if !next.isEmpty { stats.feedProgressed() }
+        stats.feedProgressed()
     }
 
     /// Answers the waiters whose deadline passed, from the writer's thread: the feed's own thread may be held in

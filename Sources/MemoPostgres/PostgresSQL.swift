@@ -15,7 +15,8 @@ enum PostgresSQL {
     /// The schema version this binary writes; a database at a newer one is refused, one at version 1 upgraded.
     static let schemaVersion: Int64 = 2
 
-    /// The channel whose notifications carry the head revision after a write commits (a hint only).
+    /// The channel whose notifications carry the durable head after a claim, and the claiming server's changes when
+    /// they fit (`FeedPayload`).
     static let channel = "memo_changes"
 
     static let createSchema = """
@@ -354,11 +355,13 @@ END
 $$;
 """
 
-    /// The hint other servers' feeds wait for: the durable head, sent by the claimer right after its claim
-    /// (`durable`) in the same round trip. Committed without waiting for a flush: a notifying transaction holds
-    /// PostgreSQL's one notification lock until it ends, and several servers' flushes would queue on it.
+    /// What other servers' feeds wait for: the durable head, then `$1`, what the claimer appends (its own changes
+    /// the claim covered, encoded by `FeedPayload.suffix`: PostgreSQL runs no query for them), sent by the claimer
+    /// right after its claim (`durable`) in the same round trip. Committed without waiting for a flush: a
+    /// notifying transaction holds PostgreSQL's one notification lock until it ends, and several servers' flushes
+    /// would queue on it.
     static let notifyDurable = """
-        SELECT pg_notify('\(channel)', max(d.revision)::text)
+        SELECT pg_notify('\(channel)', max(d.revision)::text || $1)
         FROM memo_durable d, set_config('synchronous_commit', 'off', true) s
         """
 

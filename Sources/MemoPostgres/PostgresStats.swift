@@ -15,6 +15,12 @@ final class PostgresStats: Sendable {
     let databaseHead = Atomic<UInt64>(0)
     /// CLOCK_MONOTONIC nanoseconds of the feed's last progress: a read to the table's end, or a change applied.
     let feedProgressNanos = Atomic<UInt64>(0)
+    /// The feed's reads of the changes table (one per page), and the other servers' changes it applied from
+    /// notifications' payloads without one (`FeedPayload`).
+    let feedReads = Atomic<UInt64>(0)
+    let carriedChanges = Atomic<UInt64>(0)
+    /// This process's tag in its notifications' payloads (`FeedPayload`): its feed knows its own by it.
+    let origin = UInt64.random(in: 1...999_999_999_999_999_999)
 
     static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 

@@ -54,6 +54,8 @@ public final class PostgresStore: StateBackedStore {
     ///     PostgreSQL does (frozen, partitioned, lock-queued); also the deadline of every other call.
     ///   - maxFeedLagMillis: how long the feed may be unable to confirm that it holds every change before this
     ///     server lets its clients go and reloads (see `readiness`).
+    ///   - gapWaitMillis: how long the feed waits for the notification payload that fills a gap before it reads the
+    ///     changes table (`PostgresFeed`); tests set it long to see that payloads alone bring every change.
     ///   - log: receives one record per connection transition.
     /// - Throws: `MemoError.storage` when PostgreSQL cannot be reached or its schema is newer than this binary.
     public init(
@@ -64,6 +66,7 @@ public final class PostgresStore: StateBackedStore {
         storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis,
         maxFeedLagMillis: Int = PostgresStore.defaultMaxFeedLagMillis,
         versions: VersionPolicy = .standard,
+        gapWaitMillis: Int = PostgresStore.defaultGapWaitMillis,
         log: @escaping @Sendable (LogRecord) -> Void = { _ in }
     ) throws(MemoError) {
         self.clock = clock
@@ -102,13 +105,18 @@ public final class PostgresStore: StateBackedStore {
         malloc_trim(0)
         feed = try PostgresFeed(
             storeState: storeState, link: feedLink, connection: feedConnection, historyCapacity: historyCapacity,
-            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, stats: stats, log: log)
+            recheckMillis: recheckMillis, maxLagMillis: maxFeedLagMillis, gapWaitMillis: gapWaitMillis, stats: stats,
+            log: log)
         claimer = PostgresClaimer(link: claimLink, connection: claimConnection, feed: feed, stats: stats)
         let floor = history.oldestResumable
         let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
         thread.start()
     }
+
+    /// How long a feed waits for the payload that fills a gap before it reads (`PostgresFeed`): another server's
+    /// notification that announces a head past a gap usually comes just before the one that carries it.
+    public static let defaultGapWaitMillis = 2
 
     /// `--storage-timeout`'s default: well under the client's default timeout (10 s).
     public static let defaultStorageTimeoutMillis = 5_000

@@ -27,10 +27,11 @@ final class SharedDatabaseServers {
     ///   - recheckMillis: how often each feed reads the changes table without a notification.
     ///   - maxFeedLagMillis: how long a feed may go unconfirmed before its server lets go; long by default, so
     ///     that the tests of other faults on a loaded machine (a restart of PostgreSQL) are not cut short by it.
+    ///   - gapWaitMillis: how long each feed waits for a notification's payload to fill a gap before it reads.
     init(
         count: Int, recheckMillis: Int = 1_000, historyCapacity: Int = MemoLimits.defaultHistoryCapacity,
         storageTimeoutMillis: Int = PostgresStore.defaultStorageTimeoutMillis, maxFeedLagMillis: Int = 60_000,
-        cluster: TestPostgres? = nil
+        gapWaitMillis: Int = PostgresStore.defaultGapWaitMillis, cluster: TestPostgres? = nil
     ) throws {
         self.cluster = try cluster ?? TestPostgres.shared()
         database = try self.cluster.makeDatabaseName()
@@ -41,7 +42,7 @@ final class SharedDatabaseServers {
             let store = try PostgresStore(
                 uri: self.cluster.uri(database), historyCapacity: historyCapacity, recheckMillis: recheckMillis,
                 storageTimeoutMillis: storageTimeoutMillis, maxFeedLagMillis: maxFeedLagMillis,
-                log: { record in lines.lines.withLock { $0.append(record.text) } })
+                gapWaitMillis: gapWaitMillis, log: { record in lines.lines.withLock { $0.append(record.text) } })
             let configuration = ServerConfiguration(listen: "127.0.0.1:0", certsDirectory: certificates.path)
             stores.append(store)
             servers.append(try MemoServer.start(configuration, store: store, log: .silent))
