@@ -3,11 +3,11 @@ import MemoSystem
 
 extension TLSContext {
     /// Client only: the name under which sessions from `server` are saved, for this context's trust and identity:
-    /// SHA-256 (hex) of the address, the CA file's bytes and our certificate file's bytes. A session is offered only
-    /// to the server it came from, under the CA that verified that server, by the certificate the server then
-    /// verified: a changed CA or certificate file makes another name, and the old session is never offered. The
-    /// files are read, not the context's loaded certificate, which a deferred context (`deferClientMaterial`) does
-    /// not have. nil for a server context or when the CA file (or a named certificate file) cannot be read.
+    /// SHA-256 (hex) of the address, the CA file's bytes and our certificate and key files' bytes. A session is
+    /// offered only to the server it came from, under the CA that verified that server, by the certificate the server
+    /// then verified: a changed CA, certificate or key file makes another name, and the old session is never
+    /// offered. The files are read, not the context's loaded certificate, which a deferred context
+    /// (`deferClientMaterial`) does not have. nil for a server context or when a named file cannot be read.
     public func sessionCacheKey(server: String) -> String? {
         isServer ? nil : Self.sessionCacheKey(server: server, configuration: configuration)
     }
@@ -18,9 +18,13 @@ extension TLSContext {
             return nil
         }
         var input = Array("memo TLS session 2".utf8) + [0] + Array(server.utf8) + [0] + authority + [0]
-        if let chainPath = configuration.certificateChainPath {
-            guard let own = FileDescriptor.readAll(path: chainPath) else { return nil }
-            input += own
+        // Our certificate and key files too: a session is found (and the files' parsing deferred, see
+        // `TLSConfiguration.deferClientMaterial`) only while both are the files of the handshake that saved it, so
+        // a key replaced by another certificate's, or by one that does not parse, is loaded and refused at start.
+        for path in [configuration.certificateChainPath, configuration.privateKeyPath] {
+            guard let path else { continue }
+            guard let bytes = FileDescriptor.readAll(path: path) else { return nil }
+            input += bytes + [0]
         }
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var digestLength: UInt32 = 0

@@ -63,14 +63,13 @@ public struct TLSConfiguration: Sendable, Hashable {
     public var sessionTicketLifetime: Int? = TLSConfiguration.defaultSessionTicketLifetime
     /// Client only: read the certificate, key and trusted CA files when a handshake first needs them instead of
     /// when the context is made. A resumed TLS 1.3 handshake needs none of them (no certificate is asked for or
-    /// sent), so a client that offers a saved session and resumes never parses them: about 5.5 million
-    /// instructions of a `memo-client` command (BENCHMARKS.md, "Lazy TLS material"). The files are still checked
-    /// when the context is made: each must exist (the same error as without) and open as a regular file, or it
-    /// is loaded at once, so that an unreadable one fails at start with the usual error. Only their contents are
-    /// read late: a file that exists but does not parse (or a key that does not match) fails the first full
-    /// handshake instead (the certificate: OpenSSL's reason, the server then sees no certificate; the CA: the
-    /// server's certificate is not verified). Ignored (everything loaded now) for a server or with a
-    /// `revocationListPath`.
+    /// sent), so a client that offers a saved session and resumes never parses them: about 4.6 million
+    /// instructions of a `memo-client` command (BENCHMARKS.md, "Lazy TLS material on the client"). The files are
+    /// still checked when the context is made: each must exist (the same error as without) and open as a regular
+    /// file, or everything is loaded at once, so that an unreadable one fails at start with the usual error. Only
+    /// their contents are read late: a file that exists but does not parse (or a key that does not match) fails the
+    /// first full handshake instead, with the error loading it at start gives (`TLSEngine.handshake` throws it).
+    /// Ignored (everything loaded now) for a server or with a `revocationListPath`.
     public var deferClientMaterial = false
 
     /// An hour: a script run every few minutes resumes, and a ticket stolen from a client's cache is good for

@@ -170,10 +170,10 @@ struct TLSResumptionEndToEndTests {
         #expect(resumedOpens(server) == 0)
     }
 
-    /// With a session saved the key is read only if the handshake is full. Here alice's certificate is revoked, so
-    /// the server does not take her ticket (as a restarted server would not), and her key file no longer parses:
-    /// the command says what it says without a session (exit 5, "cannot use the certificates: loading private
-    /// key ..."), not a bare TLS failure.
+    /// A key file replaced since the session was saved (here by one that does not parse) is not excused by the
+    /// session: alice's certificate is also revoked, so the server would not take her ticket (as a restarted server
+    /// would not) and the handshake would be full. The command says what it says without a session (exit 5,
+    /// "cannot use the certificates: loading private key ..."), not a bare TLS failure.
     @Test func aKeyThatNoLongerParsesIsReportedAsAtStartWhenTheSessionIsNotResumed() throws {
         let certs = try OperatorCertificates(clients: ["alice"])
         let server = try certs.serve()
