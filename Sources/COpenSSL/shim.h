@@ -47,21 +47,140 @@ static inline uint64_t CMemoSSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
 // which every `memo-client` command pays once at start; the keys `memo-server certs` makes are EC. Any other key
 // (RSA, Ed25519, an encrypted one) fails the first try quietly and takes the general path, whose errors are the
 // ones reported.
-static inline int CMemoSSL_CTX_use_PrivateKey_file_EC_first(SSL_CTX *ctx, const char *path) {
+static inline EVP_PKEY *CMemoSSL_read_EC_key(const char *path) {
     EVP_PKEY *key = NULL;
     OSSL_DECODER_CTX *decoder =
         OSSL_DECODER_CTX_new_for_pkey(&key, "PEM", NULL, "EC", EVP_PKEY_KEYPAIR, NULL, NULL);
     BIO *file = decoder == NULL ? NULL : BIO_new_file(path, "r");
-    int used = 0;
-    if (file != NULL && OSSL_DECODER_from_bio(decoder, file) == 1 && key != NULL) {
-        used = SSL_CTX_use_PrivateKey(ctx, key);
+    if (file == NULL || OSSL_DECODER_from_bio(decoder, file) != 1) {
+        EVP_PKEY_free(key);
+        key = NULL;
     }
-    EVP_PKEY_free(key);
     BIO_free(file);
     OSSL_DECODER_CTX_free(decoder);
+    return key;
+}
+static inline int CMemoSSL_CTX_use_PrivateKey_file_EC_first(SSL_CTX *ctx, const char *path) {
+    EVP_PKEY *key = CMemoSSL_read_EC_key(path);
+    int used = key == NULL ? 0 : SSL_CTX_use_PrivateKey(ctx, key);
+    EVP_PKEY_free(key);
     if (used == 1) { return 1; }
     ERR_clear_error();
     return SSL_CTX_use_PrivateKey_file(ctx, path, SSL_FILETYPE_PEM);
+}
+// The same for one connection (the lazy client material below).
+static inline int CMemoSSL_use_PrivateKey_file_EC_first(SSL *ssl, const char *path) {
+    EVP_PKEY *key = CMemoSSL_read_EC_key(path);
+    int used = key == NULL ? 0 : SSL_use_PrivateKey(ssl, key);
+    EVP_PKEY_free(key);
+    if (used == 1) { return 1; }
+    ERR_clear_error();
+    return SSL_use_PrivateKey_file(ssl, path, SSL_FILETYPE_PEM);
+}
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+// A client's certificate, key and trusted CA loaded when a handshake first needs them, not when the context is
+// made (TLSConfiguration.deferClientMaterial). A resumed TLS 1.3 handshake needs none of them: the server asks
+// for no certificate and sends none to verify. The certificate and key are loaded into the connection (SSL),
+// never into the shared SSL_CTX (which SSL_new copies from and other threads may be reading), by the certificate
+// callback, which OpenSSL's client calls only when the server asks for a certificate (a full handshake). The CA
+// goes into the context's X509 store (which locks itself) once, by the verification callback, which OpenSSL
+// calls in place of X509_verify_cert when the server's certificate is to be verified; the verification itself is
+// then X509_verify_cert's, as without the callback.
+typedef struct {
+    pthread_mutex_t lock;
+    char *chain;  // NULL: no certificate to present
+    char *key;
+    char *ca;     // NULL: no CA to load here
+    int caLoaded;
+    // How many times each was loaded (for tests: a resumed handshake loads neither).
+    int certificateLoads;
+    int caLoads;
+    // How many times a load failed (the engine then reports what an eager load would have said).
+    int loadFailures;
+} CMemoSSL_LazyClient;
+
+static inline char *CMemoSSL_copy_string(const char *text) { return text == NULL ? NULL : strdup(text); }
+static inline CMemoSSL_LazyClient *CMemoSSL_lazy_client_new(const char *chain, const char *key, const char *ca) {
+    CMemoSSL_LazyClient *lazy = calloc(1, sizeof(CMemoSSL_LazyClient));
+    if (lazy == NULL) return NULL;
+    pthread_mutex_init(&lazy->lock, NULL);
+    lazy->chain = CMemoSSL_copy_string(chain);
+    lazy->key = CMemoSSL_copy_string(key);
+    lazy->ca = CMemoSSL_copy_string(ca);
+    return lazy;
+}
+static inline void CMemoSSL_lazy_client_free(CMemoSSL_LazyClient *lazy) {
+    if (lazy == NULL) return;
+    pthread_mutex_destroy(&lazy->lock);
+    free(lazy->chain);
+    free(lazy->key);
+    free(lazy->ca);
+    free(lazy);
+}
+static inline int CMemoSSL_lazy_client_certificate_loads(CMemoSSL_LazyClient *lazy) {
+    pthread_mutex_lock(&lazy->lock);
+    int loads = lazy->certificateLoads;
+    pthread_mutex_unlock(&lazy->lock);
+    return loads;
+}
+static inline int CMemoSSL_lazy_client_ca_loads(CMemoSSL_LazyClient *lazy) {
+    pthread_mutex_lock(&lazy->lock);
+    int loads = lazy->caLoads;
+    pthread_mutex_unlock(&lazy->lock);
+    return loads;
+}
+static inline int CMemoSSL_lazy_client_load_failures(CMemoSSL_LazyClient *lazy) {
+    pthread_mutex_lock(&lazy->lock);
+    int failures = lazy->loadFailures;
+    pthread_mutex_unlock(&lazy->lock);
+    return failures;
+}
+static inline void CMemoSSL_lazy_client_count(CMemoSSL_LazyClient *lazy, int *counter) {
+    pthread_mutex_lock(&lazy->lock);
+    *counter += 1;
+    pthread_mutex_unlock(&lazy->lock);
+}
+// SSL_CTX_set_cert_cb's callback: the server asked for our certificate. 1 to go on, 0 to fail the handshake
+// (OpenSSL's queue then holds why the file could not be used).
+static inline int CMemoSSL_lazy_client_certificate(SSL *ssl, void *arg) {
+    CMemoSSL_LazyClient *lazy = arg;
+    if (lazy->chain == NULL || SSL_get_certificate(ssl) != NULL) return 1;
+    if (SSL_use_certificate_chain_file(ssl, lazy->chain) != 1 || lazy->key == NULL
+        || CMemoSSL_use_PrivateKey_file_EC_first(ssl, lazy->key) != 1 || SSL_check_private_key(ssl) != 1) {
+        CMemoSSL_lazy_client_count(lazy, &lazy->loadFailures);
+        return 0;
+    }
+    CMemoSSL_lazy_client_count(lazy, &lazy->certificateLoads);
+    return 1;
+}
+// SSL_CTX_set_cert_verify_callback's callback: the server's certificate is to be verified.
+static inline int CMemoSSL_lazy_client_verify(X509_STORE_CTX *verify, void *arg) {
+    CMemoSSL_LazyClient *lazy = arg;
+    pthread_mutex_lock(&lazy->lock);
+    int loaded = lazy->caLoaded;
+    if (!loaded && lazy->ca != NULL) {
+        loaded = X509_STORE_load_file(X509_STORE_CTX_get0_store(verify), lazy->ca) == 1;
+        if (loaded) {
+            lazy->caLoaded = 1;
+            lazy->caLoads += 1;
+        } else {
+            lazy->loadFailures += 1;
+        }
+    }
+    pthread_mutex_unlock(&lazy->lock);
+    if (!loaded) {
+        X509_STORE_CTX_set_error(verify, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+        return 0;
+    }
+    return X509_verify_cert(verify);
+}
+// Installs both callbacks on a client context; `lazy` must outlive the context.
+static inline void CMemoSSL_CTX_set_lazy_client(SSL_CTX *ctx, CMemoSSL_LazyClient *lazy) {
+    SSL_CTX_set_cert_cb(ctx, CMemoSSL_lazy_client_certificate, lazy);
+    SSL_CTX_set_cert_verify_callback(ctx, CMemoSSL_lazy_client_verify, lazy);
 }
 
 #include <openssl/hmac.h>

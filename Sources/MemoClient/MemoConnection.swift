@@ -33,6 +33,13 @@ public final class MemoConnection: Sendable {
         // A client that saves sessions keeps OpenSSL's records: the server's ticket comes after the handshake,
         // and only OpenSSL can turn it into a session (a handed-off client drops it).
         tlsConfiguration.recordLayer = configuration.tlsSessionCache == nil ? configuration.tlsRecords : .openSSL
+        // With a saved session for the first server the certificate, key and CA are read only if the handshake
+        // turns out to be a full one (a resumed one needs none of them). Without one the handshake will be full:
+        // everything is loaded now, so that a file that does not parse fails here, as it always has.
+        if let folder = configuration.tlsSessionCache, let first = configuration.servers.first {
+            tlsConfiguration.deferClientMaterial = TLSSessionCache(directory: folder).hasSession(
+                server: first, configuration: tlsConfiguration)
+        }
         let tls = try TLSContext(tlsConfiguration)
         connectionState = Subject(ConnectionState.connecting)
         connectionAttempts = Subject(0)

@@ -24,6 +24,15 @@ struct TLSSessionCache: Sendable {
         return (directory.hasSuffix("/") ? directory : directory + "/") + "tls-session-" + key
     }
 
+    /// Whether a session file (not empty) is saved for `server` under a client context made from `configuration`.
+    /// A cheap look (one `stat`): what is in it is judged when it is offered.
+    func hasSession(server: String, configuration: TLSConfiguration) -> Bool {
+        guard let key = TLSContext.sessionCacheKey(server: server, configuration: configuration) else { return false }
+        var info = stat()
+        let path = (directory.hasSuffix("/") ? directory : directory + "/") + "tls-session-" + key
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0
+    }
+
     /// The saved session at `path`, nil when there is none or it cannot be read.
     static func load(_ path: String) -> [UInt8]? {
         guard let bytes = FileDescriptor.readAll(path: path, limit: maxSize, noFollow: true), !bytes.isEmpty else {

@@ -128,6 +128,12 @@ extension ExitCode {
                     + origin + ")"
             }
             return "cannot use the certificates: \(error.description)"
+        case ClientError.tlsRefused(_, let tls)
+        where tls.kind == .openSSL || tls.kind == .fileSystem
+            || (tls.kind == .invalidArgument && tls.operation == "setting up the TLS client"):
+            // A certificate, key or CA file read only when a full handshake needed it (a saved session was
+            // offered and not resumed) that did not load: said as when it is loaded at start.
+            return rawMessage(for: tls, certificatesOrigin: certificatesOrigin, certificates: certificates)
         case MemoError.outcomeUnknown(let message):
             // Whatever the server or the library said, the line says what it means for the user.
             let meaning = message.contains("may or may not") ? "" : "; the write may or may not have been applied"

@@ -3,25 +3,28 @@ import MemoSystem
 
 extension TLSContext {
     /// Client only: the name under which sessions from `server` are saved, for this context's trust and identity:
-    /// SHA-256 (hex) of the address, the CA file's bytes and our certificate. A session is offered only to the
-    /// server it came from, under the CA that verified that server, by the certificate the server then verified:
-    /// a changed CA or certificate makes another name, and the old session is never offered. nil for a server
-    /// context or when the CA file cannot be read.
+    /// SHA-256 (hex) of the address, the CA file's bytes and our certificate and key files' bytes. A session is
+    /// offered only to the server it came from, under the CA that verified that server, by the certificate the server
+    /// then verified: a changed CA, certificate or key file makes another name, and the old session is never
+    /// offered. The files are read, not the context's loaded certificate, which a deferred context
+    /// (`deferClientMaterial`) does not have. nil for a server context or when a named file cannot be read.
     public func sessionCacheKey(server: String) -> String? {
-        guard !isServer, let caPath = configuration.trustedCAPath, let authority = FileDescriptor.readAll(path: caPath) else {
+        isServer ? nil : Self.sessionCacheKey(server: server, configuration: configuration)
+    }
+
+    /// The name `sessionCacheKey(server:)` gives for a client context made from `configuration`, without one.
+    public static func sessionCacheKey(server: String, configuration: TLSConfiguration) -> String? {
+        guard let caPath = configuration.trustedCAPath, let authority = FileDescriptor.readAll(path: caPath) else {
             return nil
         }
-        var input = Array("memo TLS session 1".utf8) + [0] + Array(server.utf8) + [0] + authority + [0]
-        if let own = SSL_CTX_get0_certificate(pointer) {
-            let length = i2d_X509(own, nil)
-            if length > 0 {
-                var der = [UInt8](repeating: 0, count: Int(length))
-                let written = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-                    var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                    return i2d_X509(own, &cursor)
-                }
-                if written == length { input += der }
-            }
+        var input = Array("memo TLS session 2".utf8) + [0] + Array(server.utf8) + [0] + authority + [0]
+        // Our certificate and key files too: a session is found (and the files' parsing deferred, see
+        // `TLSConfiguration.deferClientMaterial`) only while both are the files of the handshake that saved it, so
+        // a key replaced by another certificate's, or by one that does not parse, is loaded and refused at start.
+        for path in [configuration.certificateChainPath, configuration.privateKeyPath] {
+            guard let path else { continue }
+            guard let bytes = FileDescriptor.readAll(path: path) else { return nil }
+            input += bytes + [0]
         }
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var digestLength: UInt32 = 0

@@ -61,6 +61,16 @@ public struct TLSConfiguration: Sendable, Hashable {
     /// the client certificate the ticket carries is verified again at resumption (CA, dates, revocation list
     /// of the moment). See `TLSContext.ticketKeys`.
     public var sessionTicketLifetime: Int? = TLSConfiguration.defaultSessionTicketLifetime
+    /// Client only: read the certificate, key and trusted CA files when a handshake first needs them instead of
+    /// when the context is made. A resumed TLS 1.3 handshake needs none of them (no certificate is asked for or
+    /// sent), so a client that offers a saved session and resumes never parses them: about 4.6 million
+    /// instructions of a `memo-client` command (BENCHMARKS.md, "Lazy TLS material on the client"). The files are
+    /// still checked when the context is made: each must exist (the same error as without) and open as a regular
+    /// file, or everything is loaded at once, so that an unreadable one fails at start with the usual error. Only
+    /// their contents are read late: a file that exists but does not parse (or a key that does not match) fails the
+    /// first full handshake instead, with the error loading it at start gives (`TLSEngine.handshake` throws it).
+    /// Ignored (everything loaded now) for a server or with a `revocationListPath`.
+    public var deferClientMaterial = false
 
     /// An hour: a script run every few minutes resumes, and a ticket stolen from a client's cache is good for
     /// little longer than that (the certificate itself is checked at each resumption).
@@ -112,6 +122,9 @@ public struct TLSConfiguration: Sendable, Hashable {
 public final class TLSContext: @unchecked Sendable {
     let pointer: OpaquePointer
     public let configuration: TLSConfiguration
+    /// The files a client loads when a handshake first needs them (`TLSConfiguration.deferClientMaterial`); nil
+    /// when everything was loaded in `init`. Freed after the context, whose callbacks use it. Set only in `init`.
+    private(set) var lazy: UnsafeMutablePointer<CMemoSSL_LazyClient>?
 
     public var isServer: Bool { configuration.role == .server }
 
@@ -119,6 +132,7 @@ public final class TLSContext: @unchecked Sendable {
     /// - Throws: `TLSError` (`.fileSystem` for a missing file, `.openSSL` for a bad one, `.invalidArgument`).
     public init(_ configuration: TLSConfiguration) throws(TLSError) {
         self.configuration = configuration
+        lazy = nil
         let isServer = configuration.role == .server
         let operation = isServer ? "setting up the TLS server" : "setting up the TLS client"
         TLSError.clearQueue()
@@ -184,6 +198,61 @@ public final class TLSContext: @unchecked Sendable {
             }
         }
 
+        if !isServer, configuration.deferClientMaterial, configuration.revocationListPath == nil,
+            configuration.trustedCAPath != nil, configuration.certificateChainPath == nil || configuration.privateKeyPath != nil
+        {
+            let paths = [configuration.certificateChainPath, configuration.privateKeyPath, configuration.trustedCAPath]
+            for case let path? in paths { try Self.requireFile(path, operation) }
+            if paths.allSatisfy({ $0.map(Self.opensAsRegularFile) ?? true }),
+                let material = CMemoSSL_lazy_client_new(
+                    configuration.certificateChainPath, configuration.privateKeyPath, configuration.trustedCAPath)
+            {
+                lazy = material
+                CMemoSSL_CTX_set_lazy_client(ctx, material)
+            } else {
+                try Self.loadMaterial(ctx, configuration, operation)
+            }
+        } else {
+            try Self.loadMaterial(ctx, configuration, operation)
+        }
+
+        var verify = SSL_VERIFY_PEER
+        if isServer, configuration.requireClientCertificate { verify |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT }
+        SSL_CTX_set_verify(ctx, verify, nil)
+        TLSError.clearQueue()
+    }
+
+    deinit {
+        SSL_CTX_free(pointer)
+        CMemoSSL_lazy_client_free(lazy)
+    }
+
+    /// A deferred context (`deferClientMaterial`) whose certificate, key or CA failed to load in a handshake: the
+    /// error loading them at once gives (the same as a context that does not defer them gives at start), so that
+    /// the handshake's failure names the file and why. nil when nothing failed to load, or it loads now.
+    func deferredMaterialError() -> TLSError? {
+        guard let lazy, CMemoSSL_lazy_client_load_failures(lazy) > 0 else { return nil }
+        var eager = configuration
+        eager.deferClientMaterial = false
+        do {
+            _ = try TLSContext(eager)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// How many handshakes loaded the deferred certificate and key, and the CA (0 and 0 when nothing was deferred).
+    var deferredLoads: (certificate: Int, authority: Int) {
+        guard let lazy else { return (0, 0) }
+        return (Int(CMemoSSL_lazy_client_certificate_loads(lazy)), Int(CMemoSSL_lazy_client_ca_loads(lazy)))
+    }
+
+    /// Loads the certificate chain and key, the trusted CA and the revocation list named by `configuration`.
+    private static func loadMaterial(
+        _ ctx: OpaquePointer, _ configuration: TLSConfiguration, _ operation: String
+    ) throws(TLSError) {
+        let isServer = configuration.role == .server
         if let chain = configuration.certificateChainPath {
             try Self.requireFile(chain, operation)
             TLSError.clearQueue()
@@ -227,15 +296,6 @@ public final class TLSContext: @unchecked Sendable {
             throw TLSError(
                 kind: .invalidArgument, operation: operation, detail: "a trusted CA file is needed to verify the peer")
         }
-
-        var verify = SSL_VERIFY_PEER
-        if isServer, configuration.requireClientCertificate { verify |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT }
-        SSL_CTX_set_verify(ctx, verify, nil)
-        TLSError.clearQueue()
-    }
-
-    deinit {
-        SSL_CTX_free(pointer)
     }
 
     /// The keys that seal and open session tickets (key name, HMAC key, AES key: 80 bytes), drawn once per
@@ -252,6 +312,15 @@ public final class TLSContext: @unchecked Sendable {
     static let tls12Ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
         + "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
         + "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+    /// Whether `path` opens for reading as a regular file (what a deferred load will need).
+    private static func opensAsRegularFile(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        return fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
 
     private static func requireFile(_ path: String, _ operation: String) throws(TLSError) {
         var info = stat()

@@ -604,6 +604,12 @@ public final class TLSEngine: @unchecked Sendable {
     /// Classifies the failure of the last call (see `TLSError.session`).
     private func sessionError(_ operation: String, code: Int32) -> TLSError {
         guard let ssl else { return TLSError(kind: .tlsFailure, operation: operation) }
+        // A certificate, key or CA loaded only now (TLSConfiguration.deferClientMaterial) that would not load:
+        // said as a context loading it at start would say it.
+        if !isServer, !isHandshakeComplete, let loading = context.deferredMaterialError() {
+            TLSError.clearQueue()
+            return loading
+        }
         let error = TLSError.session(operation, ssl: ssl, sslError: code)
         // A TLS peer's first record is a handshake (22) or, when it refuses us at once, an alert (21).
         // Anything else means "not TLS" even when OpenSSL's reason is vague (say, a length mismatch in what

@@ -130,6 +130,19 @@ struct ClientMessagesTests {
         #expect(help.contains("given: 1 to 256"))
     }
 
+    /// A certificate file that failed to load only in a handshake (memo-client defers loading when a TLS session
+    /// is saved) reaches the command as a refused connection; it is said as a load at start is, with exit 5.
+    @Test func aFileThatFailsToLoadInAHandshakeIsSaidAsWhenItFailsAtStart() {
+        let loading = TLSError(
+            kind: .openSSL, operation: "loading private key /certs/client.key",
+            reasons: ["not a key or certificate OpenSSL can read"])
+        let refused = ClientError.tlsRefused(server: "127.0.0.1:7420", loading)
+        #expect(Array(ExitCode.message(for: refused).utf8) == Array(ExitCode.message(for: loading).utf8))
+        #expect(ExitCode.message(for: refused).hasPrefix("cannot use the certificates: loading private key"))
+        #expect(ExitCode(refused) == ExitCode(loading))
+        #expect(ExitCode(refused) == .refused)
+    }
+
     @Test func aServerMessageWrappedAgainByTheClientIsSaidOnce() {
         let wrapped = MemoError.invalidArgument("invalid argument: the update date is before the insert date")
         #expect(ExitCode.message(for: wrapped) == "invalid argument: the update date is before the insert date")

@@ -135,4 +135,65 @@ struct TLSResumptionEndToEndTests {
         #expect(try client(["list"], server: server, certs: certs, name: "bob", cache: cache).status == 0)
         #expect(pollUntil(seconds: 10) { resumedOpens(server) == before + 1 })
     }
+
+    /// A saved session does not excuse a key file that cannot be opened (here a folder in its place): the command
+    /// fails at start with the exit code and message it gives without a session, and makes no connection. With
+    /// the key back and the session file removed, the full handshake presents the certificate and succeeds.
+    @Test func aKeyThatCannotBeOpenedFailsAtStartThoughASessionIsSaved() throws {
+        let certs = try OperatorCertificates(clients: ["alice"])
+        let server = try certs.serve()
+        defer {
+            server.signal(SIGTERM)
+            _ = server.waitForExit()
+        }
+        let cache = certs.directory.path + "/cache"
+        #expect(try client(["add", "first"], server: server, certs: certs, cache: cache).status == 0)
+        let file = try #require(sessionFiles(cache).first)
+        let key = certs.path + "/alice.key"
+        try FileManager.default.moveItem(atPath: key, toPath: key + ".saved")
+        try FileManager.default.createDirectory(atPath: key, withIntermediateDirectories: false)
+        let opens = server.log.split(separator: "\n").filter { $0.contains("open conn=") }.count
+
+        let refused = try client(["list"], server: server, certs: certs, cache: cache)
+        let withoutSession = try client(["list"], server: server, certs: certs, cache: cache + "-none")
+        #expect(refused.status == 5, "\(refused.err)")
+        #expect(refused.err.contains("cannot use the certificates: loading private key \(key)"), "\(refused.err)")
+        #expect(Array(refused.err.utf8) == Array(withoutSession.err.utf8))
+        #expect(refused.status == withoutSession.status)
+        #expect(server.log.split(separator: "\n").filter { $0.contains("open conn=") }.count == opens)
+
+        try FileManager.default.removeItem(atPath: key)
+        try FileManager.default.moveItem(atPath: key + ".saved", toPath: key)
+        try FileManager.default.removeItem(atPath: file)
+        let listed = try client(["list"], server: server, certs: certs, cache: cache)
+        #expect(listed.status == 0 && listed.out.contains("first"), "\(listed.err)")
+        #expect(resumedOpens(server) == 0)
+    }
+
+    /// A key file replaced since the session was saved (here by one that does not parse) is not excused by the
+    /// session: alice's certificate is also revoked, so the server would not take her ticket (as a restarted server
+    /// would not) and the handshake would be full. The command says what it says without a session (exit 5,
+    /// "cannot use the certificates: loading private key ..."), not a bare TLS failure.
+    @Test func aKeyThatNoLongerParsesIsReportedAsAtStartWhenTheSessionIsNotResumed() throws {
+        let certs = try OperatorCertificates(clients: ["alice"])
+        let server = try certs.serve()
+        defer {
+            server.signal(SIGTERM)
+            _ = server.waitForExit()
+        }
+        let cache = certs.directory.path + "/cache"
+        #expect(try client(["add", "first"], server: server, certs: certs, cache: cache).status == 0)
+        #expect(sessionFiles(cache).count == 1)
+        try OperatorCertificates.certs(["revoke", "alice", "--dir", certs.path])
+        server.signal(SIGHUP)
+        try server.waitForLog("reloaded certificates from \(certs.path)")
+        let key = certs.path + "/alice.key"
+        try Data("not a key\n".utf8).write(to: URL(fileURLWithPath: key))
+
+        let refused = try client(["list"], server: server, certs: certs, cache: cache)
+        let withoutSession = try client(["list"], server: server, certs: certs, cache: cache + "-none")
+        #expect(refused.status == 5, "\(refused.err)")
+        #expect(refused.err.contains("cannot use the certificates: loading private key \(key)"), "\(refused.err)")
+        #expect(Array(refused.err.utf8) == Array(withoutSession.err.utf8))
+    }
 }
