@@ -108,20 +108,26 @@ public final class StoreState: Sendable {
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
             var changed = false
-            for op in ops {
-                do throws(MemoError) {
-                    let lookup = inner.shelf.map { shelfLookup($0, op, in: inner.table) } ?? .none
-                    let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup)
-                    if case .change(let change) = outcome {
-                        changed = true
-                        // Only deliveries with someone to run: with no watcher waiting (a watcher still draining
-                        // takes the change with the first), no array grows per change.
-                        let delivery = applyLocked(change, to: &inner, edits: &edits, evicted: &evicted)
-                        if !delivery.isEmpty { pending.append(delivery) }
+            // Each op is borrowed in place (`pointee` is an address, not a copy): `for op in ops` copied every
+            // `WriteOp` through its value witness and retained its strings (~170 instructions per create).
+            ops.withUnsafeBufferPointer { ops in
+                for index in ops.indices {
+                    let op = ops.baseAddress! + index
+                    do throws(MemoError) {
+                        let lookup = inner.shelf.map { shelfLookup($0, op.pointee, in: inner.table) } ?? .none
+                        let outcome = try planner.plan(
+                            op.pointee, in: inner.table, nowMicros: nowMicros, lookup: lookup)
+                        if case .change(let change) = outcome {
+                            changed = true
+                            // Only deliveries with someone to run: with no watcher waiting (a watcher still
+                            // draining takes the change with the first), no array grows per change.
+                            let delivery = applyLocked(change, to: &inner, edits: &edits, evicted: &evicted)
+                            if !delivery.isEmpty { pending.append(delivery) }
+                        }
+                        results.append(.success(outcome))
+                    } catch {
+                        results.append(.failure(error))
                     }
-                    results.append(.success(outcome))
-                } catch {
-                    results.append(.failure(error))
                 }
             }
             inner.lastInsertMicros = planner.lastInsertMicros
