@@ -219,25 +219,17 @@ final class ServerConnection: EventHandler {
         let ctx = context.value
         // Every write of a batch took the same time: one observation of that many.
         ctx.counters.requestDuration.observe(nanoseconds: answered &- min(answered, started), count: results.count)
-        // Each result is read in place (`succeededMemo` borrows it): `zip`, and `if case .success(let outcome)` on
-        // an element, copied every `Result` through its value witness (~180 instructions per create, BENCHMARKS.md).
-        let finished = results.withUnsafeBufferPointer { results -> Bool in
-            for index in 0..<min(requestIDs.count, results.count) {
-                let requestID = requestIDs[index]
-                guard machine.storeAnswered(), session != nil else { return false }
-                if let memo = results[index].succeededMemo, machine.acceptsOutput {  // from the memo, no `Message`
-                    session!.succeeded(requestID: requestID, counters: &ctx.counters)
-                    outbound.append(memo: memo, requestID: requestID)
-                } else {
-                    let (answer, line) = session!.completed(
-                        requestID: requestID, results[index], counters: &ctx.counters)
-                    if let line { server.log(name.record(line)) }
-                    enqueue(answer, requestID: requestID)
-                }
+        for (requestID, result) in zip(requestIDs, results) {
+            guard machine.storeAnswered(), session != nil else { return }
+            if case .success(let outcome) = result, machine.acceptsOutput {  // encoded from the memo, no `Message`
+                session!.succeeded(requestID: requestID, counters: &ctx.counters)
+                outbound.append(memo: outcome.memo, requestID: requestID)
+            } else {
+                let (answer, line) = session!.completed(requestID: requestID, result, counters: &ctx.counters)
+                if let line { server.log(name.record(line)) }
+                enqueue(answer, requestID: requestID)
             }
-            return true
         }
-        guard finished else { return }
         checkOutboundLimit()  // once for the batch's answers
         if now { flush() }
     }
@@ -279,14 +271,5 @@ final class ServerConnection: EventHandler {
             loop.execute { bound.value.answerBufferedFrames() }
         case .close: finish()
         }
-    }
-}
-
-extension Result where Success == WriteOutcome {
-    /// A successful write's memo, read from the result in place (a method's `self` is borrowed, where a pattern
-    /// match on an array element copied the whole result first).
-    fileprivate var succeededMemo: Memo? {
-        if case .success(let outcome) = self { return outcome.memo }
-        return nil
     }
 }
