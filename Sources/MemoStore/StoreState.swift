@@ -112,12 +112,8 @@ public final class StoreState: Sendable {
                 do throws(MemoError) {
                     let lookup = inner.shelf.map { shelfLookup($0, op, in: inner.table) } ?? .none
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup)
-                    if case .change(let change) = outcome {
+                    if applyLocked(outcome, to: &inner, edits: &edits, evicted: &evicted, pending: &pending) {
                         changed = true
-                        // Only deliveries with someone to run: with no watcher waiting (a watcher still draining
-                        // takes the change with the first), no array grows per change.
-                        let delivery = applyLocked(change, to: &inner, edits: &edits, evicted: &evicted)
-                        if !delivery.isEmpty { pending.append(delivery) }
                     }
                     results.append(.success(outcome))
                 } catch {
@@ -147,6 +143,23 @@ public final class StoreState: Sendable {
         }
         StageTrace.record(.applied, changes)
         deliver(pending, lists)
+    }
+
+    /// Applies the outcome's change, if it is one, and keeps its delivery when someone waits for it (with no
+    /// watcher waiting, a watcher still draining takes the change with the first, no array grows per change).
+    /// Whether the outcome was a change.
+    ///
+    /// The outcome is this function's (borrowed) parameter: `if case .change(let change) = outcome` on the
+    /// planner's result in `planAndApply`'s loop copied the whole `Change` through its value witness first.
+    @inline(never)
+    private func applyLocked(
+        _ outcome: WriteOutcome, to inner: inout Inner, edits: inout [ListEdit], evicted: inout [Change],
+        pending: inout [Subject<WatchEvent>.PendingDelivery]
+    ) -> Bool {
+        guard case .change(let change) = outcome else { return false }
+        let delivery = applyLocked(change, to: &inner, edits: &edits, evicted: &evicted)
+        if !delivery.isEmpty { pending.append(delivery) }
+        return true
     }
 
     /// Applies one change to the table and the history, tells the observers and queues it for the watchers;
