@@ -122,7 +122,8 @@ struct TUINothingLostEndToEndTests {
         let tmux = try TmuxSession(command: fixture.frontEndCommand())
         defer { tmux.kill() }
         try tmux.waitForScreen(containing: "o overwrite", "그쪽에서 고친 내용")
-        #expect(FileManager.default.fileExists(atPath: notSavedPath))
+        // Written by the front end's writer, off its client loop, perhaps after the screen shows the conflict: polled.
+        #expect(pollUntil { FileManager.default.fileExists(atPath: notSavedPath) })
         // o saves ours over theirs, k keeps theirs: either way the conflict is decided, and its entry goes.
         try tmux.press(key)
         try tmux.waitForScreen("the editor closed, nothing pending") { screen in
