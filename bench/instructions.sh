@@ -6,19 +6,26 @@
 # Each figure is the difference between two runs of different lengths, so that start-up and the TLS handshakes
 # cancel out, divided by the extra deliveries, creates or imported memos. The server runs with one loop.
 #
-#   bench/instructions.sh                      the three figures (a few minutes; needs valgrind)
+#   bench/instructions.sh                      every figure (a few minutes; needs valgrind)
 #   FIGURES=server bench/instructions.sh       only the server's two (FIGURES=client: only memo-client's)
+#   FIGURES=get bench/instructions.sh          the get (c50 P1, 1,000 memos): the server's instructions and syscalls
+#                                              per get, and memo-bench's instructions per get (the client side)
 #   FIGURES=redis bench/instructions.sh        only Redis's per SET (also part of "all" when redis-server is installed)
 #   SERVER=/path/to/memo-server bench/instructions.sh   another build's server, measured by this build's memo-bench
 #   CLIENT=/path/to/memo-client bench/instructions.sh   another build's memo-client, against this build's server
 #   SERVER_ARGS="--metrics 0" bench/instructions.sh     the server with more options (here: metrics on)
+#   BIN=/path/to/release bench/instructions.sh          every binary from that folder, nothing built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null \
     || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
-swift build -c release >&2
-BIN=.build/release
+# BIN: where memo-server, memo-bench and memo-client are taken from (this build's release folder, built first,
+# unless BIN is given: then nothing is built)
+if [ -z "${BIN:-}" ]; then
+    swift build -c release >&2
+    BIN=.build/release
+fi
 SERVER=${SERVER:-$BIN/memo-server}
 CLIENT=${CLIENT:-$BIN/memo-client}
 FIGURES=${FIGURES:-all}
@@ -58,8 +65,59 @@ if [ "$FIGURES" = all ] || [ "$FIGURES" = server ]; then
     echo "in-memory create c50 P16: $(( (long - short) / 100000 )) server instructions per create"
 fi
 
+# The get, compare.sh's get shape (50 clients, one request in flight each, 1,000 memos of 64 bytes, seeded by
+# memo-bench in every run, so the seeding cancels): the server's instructions per get by `counted`; memo-bench's own
+# per get, the server running natively and memo-bench under callgrind; and the server's system calls per get,
+# counted by `perf stat -e raw_syscalls:sys_enter` over the server's whole life (each the difference of two runs).
+GET_SHORT=${GET_SHORT:-10000}
+GET_LONG=${GET_LONG:-30000}
+get_args() { echo --clients 50 --pipeline 1 --size 64 --op get --requests "$1" --json; }
+
+client_counted() {
+    local out="$WORK/callgrind-client.$RANDOM"
+    start_memo memory
+    # shellcheck disable=SC2046
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/memo-bench" --server "$MEMO_ADDR" \
+        --certs "$CERTS" $(get_args "$1") >/dev/null 2>&1
+    stop_pid "$MEMO_PID"
+    callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+}
+
+syscalls_counted() {
+    local out="$WORK/perf.$RANDOM"
+    perf stat -x, -e raw_syscalls:sys_enter -o "$out" "$SERVER" serve --listen 127.0.0.1:0 --store memory \
+        --threads 1 --certs "$CERTS" ${SERVER_ARGS:-} >"$out.log" 2>/dev/null &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 300); do grep -q "listening on" "$out.log" 2>/dev/null && break; sleep 0.1; done
+    local address server
+    address=$(sed -n 's/^listening on //p' "$out.log")
+    server=$(pgrep -P "$pid")
+    # shellcheck disable=SC2046
+    "$BIN/memo-bench" --server "$address" --certs "$CERTS" $(get_args "$1") >/dev/null
+    kill -INT "$server"
+    wait "$pid" 2>/dev/null || true
+    sed -n 's/^\([0-9]*\),.*raw_syscalls:sys_enter.*/\1/p' "$out"
+}
+
+if [ "$FIGURES" = all ] || [ "$FIGURES" = get ]; then
+    extra=$((GET_LONG - GET_SHORT))
+    # shellcheck disable=SC2046
+    short=$(counted $(get_args "$GET_SHORT"))
+    # shellcheck disable=SC2046
+    long=$(counted $(get_args "$GET_LONG"))
+    echo "get c50 P1: $(( (long - short) / extra )) server instructions per get"
+    short=$(syscalls_counted "$GET_SHORT")
+    long=$(syscalls_counted "$GET_LONG")
+    echo "get c50 P1: $(awk "BEGIN { printf \"%.2f\", ($long - $short) / $extra }") server system calls per get"
+    short=$(client_counted "$GET_SHORT")
+    long=$(client_counted "$GET_LONG")
+    echo "get c50 P1: $(( (long - short) / extra )) memo-bench instructions per get (the client)"
+fi
+
 # The instructions a redis-server (TLS both ways, no persistence) executes, start to stop, while redis-benchmark sends
 # $1 SETs from 50 clients 16 deep (64-byte values, 1,000 keys: compare.sh's shape): the comparison for the create.
+# With $2 = get and $3 = 1: $1 GETs one deep, after 20,000 SETs of the 1,000 keys (the comparison for the get).
 redis_counted() {
     local out="$WORK/callgrind-redis.$RANDOM" port
     port=$(free_port)
@@ -75,8 +133,12 @@ redis_counted() {
             -p "$port" ping >/dev/null 2>&1 && break
         sleep 0.1
     done
+    if [ "${2:-set}" = get ]; then
+        redis-benchmark --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
+            -h 127.0.0.1 -p "$port" -t set -c 50 -P 16 -n 20000 -d 64 -r 1000 -q >/dev/null 2>&1
+    fi
     redis-benchmark --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
-        -h 127.0.0.1 -p "$port" -t set -c 50 -P 16 -n "$1" -d 64 -r 1000 -q >/dev/null 2>&1
+        -h 127.0.0.1 -p "$port" -t "${2:-set}" -c 50 -P "${3:-16}" -n "$1" -d 64 -r 1000 -q >/dev/null 2>&1
     kill -INT "$pid"
     wait "$pid" 2>/dev/null || true
     callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
@@ -86,6 +148,13 @@ if [ "$FIGURES" = redis ] || { [ "$FIGURES" = all ] && command -v redis-server >
     short=$(redis_counted 50000)
     long=$(redis_counted 150000)
     echo "Redis SET c50 P16: $(( (long - short) / 100000 )) server instructions per SET"
+fi
+if [ "$FIGURES" = redis ] || [ "$FIGURES" = get ] || { [ "$FIGURES" = all ] && command -v redis-server >/dev/null; }
+then
+    # compare.sh's get row: GETs of 1,000 keys set beforehand (20,000 SETs in both runs, so they cancel)
+    short=$(redis_counted "$GET_SHORT" get 1)
+    long=$(redis_counted "$GET_LONG" get 1)
+    echo "Redis GET c50 P1: $(( (long - short) / (GET_LONG - GET_SHORT) )) server instructions per GET"
 fi
 
 # memo-client's CPU time (user and system), start to stop, importing $1 new memos (ids from $2 on, the same in

@@ -58,10 +58,14 @@ public final class TLSStream {
     }
 
     private func flush() throws {
-        let deadline = ContinuousClock.now + timeout
+        // Read from the clock only once the socket refuses bytes (rarely): a flush after every read and write
+        // read it for nothing.
+        var deadline: ContinuousClock.Instant?
         // The read buffer lends itself as scratch: what a read brings is fed to TLS before anything is flushed.
         while try buffer.withUnsafeMutableBytes({ try transport.flush(to: socket, scratch: $0) }) == .blocked {
-            guard try socket.wait(for: .writable, timeout: deadline - ContinuousClock.now) else {
+            let end = deadline ?? ContinuousClock.now + timeout
+            deadline = end
+            guard try socket.wait(for: .writable, timeout: end - ContinuousClock.now) else {
                 throw Failure.timedOut("the socket to take our bytes")
             }
         }

@@ -22,6 +22,14 @@ extension ServerConnection {
         checkOutboundLimit()
     }
 
+    /// Queues the `memo` frame of `memo` answering `requestID`, encoded into the queue (a get's answer; see
+    /// `OutboundQueue.append(memo:requestID:)`).
+    func enqueue(memo: Memo, requestID: UInt32) {
+        guard machine.acceptsOutput else { return }
+        outbound.append(memo: memo, requestID: requestID)
+        checkOutboundLimit()
+    }
+
     /// Drops a peer that holds more than `--max-outbound` bytes (see `ServerConnectionMachine.outboundHeld`).
     func checkOutboundLimit() {
         // Counted before the machine is read: an argument computed by a call could change the machine, so the

@@ -167,6 +167,7 @@ final class ServerConnection: EventHandler {
             switch step {
             case .submit(let requestIDs, let ops): submit(requestIDs, ops)
             case .queue(let item): enqueue(item)
+            case .queueMemo(let requestID, let memo): enqueue(memo: memo, requestID: requestID)
             case .helloAccepted(let version):
                 outbound.version = version  // every frame from here on is the agreed version's
                 run(machine.helloAnswered())

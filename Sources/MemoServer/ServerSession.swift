@@ -7,6 +7,9 @@ import MemoWire
 enum SessionAction {
     /// Queue these frame bytes for the peer.
     case send([UInt8])
+    /// Queue the `memo` frame of this memo for this request (a get's answer): encoded by the connection straight
+    /// into its queue (`OutboundQueue.append(memo:requestID:)`), with no `Message` and no array of its own.
+    case sendMemo(requestID: UInt32, Memo)
     /// Queue the list's memos as `memos` chunks for this request.
     case sendList(requestID: UInt32, revision: UInt64, memos: [Memo])
     /// Queue a page of the list as `page` chunks for this request (`more`: memos follow it).
@@ -75,6 +78,13 @@ struct ServerSession {
     private(set) var version = WireProtocol.minimumVersion
     /// Whole frames taken so far (a connection restarts its frame deadline when this moves).
     private(set) var framesReceived = 0
+    /// What the answers made by the current `receive` add up to (its `outputBudget` bounds it), counted as each
+    /// answer is made (`queue`): counted afterwards from the actions, each action was copied and destroyed again
+    /// (a retain and a release of its payload per request).
+    private var answerBytes = 0
+    /// The current `receive` made a `.close` action: it takes no frame after it. A flag, not a look at the last
+    /// action, which copied that action (a get's memo) once per request.
+    private var closing = false
 
     init(limits: ServerLimits, role: Role, serverName: String = "memo-server", author: Author = .none) {
         self.limits = limits
@@ -103,9 +113,9 @@ struct ServerSession {
         var actions: [SessionAction] = []
         // A pipelining client sends requests 16 deep or so: one allocation for them, not five as the array grows.
         if frames.hasWholeFrame { actions.reserveCapacity(16) }
-        var produced = 0
-        while produced < outputBudget {
-            let before = actions.count
+        answerBytes = 0
+        closing = false
+        while answerBytes < outputBudget {
             let type: UInt8
             let requestID: UInt32
             var payload: WireReader
@@ -124,19 +134,7 @@ struct ServerSession {
                 type: type, requestID: requestID, payload: &payload, awaitingHello: &awaitingHello, store: store,
                 into: &actions)
             if let result = handledResult { counters.count(RequestKind(type: type), result) }
-            for action in actions[before...] {
-                switch action {
-                // Counted with what holding them costs until the connection queues them (the array's header,
-                // the allocator's overhead, the action): a flood of pings is many small answers.
-                case .send(let bytes): produced += bytes.count + 64
-                case .sendList(_, _, let memos):
-                    produced += memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
-                case .sendPage(_, let page):
-                    produced += page.memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
-                default: break
-                }
-            }
-            if case .close = actions.last { break }
+            if closing { break }
         }
         return actions
     }
@@ -168,7 +166,7 @@ struct ServerSession {
             awaitingHello = false
             version = min(maxVersion, newest)
             actions.append(.helloAccepted)
-            actions.append(.send(Message.welcome(
+            queue(&actions, .send(Message.welcome(
                 version: version, revision: store.revision, maxFrameSize: UInt32(limits.maxFrameSize),
                 role: role, server: serverName).frame(requestID: id)))
             return
@@ -198,7 +196,8 @@ struct ServerSession {
             answer(&actions, id, .error(code: .invalidRequest, message: "hello was already done"))
         case .get(let memoID):
             do throws(MemoError) {
-                answer(&actions, id, .memo(try store.memo(memoID)))
+                // The same bytes as `answer(&actions, id, .memo(memo))` would queue, without the array between.
+                queue(&actions, .sendMemo(requestID: id, try store.memo(memoID)))
             } catch {
                 answer(&actions, id, .error(code: ErrorCode(error), message: error.description))
             }
@@ -206,12 +205,12 @@ struct ServerSession {
             guard admitInFlight(&actions, id) else { return }
             pendingLists += 1
             let (revision, memos) = store.snapshot()
-            actions.append(.sendList(requestID: id, revision: revision, memos: memos))
+            queue(&actions, .sendList(requestID: id, revision: revision, memos: memos))
         case .listPage(let limit, let after):
             // Counted as a list: the answer is queued until sent in full.
             guard admitInFlight(&actions, id) else { return }
             pendingLists += 1
-            actions.append(.sendPage(requestID: id, store.page(after: after, limit: Int(limit))))
+            queue(&actions, .sendPage(requestID: id, store.page(after: after, limit: Int(limit))))
         case .create(let memoID, let insert, let update, let content):
             write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert,
                                         updateMicros: update, author: author))
@@ -279,8 +278,18 @@ struct ServerSession {
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
             answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
         case .goingAway:
+            closing = true
             actions.append(.close(reason: "client is going away"))
         }
+    }
+
+    /// The size of the `memo` frame of `memo` as protocol `version` writes it (the author from version 3).
+    static func memoFrameSize(_ memo: Memo, version: UInt16) -> Int {
+        var size = WireProtocol.headerSize + Message.memoFixedSize + memo.content.utf8.count
+        if version >= WireProtocol.authorsVersion {
+            size += 8 + memo.author.name.utf8.count + memo.author.serial.utf8.count
+        }
+        return size
     }
 
     /// The answer to a read while the store cannot serve.
@@ -410,12 +419,29 @@ struct ServerSession {
 
     private mutating func answer(_ actions: inout [SessionAction], _ id: UInt32, _ message: Message) {
         if case .error(let code, _) = message { handledResult = RequestResult(code: code) }
-        actions.append(.send(message.frame(requestID: id, version: version)))
+        queue(&actions, .send(message.frame(requestID: id, version: version)))
+    }
+
+    /// Appends an answer to `actions`, adding what it costs to `answerBytes`: its bytes with what holding them
+    /// costs until the connection queues them (the array's header, the allocator's overhead, the action), since a
+    /// flood of pings is many small answers; a list or a page by its memos.
+    private mutating func queue(_ actions: inout [SessionAction], _ action: consuming SessionAction) {
+        switch action {
+        case .send(let bytes): answerBytes += bytes.count + 64
+        case .sendMemo(_, let memo): answerBytes += Self.memoFrameSize(memo, version: version) + 64
+        case .sendList(_, _, let memos):
+            answerBytes += memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
+        case .sendPage(_, let page):
+            answerBytes += page.memos.reduce(0) { $0 + Message.memoFixedSize + $1.content.utf8.count }
+        default: break
+        }
+        actions.append(action)
     }
 
     private mutating func fail(_ actions: inout [SessionAction], requestID: UInt32, code: ErrorCode, _ text: String) {
         handledResult = RequestResult(code: code)
-        actions.append(.send(Message.error(code: code, message: text).frame(requestID: requestID)))
+        queue(&actions, .send(Message.error(code: code, message: text).frame(requestID: requestID)))
+        closing = true
         actions.append(.close(reason: "\(code.name): \(text)"))
     }
 }

@@ -16,6 +16,8 @@ struct SessionEffects: IteratorProtocol {
         case submit(requestIDs: [UInt32], ops: [WriteOp])
         /// Queue this for the peer.
         case queue(OutboundQueue.Item)
+        /// Queue the `memo` frame of this memo answering this request (`OutboundQueue.append(memo:requestID:)`).
+        case queueMemo(requestID: UInt32, Memo)
         /// The session agreed `version` in `hello`: every frame from here on is that version's.
         case helloAccepted(version: UInt16)
         case subscribe(requestID: UInt32, start: WatchStart)
@@ -64,11 +66,15 @@ struct SessionEffects: IteratorProtocol {
             }
             return .submit(requestIDs: requestIDs, ops: ops)
         }
-        let action = actions[index]
+        // Taken out like a write's (see above): a copy retained the payload (a get's memo: its content and author
+        // strings) and the actions' teardown released it once more.
+        var action = SessionAction.helloAccepted
+        swap(&action, &actions[index])
         index += 1
-        switch action {
+        switch consume action {
         case .submit: preconditionFailure("gathered above")
         case .send(let bytes): return .queue(.frame(bytes))
+        case .sendMemo(let requestID, let memo): return .queueMemo(requestID: requestID, memo)
         case .sendList(let requestID, let revision, let memos):
             return .queue(.stream(ChunkStream(
                 requestID: requestID, revision: revision, memos: memos, snapshot: false, maxFrameSize: maxFrameSize,

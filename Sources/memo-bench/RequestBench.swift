@@ -132,10 +132,11 @@ struct RequestBench {
         func sendBatch() throws {
             let batch = min(pipeline, count - sent)
             guard batch > 0 else { return }
-            var bytes: [UInt8] = []
             batchSent = clock.now
             firstID = nextID &+ 1
-            answered = Array(repeating: false, count: batch)
+            // Refilled in place: a fresh array per batch was an allocation per request at pipeline 1.
+            answered.removeAll(keepingCapacity: true)
+            answered.append(contentsOf: repeatElement(false, count: batch))
             outstanding = batch
             for _ in 0..<batch {
                 let message: Message
@@ -149,10 +150,11 @@ struct RequestBench {
                 nextID &+= 1
                 message.encode(into: &scratch, requestID: nextID)
             }
-            bytes = scratch.bytes
-            scratch.bytes.removeAll(keepingCapacity: true)
             sent += batch
-            try connection.sendRaw(bytes)
+            // Sent from the scratch writer and emptied after: a copy of its array taken before emptying it shared
+            // the storage, so the emptying allocated a new 4 KiB buffer for every batch.
+            try connection.sendRaw(scratch.bytes)
+            scratch.bytes.removeAll(keepingCapacity: true)
         }
 
         private var scratch = WireWriter(capacity: 4096)

@@ -41,6 +41,20 @@ import Testing
         #expect(lastOps == [third])
     }
 
+    @Test func aMemoAnswerIsQueuedAsItsMemoForItsRequestInOrder() throws {
+        let memo = Memo(id: UUID(), content: "m", insertMicros: 1, updateMicros: 1, revision: 4)
+        let walked = steps([.send([1]), .sendMemo(requestID: 5, memo), .send([2])])
+        #expect(walked.count == 3)
+        guard case .queue(.frame(let before)) = walked[0], case .queueMemo(let requestID, let queued) = walked[1],
+            case .queue(.frame(let after)) = walked[2]
+        else {
+            throw Failure("not a frame, a memo and a frame: \(walked)")
+        }
+        #expect(before == [1] && after == [2])
+        #expect(requestID == 5)
+        #expect(queued == memo)
+    }
+
     @Test func aListAndAPageAreQueuedAsStreamsOfChunksForTheirRequest() throws {
         let memo = Memo(id: UUID(), content: "m", insertMicros: 1, updateMicros: 1, revision: 4)
         let page = ListPage(revision: 7, memos: [memo], more: true)

@@ -203,6 +203,74 @@ struct FramedSession {
         #expect(!session.hasWholeFrame)
     }
 
+    /// Memos written to `store` by `author` (the memory store answers at once, on this thread).
+    private func written(_ contents: [String], by author: Author) throws -> [Memo] {
+        let answers = Mutex<[Result<WriteOutcome, MemoError>]>([])
+        store.submit(contents.map { .create(id: UUID(), content: $0, insertMicros: nil, author: author) }) { results in
+            answers.withLock { $0 = results }
+        }
+        return try answers.withLock { results in try results.map { try $0.get().memo } }
+    }
+
+    /// The bytes a connection of protocol `version` sends for these actions' answers: each queued as
+    /// `ServerConnection` queues it (a found memo by `OutboundQueue.append(memo:requestID:)`, a frame as it is).
+    private func queuedBytes(_ actions: [SessionAction], version: UInt16) -> [UInt8] {
+        var queue = OutboundQueue()
+        queue.version = version
+        for action in actions {
+            switch action {
+            case .send(let bytes): queue.append(.frame(bytes))
+            case .sendMemo(let requestID, let memo): queue.append(memo: memo, requestID: requestID)
+            default: break
+            }
+        }
+        var writer = WireWriter(capacity: 1 << 16)
+        while !queue.isEmpty { queue.fill(&writer, upTo: 1 << 20) }
+        return writer.bytes
+    }
+
+    /// A get's answer is encoded from the stored memo straight into the queue: the same bytes as the `memo`
+    /// message's frame (what the session queued before), in every protocol version (the author from version 3),
+    /// for a memo small enough for the queue's tail and one larger; a missing memo is still a not-found error.
+    @Test func aGetIsAnsweredWithTheBytesOfItsMemoMessageInEveryVersion() throws {
+        let memos = try written(
+            ["한글 memo", String(repeating: "m\u{00e9}", count: OutboundQueue.smallFrame)],
+            by: Author(name: "writer-\u{00e9}", serial: "0123456789abcdef"))
+        let missing = UUID()
+        for version in WireProtocol.minimumVersion...WireProtocol.version {
+            var framed = session()
+            let hello = Message.hello(minVersion: version, maxVersion: version, client: "unit").frame(requestID: 1)
+            _ = feed(&framed, hello)
+            let actions = feed(
+                &framed,
+                Message.get(id: memos[0].id).frame(requestID: 5, version: version)
+                    + Message.get(id: memos[1].id).frame(requestID: 6, version: version)
+                    + Message.get(id: missing).frame(requestID: 7, version: version))
+            #expect(actions.count == 3)
+            let notFound = MemoError.notFound(missing)
+            let expected = Message.memo(memos[0]).frame(requestID: 5, version: version)
+                + Message.memo(memos[1]).frame(requestID: 6, version: version)
+                + Message.error(code: ErrorCode(notFound), message: notFound.description)
+                    .frame(requestID: 7, version: version)
+            #expect(queuedBytes(actions, version: version) == expected, "version \(version)")
+        }
+    }
+
+    /// A get's answer counts against the output budget as its frame did: a peer that pipelines gets and reads
+    /// nothing is answered only up to the budget.
+    @Test func aGetsAnswerCountsAgainstTheOutputBudget() throws {
+        let memo = try #require(try written(["budgeted"], by: .none).first)
+        var session = session()
+        _ = feed(&session, hello())
+        let gets = (0..<3).flatMap { Message.get(id: memo.id).frame(requestID: 10 + UInt32($0)) }
+        let first = gets.withUnsafeBytes { session.receive($0, store: store, outputBudget: 1) }
+        #expect(first.count == 1)
+        #expect(session.hasWholeFrame)
+        let rest = session.receive(UnsafeRawBufferPointer(start: nil, count: 0), store: store)
+        #expect(rest.count == 2)
+        #expect(!session.hasWholeFrame)
+    }
+
     @Test func aRequestBeforeHelloIsRefusedAndCloses() throws {
         var session = session()
         let actions = feed(&session, Message.ping(nonce: 1).frame(requestID: 1))
