@@ -8,8 +8,7 @@ import MemoWire
 extension ServerConnection {
     // MARK: Deadlines
 
-    /// Starts `kind` for the machine's duration, replacing the timer in its slot; when it passes, runs the
-    /// machine's answer.
+    /// Starts `kind` for the machine's duration, replacing its slot's timer; when it passes, runs the machine's answer.
     func arm(_ kind: ServerConnectionMachine.Deadline) {
         let bound = LoopBound(self, eventLoop: loop)
         timers.replace(kind, with: loop.schedule(after: .milliseconds(Int(machine.duration(of: kind) * 1000))) {

@@ -15,18 +15,11 @@ extension ServerConnection {
         checkOutboundLimit()
     }
 
-    /// Queues `message`'s frame, encoded into the queue (see `OutboundQueue.append(_:requestID:)`).
-    func enqueue(_ message: Message, requestID: UInt32) {
+    /// Queues an answer that `encode` writes into the queue (`OutboundQueue.append(_:requestID:)`, or a get's
+    /// `append(memo:requestID:)`).
+    func enqueue(encoding encode: (inout OutboundQueue) -> Void) {
         guard machine.acceptsOutput else { return }
-        outbound.append(message, requestID: requestID)
-        checkOutboundLimit()
-    }
-
-    /// Queues the `memo` frame of `memo` answering `requestID`, encoded into the queue (a get's answer; see
-    /// `OutboundQueue.append(memo:requestID:)`).
-    func enqueue(memo: Memo, requestID: UInt32) {
-        guard machine.acceptsOutput else { return }
-        outbound.append(memo: memo, requestID: requestID)
+        encode(&outbound)
         checkOutboundLimit()
     }
 

@@ -31,8 +31,7 @@ final class ServerConnection: EventHandler {
     var phase: ServerConnectionMachine.Phase { machine.phase }
     var outbound = OutboundQueue()
     var timers = ConnectionTimers()
-    /// The loop's sweep tick of the last read or write; buffers are given back after a tick without any (then
-    /// `.max`, until the next read or write).
+    /// The sweep tick of the last read or write; a sweep tick without any gives the buffers back (then `.max`).
     var lastActiveTick: UInt64 = 0
 
     /// The role the client's certificate gives it, once TLS and `hello` are done; nil before.
@@ -167,7 +166,7 @@ final class ServerConnection: EventHandler {
             switch step {
             case .submit(let requestIDs, let ops): submit(requestIDs, ops)
             case .queue(let item): enqueue(item)
-            case .queueMemo(let requestID, let memo): enqueue(memo: memo, requestID: requestID)
+            case .queueMemo(let requestID, let memo): enqueue { $0.append(memo: memo, requestID: requestID) }
             case .helloAccepted(let version):
                 outbound.version = version  // every frame from here on is the agreed version's
                 run(machine.helloAnswered())
@@ -191,7 +190,7 @@ final class ServerConnection: EventHandler {
                     let message = connection.session?.offLoopAnswered(
                         read, result, counters: &connection.context.value.counters)
                 else { return }
-                connection.enqueue(message, requestID: requestID)
+                connection.enqueue { $0.append(message, requestID: requestID) }
                 connection.flush()
             }
         }
@@ -228,7 +227,7 @@ final class ServerConnection: EventHandler {
             } else {
                 let (answer, line) = session!.completed(requestID: requestID, result, counters: &ctx.counters)
                 if let line { server.log(name.record(line)) }
-                enqueue(answer, requestID: requestID)
+                enqueue { $0.append(answer, requestID: requestID) }
             }
         }
         checkOutboundLimit()  // once for the batch's answers
