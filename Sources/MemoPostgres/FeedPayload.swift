@@ -74,15 +74,7 @@ enum FeedPayload {
 
     /// The head alone, read without decoding anything else (a server's own notifications need no more).
     static func head(_ payload: [UInt8]) -> UInt64? {
-        var value: UInt64 = 0
-        var digits = 0
-        for byte in payload {
-            if byte == UInt8(ascii: ",") { break }
-            guard byte &- UInt8(ascii: "0") < 10, digits < 19 else { return nil }
-            value = value * 10 + UInt64(byte &- UInt8(ascii: "0"))
-            digits += 1
-        }
-        return digits > 0 ? value : nil
+        decimal(payload.prefix { $0 != UInt8(ascii: ",") })
     }
 
     /// The sender's tag, without decoding the changes; nil when there is none.
