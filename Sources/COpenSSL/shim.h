@@ -120,23 +120,17 @@ static inline void CMemoSSL_lazy_client_free(CMemoSSL_LazyClient *lazy) {
     free(lazy->ca);
     free(lazy);
 }
-static inline int CMemoSSL_lazy_client_certificate_loads(CMemoSSL_LazyClient *lazy) {
+// The counters above, read together under the lock.
+typedef struct {
+    int certificateLoads;
+    int caLoads;
+    int loadFailures;
+} CMemoSSL_LazyCounts;
+static inline CMemoSSL_LazyCounts CMemoSSL_lazy_client_counts(CMemoSSL_LazyClient *lazy) {
     pthread_mutex_lock(&lazy->lock);
-    int loads = lazy->certificateLoads;
+    CMemoSSL_LazyCounts counts = { lazy->certificateLoads, lazy->caLoads, lazy->loadFailures };
     pthread_mutex_unlock(&lazy->lock);
-    return loads;
-}
-static inline int CMemoSSL_lazy_client_ca_loads(CMemoSSL_LazyClient *lazy) {
-    pthread_mutex_lock(&lazy->lock);
-    int loads = lazy->caLoads;
-    pthread_mutex_unlock(&lazy->lock);
-    return loads;
-}
-static inline int CMemoSSL_lazy_client_load_failures(CMemoSSL_LazyClient *lazy) {
-    pthread_mutex_lock(&lazy->lock);
-    int failures = lazy->loadFailures;
-    pthread_mutex_unlock(&lazy->lock);
-    return failures;
+    return counts;
 }
 static inline void CMemoSSL_lazy_client_count(CMemoSSL_LazyClient *lazy, int *counter) {
     pthread_mutex_lock(&lazy->lock);

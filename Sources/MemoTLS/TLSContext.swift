@@ -231,7 +231,7 @@ public final class TLSContext: @unchecked Sendable {
     /// error loading them at once gives (the same as a context that does not defer them gives at start), so that
     /// the handshake's failure names the file and why. nil when nothing failed to load, or it loads now.
     func deferredMaterialError() -> TLSError? {
-        guard let lazy, CMemoSSL_lazy_client_load_failures(lazy) > 0 else { return nil }
+        guard let lazy, CMemoSSL_lazy_client_counts(lazy).loadFailures > 0 else { return nil }
         var eager = configuration
         eager.deferClientMaterial = false
         do {
@@ -245,7 +245,8 @@ public final class TLSContext: @unchecked Sendable {
     /// How many handshakes loaded the deferred certificate and key, and the CA (0 and 0 when nothing was deferred).
     var deferredLoads: (certificate: Int, authority: Int) {
         guard let lazy else { return (0, 0) }
-        return (Int(CMemoSSL_lazy_client_certificate_loads(lazy)), Int(CMemoSSL_lazy_client_ca_loads(lazy)))
+        let counts = CMemoSSL_lazy_client_counts(lazy)
+        return (Int(counts.certificateLoads), Int(counts.caLoads))
     }
 
     /// Loads the certificate chain and key, the trusted CA and the revocation list named by `configuration`.
