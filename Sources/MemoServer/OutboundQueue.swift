@@ -58,10 +58,7 @@ struct ChunkStream {
         var end = next
         var size = 0
         while end < memos.count {
-            var memoSize = Message.memoFixedSize + memos[end].content.utf8.count
-            if version >= WireProtocol.authorsVersion {
-                memoSize += 8 + memos[end].author.name.utf8.count + memos[end].author.serial.utf8.count
-            }
+            let memoSize = Message.memoSize(memos[end], authors: version >= WireProtocol.authorsVersion)
             if size + memoSize > budget, end > next { break }
             size += memoSize
             end += 1

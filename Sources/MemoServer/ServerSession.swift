@@ -285,11 +285,7 @@ struct ServerSession {
 
     /// The size of the `memo` frame of `memo` as protocol `version` writes it (the author from version 3).
     static func memoFrameSize(_ memo: Memo, version: UInt16) -> Int {
-        var size = WireProtocol.headerSize + Message.memoFixedSize + memo.content.utf8.count
-        if version >= WireProtocol.authorsVersion {
-            size += 8 + memo.author.name.utf8.count + memo.author.serial.utf8.count
-        }
-        return size
+        WireProtocol.headerSize + Message.memoSize(memo, authors: version >= WireProtocol.authorsVersion)
     }
 
     /// The answer to a read while the store cannot serve.

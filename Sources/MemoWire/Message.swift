@@ -112,6 +112,13 @@ public enum Message: Sendable, Hashable {
 
     /// Bytes of a memo on the wire before its content.
     public static let memoFixedSize = 16 + 8 + 8 + 8 + 4
+
+    /// Bytes of `memo` on the wire: the fixed fields and the content, and, when the frame carries authors (from
+    /// `WireProtocol.authorsVersion`), the author's name and serial with their two lengths.
+    public static func memoSize(_ memo: Memo, authors: Bool) -> Int {
+        let size = memoFixedSize + memo.content.utf8.count
+        return authors ? size + 8 + memo.author.name.utf8.count + memo.author.serial.utf8.count : size
+    }
 }
 
 extension Message.Kind {
