@@ -203,6 +203,7 @@ DECLARE
     found_rev bigint;
     cutoff bigint;
     vk smallint;
+    history boolean;
 BEGIN
     SELECT h.revision, h.last_insert INTO head, last FROM memo_head h WHERE h.one FOR UPDATE;
     SELECT f.revision INTO floor_rev FROM memo_floor f WHERE f.one;
@@ -223,6 +224,9 @@ BEGIN
         present := FOUND;
         body := contents[i];
         vk := 0;
+        -- Whether the memo has rows of its own that are versions or its trash entry: a create of a fresh id has
+        -- none, and skips the statements that would only find none (the trash's, the versions' cutoff).
+        history := true;
         IF kinds[i] = 1 OR (kinds[i] = 4 AND NOT present) THEN
             IF kinds[i] = 4 THEN
                 -- A restore from the trash: back under its id, at its insert date, with its last content or the
@@ -277,16 +281,21 @@ BEGIN
                     CONTINUE;
                 END IF;
                 vk := 1;
+                history := EXISTS (SELECT 1 FROM memo_changes c WHERE c.id = ids[i] AND c.vkind > 0);
             END IF;
             head := head + 1;
             -- A memo back from the trash (or a new one under a trashed id) leaves the trash.
-            DELETE FROM memo_changes c WHERE c.id = ids[i] AND c.vkind = 4 AND c.revision <= floor_rev;
-            UPDATE memo_changes c SET vkind = 0 WHERE c.id = ids[i] AND c.vkind = 4;
+            IF history THEN
+                DELETE FROM memo_changes c WHERE c.id = ids[i] AND c.vkind = 4 AND c.revision <= floor_rev;
+                UPDATE memo_changes c SET vkind = 0 WHERE c.id = ids[i] AND c.vkind = 4;
+            END IF;
             INSERT INTO memos VALUES (ids[i], body, ins, upd, head, names[i], serials[i]);
             INSERT INTO memo_changes VALUES (head, 1, ids[i], body, ins, upd, names[i], serials[i],
                 CASE WHEN keep > 0 THEN vk ELSE 0 END);
-            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], body, ins, upd, head, names[i], serials[i],
-                vk = 3;
+            -- The row by assignment (PL/pgSQL's simple expressions) and RETURN NEXT, not a query per write.
+            o_status := 0; o_kind := 1; o_id := ids[i]; o_content := body; o_insert := ins; o_update := upd;
+            o_revision := head; o_name := names[i]; o_serial := serials[i]; o_restored := vk = 3;
+            RETURN NEXT;
         ELSIF NOT present THEN
             RETURN QUERY SELECT 2::smallint, kinds[i], ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
                 NULL::bigint, NULL::text, NULL::text, NULL::boolean;
@@ -319,8 +328,10 @@ BEGIN
                 revision = head, author_name = names[i], author_serial = serials[i] WHERE memos.id = m.id;
             INSERT INTO memo_changes VALUES (head, 2, m.id, body, m.insert_micros,
                 greatest(now, m.insert_micros), names[i], serials[i], CASE WHEN keep > 0 THEN vk ELSE 0 END);
-            RETURN QUERY SELECT 0::smallint, 2::smallint, m.id, body, m.insert_micros,
-                greatest(now, m.insert_micros), head, names[i], serials[i], vk = 3;
+            o_status := 0; o_kind := 2; o_id := m.id; o_content := body; o_insert := m.insert_micros;
+            o_update := greatest(now, m.insert_micros); o_revision := head; o_name := names[i];
+            o_serial := serials[i]; o_restored := vk = 3;
+            RETURN NEXT;
         ELSE
             head := head + 1;
             DELETE FROM memos WHERE memos.id = m.id;
@@ -332,12 +343,14 @@ BEGIN
                 DELETE FROM memo_changes c WHERE c.id = m.id AND c.vkind > 0 AND c.revision <= floor_rev;
                 UPDATE memo_changes c SET vkind = 0 WHERE c.id = m.id AND c.vkind > 0;
             END IF;
-            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros,
-                greatest(now, m.insert_micros), head, names[i], serials[i], false;
+            o_status := 0; o_kind := 3; o_id := m.id; o_content := m.content; o_insert := m.insert_micros;
+            o_update := greatest(now, m.insert_micros); o_revision := head; o_name := names[i];
+            o_serial := serials[i]; o_restored := false;
+            RETURN NEXT;
             CONTINUE;
         END IF;
-        -- The memo's versions beyond the newest `keep` stop being versions.
-        IF keep > 0 THEN
+        -- The memo's versions beyond the newest `keep` stop being versions (a fresh id's one version is not).
+        IF keep > 0 AND history THEN
             SELECT c.revision INTO cutoff FROM memo_changes c WHERE c.id = ids[i] AND c.vkind BETWEEN 1 AND 3
                 ORDER BY c.revision DESC OFFSET keep LIMIT 1;
             IF FOUND THEN
