@@ -133,7 +133,8 @@ $$;
 """
 
     /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
-    /// against the shared tables. Contents follow as one bytea parameter each, from `$14` on.
+    /// against the shared tables. The contents are `$14`, one bytea array in binary (`WriteCall.byteaArray`), so that
+    /// the statement's text is the same for every batch and the writer prepares it once per connection.
     ///
     /// The statement's transaction commits without waiting for its WAL flush (`synchronous_commit` off for it
     /// alone), so that the head lock is released before the flush and the next server's batch can be planned
@@ -141,12 +142,9 @@ $$;
     /// rather than taking turns under the lock. The server's claimer makes the batch durable with `durable`
     /// before anything is answered or handed on (the writer meanwhile sends its next batch), and the feeds read
     /// only up to what a `durable` call has claimed.
-    static func write(count: Int) -> String {
-        let contents = (0..<count).map { "$\($0 + 14)::bytea" }.joined(separator: ",")
-        return "SELECT w.* FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::text[], $9::text[], $10::bigint[], "
-            + "$11::boolean[], $12::integer, $13::boolean) w, set_config('synchronous_commit', 'off', true) s"
-    }
+    static let write = "SELECT w.* FROM memo_write($1::smallint[], $2::uuid[], $14::bytea[], $3::bigint[], "
+        + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::text[], $9::text[], $10::bigint[], "
+        + "$11::boolean[], $12::integer, $13::boolean) w, set_config('synchronous_commit', 'off', true) s"
 
     /// Which revisions are durable: a row per slot, each a claim that every change up to its revision is flushed
     /// to PostgreSQL's WAL; the feeds read up to the largest. Slots (a connection's backend pid modulo 64) keep
