@@ -34,6 +34,9 @@ final class PGConnection: @unchecked Sendable {
     var callTimeoutMillis: Int
     /// The writer's lock and statement limits when a batch narrowed them (see `PostgresStore`); nil: the session's.
     var narrowedLimitsMillis: Int?
+    /// The statements prepared on this connection (`prepared: true` calls), by their text: parsed and planned once
+    /// per connection rather than with every call.
+    private var preparedNames: [String: String] = [:]
 
     /// Connects with `uri` (any libpq connection string or URI) on top of `defaults`, which the URI overrides,
     /// within `timeoutMillis` (also each later call's default).
@@ -230,12 +233,37 @@ final class PGConnection: @unchecked Sendable {
 
     /// Runs one statement with parameters in one round trip. A nil parameter is SQL NULL; `Data` parameters are
     /// sent in binary (bytea), strings in text. Results come back in binary.
-    func execute(_ sql: String, _ parameters: [PGParameter], deadline: DispatchTime? = nil) throws(PGError) -> PGResult {
+    /// - Parameter prepared: the statement is prepared on this connection the first time (one round trip more,
+    ///   once) and only executed after that: for a statement the connection runs again and again.
+    func execute(
+        _ sql: String, _ parameters: [PGParameter], prepared: Bool = false, deadline: DispatchTime? = nil
+    ) throws(PGError) -> PGResult {
         let deadline = deadline ?? defaultDeadline
         try ensureUsable()
-        try queue(sql, parameters)
+        let name = prepared ? try prepare(sql, until: deadline) : nil
+        try queue(sql, parameters, name: name)
         try flush(until: deadline)
         return try results(until: deadline)
+    }
+
+    /// The name `sql` is prepared under on this connection, prepared now (one round trip) if it is not yet.
+    /// Throws with `sent` false: whatever happened to the preparation, the statement that needs it was not sent.
+    private func prepare(_ sql: String, until deadline: DispatchTime) throws(PGError) -> String {
+        if let name = preparedNames[sql] { return name }
+        let name = "memo_\(preparedNames.count + 1)"
+        do throws(PGError) {
+            guard PQsendPrepare(handle, name, sql, 0, nil) == 1 else {
+                throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
+            }
+            try flush(until: deadline)
+            _ = try results(until: deadline)
+        } catch {
+            var unsent = error
+            unsent.sent = false
+            throw unsent
+        }
+        preparedNames[sql] = name
+        return name
     }
 
     /// Runs `sql` with its parameters, then each of `next` with its own in a transaction of its own once the
@@ -245,18 +273,21 @@ final class PGConnection: @unchecked Sendable {
     /// - Throws: the first statement's error (`sent` as for `execute`); the next ones run all the same.
     func execute(
         _ sql: String, _ parameters: [PGParameter], then next: [(sql: String, parameters: [PGParameter])],
-        deadline: DispatchTime? = nil
+        prepared: Bool = false, deadline: DispatchTime? = nil
     ) throws(PGError) -> (PGResult, [Result<PGResult, PGError>]) {
         let deadline = deadline ?? defaultDeadline
         try ensureUsable()
+        // Prepared before the pipeline (each once per connection), so that the pipeline holds only the statements.
+        var names: [String?] = []
+        for statement in [sql] + next.map(\.sql) { names.append(prepared ? try prepare(statement, until: deadline) : nil) }
         guard PQenterPipelineMode(handle) == 1 else {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
         }
         do throws(PGError) {
-            try queue(sql, parameters)
+            try queue(sql, parameters, name: names[0])
             try sync()
-            for statement in next {
-                try queue(statement.sql, statement.parameters)
+            for (index, statement) in next.enumerated() {
+                try queue(statement.sql, statement.parameters, name: names[index + 1])
                 try sync()
             }
         } catch {
@@ -315,8 +346,9 @@ final class PGConnection: @unchecked Sendable {
             connectionLost: true, sent: true)
     }
 
-    /// Queues a statement with its parameters (text, or binary for `.binary`), results asked in binary.
-    private func queue(_ sql: String, _ parameters: [PGParameter]) throws(PGError) {
+    /// Queues a statement with its parameters (text, or binary for `.binary`), results asked in binary; the
+    /// statement prepared as `name` when given.
+    private func queue(_ sql: String, _ parameters: [PGParameter], name: String?) throws(PGError) {
         let count = parameters.count
         var lengths = [Int32](repeating: 0, count: count)
         var formats = [Int32](repeating: 0, count: count)
@@ -341,7 +373,11 @@ final class PGConnection: @unchecked Sendable {
         }
         let queued = buffers.withUnsafeBufferPointer { pointers in
             pointers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-                PQsendQueryParams(handle, sql, Int32(count), nil, values.baseAddress, lengths, formats, 1)
+                if let name {
+                    PQsendQueryPrepared(handle, name, Int32(count), values.baseAddress, lengths, formats, 1)
+                } else {
+                    PQsendQueryParams(handle, sql, Int32(count), nil, values.baseAddress, lengths, formats, 1)
+                }
             }
         }
         if queued == 0 {

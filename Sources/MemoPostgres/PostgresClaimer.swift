@@ -144,7 +144,8 @@ final class PostgresClaimer: Sendable {
             }
             do throws(PGError) {
                 let (_, following) = try current.execute(
-                    PostgresSQL.durable, [], then: [(PostgresSQL.notifyDurable, [.text(suffix)])], deadline: deadline)
+                    PostgresSQL.durable, [], then: [(PostgresSQL.notifyDurable, [.text(suffix)])], prepared: true,
+                    deadline: deadline)
                 switch following[0] {
                 case .success:
                     return .success(true)

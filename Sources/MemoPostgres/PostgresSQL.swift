@@ -133,7 +133,8 @@ $$;
 """
 
     /// One batch of writes in one statement: the server-side function takes the head lock and plans every write
-    /// against the shared tables. Contents follow as one bytea parameter each, from `$14` on.
+    /// against the shared tables. The contents are `$14`, one bytea array in binary (`WriteCall.byteaArray`), so that
+    /// the statement's text is the same for every batch and the writer prepares it once per connection.
     ///
     /// The statement's transaction commits without waiting for its WAL flush (`synchronous_commit` off for it
     /// alone), so that the head lock is released before the flush and the next server's batch can be planned
@@ -141,12 +142,9 @@ $$;
     /// rather than taking turns under the lock. The server's claimer makes the batch durable with `durable`
     /// before anything is answered or handed on (the writer meanwhile sends its next batch), and the feeds read
     /// only up to what a `durable` call has claimed.
-    static func write(count: Int) -> String {
-        let contents = (0..<count).map { "$\($0 + 14)::bytea" }.joined(separator: ",")
-        return "SELECT w.* FROM memo_write($1::smallint[], $2::uuid[], ARRAY[\(contents)]::bytea[], $3::bigint[], "
-            + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::text[], $9::text[], $10::bigint[], "
-            + "$11::boolean[], $12::integer, $13::boolean) w, set_config('synchronous_commit', 'off', true) s"
-    }
+    static let write = "SELECT w.* FROM memo_write($1::smallint[], $2::uuid[], $14::bytea[], $3::bigint[], "
+        + "$4::bigint[], $5::bigint[], $6::bigint, $7::bigint, $8::text[], $9::text[], $10::bigint[], "
+        + "$11::boolean[], $12::integer, $13::boolean) w, set_config('synchronous_commit', 'off', true) s"
 
     /// Which revisions are durable: a row per slot, each a claim that every change up to its revision is flushed
     /// to PostgreSQL's WAL; the feeds read up to the largest. Slots (a connection's backend pid modulo 64) keep
@@ -203,6 +201,7 @@ DECLARE
     found_rev bigint;
     cutoff bigint;
     vk smallint;
+    history boolean;
 BEGIN
     SELECT h.revision, h.last_insert INTO head, last FROM memo_head h WHERE h.one FOR UPDATE;
     SELECT f.revision INTO floor_rev FROM memo_floor f WHERE f.one;
@@ -223,6 +222,9 @@ BEGIN
         present := FOUND;
         body := contents[i];
         vk := 0;
+        -- Whether the memo has rows of its own that are versions or its trash entry: a create of a fresh id has
+        -- none, and skips the statements that would only find none (the trash's, the versions' cutoff).
+        history := true;
         IF kinds[i] = 1 OR (kinds[i] = 4 AND NOT present) THEN
             IF kinds[i] = 4 THEN
                 -- A restore from the trash: back under its id, at its insert date, with its last content or the
@@ -277,16 +279,21 @@ BEGIN
                     CONTINUE;
                 END IF;
                 vk := 1;
+                history := EXISTS (SELECT 1 FROM memo_changes c WHERE c.id = ids[i] AND c.vkind > 0);
             END IF;
             head := head + 1;
             -- A memo back from the trash (or a new one under a trashed id) leaves the trash.
-            DELETE FROM memo_changes c WHERE c.id = ids[i] AND c.vkind = 4 AND c.revision <= floor_rev;
-            UPDATE memo_changes c SET vkind = 0 WHERE c.id = ids[i] AND c.vkind = 4;
+            IF history THEN
+                DELETE FROM memo_changes c WHERE c.id = ids[i] AND c.vkind = 4 AND c.revision <= floor_rev;
+                UPDATE memo_changes c SET vkind = 0 WHERE c.id = ids[i] AND c.vkind = 4;
+            END IF;
             INSERT INTO memos VALUES (ids[i], body, ins, upd, head, names[i], serials[i]);
             INSERT INTO memo_changes VALUES (head, 1, ids[i], body, ins, upd, names[i], serials[i],
                 CASE WHEN keep > 0 THEN vk ELSE 0 END);
-            RETURN QUERY SELECT 0::smallint, 1::smallint, ids[i], body, ins, upd, head, names[i], serials[i],
-                vk = 3;
+            -- The row by assignment (PL/pgSQL's simple expressions) and RETURN NEXT, not a query per write.
+            o_status := 0; o_kind := 1; o_id := ids[i]; o_content := body; o_insert := ins; o_update := upd;
+            o_revision := head; o_name := names[i]; o_serial := serials[i]; o_restored := vk = 3;
+            RETURN NEXT;
         ELSIF NOT present THEN
             RETURN QUERY SELECT 2::smallint, kinds[i], ids[i], NULL::bytea, NULL::bigint, NULL::bigint,
                 NULL::bigint, NULL::text, NULL::text, NULL::boolean;
@@ -319,8 +326,10 @@ BEGIN
                 revision = head, author_name = names[i], author_serial = serials[i] WHERE memos.id = m.id;
             INSERT INTO memo_changes VALUES (head, 2, m.id, body, m.insert_micros,
                 greatest(now, m.insert_micros), names[i], serials[i], CASE WHEN keep > 0 THEN vk ELSE 0 END);
-            RETURN QUERY SELECT 0::smallint, 2::smallint, m.id, body, m.insert_micros,
-                greatest(now, m.insert_micros), head, names[i], serials[i], vk = 3;
+            o_status := 0; o_kind := 2; o_id := m.id; o_content := body; o_insert := m.insert_micros;
+            o_update := greatest(now, m.insert_micros); o_revision := head; o_name := names[i];
+            o_serial := serials[i]; o_restored := vk = 3;
+            RETURN NEXT;
         ELSE
             head := head + 1;
             DELETE FROM memos WHERE memos.id = m.id;
@@ -332,12 +341,14 @@ BEGIN
                 DELETE FROM memo_changes c WHERE c.id = m.id AND c.vkind > 0 AND c.revision <= floor_rev;
                 UPDATE memo_changes c SET vkind = 0 WHERE c.id = m.id AND c.vkind > 0;
             END IF;
-            RETURN QUERY SELECT 0::smallint, 3::smallint, m.id, m.content, m.insert_micros,
-                greatest(now, m.insert_micros), head, names[i], serials[i], false;
+            o_status := 0; o_kind := 3; o_id := m.id; o_content := m.content; o_insert := m.insert_micros;
+            o_update := greatest(now, m.insert_micros); o_revision := head; o_name := names[i];
+            o_serial := serials[i]; o_restored := false;
+            RETURN NEXT;
             CONTINUE;
         END IF;
-        -- The memo's versions beyond the newest `keep` stop being versions.
-        IF keep > 0 THEN
+        -- The memo's versions beyond the newest `keep` stop being versions (a fresh id's one version is not).
+        IF keep > 0 AND history THEN
             SELECT c.revision INTO cutoff FROM memo_changes c WHERE c.id = ids[i] AND c.vkind BETWEEN 1 AND 3
                 ORDER BY c.revision DESC OFFSET keep LIMIT 1;
             IF FOUND THEN

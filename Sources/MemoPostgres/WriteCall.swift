@@ -21,7 +21,7 @@ enum WriteCall {
     }
 
     /// Kinds, ids, insert dates, update dates, expected revisions and the time as text arrays, then the authors,
-    /// restore targets, merge flags and the version policy, then each content in binary.
+    /// restore targets, merge flags and the version policy, then the contents as one bytea array in binary.
     /// - Parameter after: the last revision the caller applied; the other servers' changes after it come back.
     static func parameters(
         _ ops: [WriteOp], _ nowMicros: Int64, after: UInt64, policy: VersionPolicy
@@ -31,7 +31,7 @@ enum WriteCall {
         var inserts: [String] = []
         var updates: [String] = []
         var expected: [String] = []
-        var contents: [PGParameter] = []
+        var contents: [[UInt8]] = []
         var names: [String] = []
         var serials: [String] = []
         var targets: [String] = []
@@ -48,7 +48,7 @@ enum WriteCall {
                 inserts.append(insert.map(String.init) ?? "NULL")
                 updates.append(update.map(String.init) ?? "NULL")
                 expected.append("NULL")
-                contents.append(.binary(Array(content.utf8)))
+                contents.append(Array(content.utf8))
             case .update(let id, let content, let revision, let merging, _):
                 merge = merging ? "t" : "f"
                 kinds.append("2")
@@ -56,14 +56,14 @@ enum WriteCall {
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
-                contents.append(.binary(Array(content.utf8)))
+                contents.append(Array(content.utf8))
             case .delete(let id, let revision, _):
                 kinds.append("3")
                 ids.append(id.uuidString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
-                contents.append(.binary([]))
+                contents.append([])
             case .restore(let id, let wanted, let revision, _):
                 kinds.append("4")
                 ids.append(id.uuidString)
@@ -71,7 +71,7 @@ enum WriteCall {
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 target = wanted.map(Self.bigint) ?? "NULL"
-                contents.append(.binary([]))
+                contents.append([])
             }
             targets.append(target)
             merges.append(merge)
@@ -79,7 +79,30 @@ enum WriteCall {
         func array(_ items: [String]) -> PGParameter { .text("{" + items.joined(separator: ",") + "}") }
         return [array(kinds), array(ids), array(inserts), array(updates), array(expected), .text(String(nowMicros)),
                 .text(String(after)), array(names), array(serials), array(targets), array(merges),
-                .text(String(policy.keep)), .text(policy.trashDays > 0 ? "t" : "f")] + contents
+                .text(String(policy.keep)), .text(policy.trashDays > 0 ? "t" : "f"), .binary(byteaArray(contents))]
+    }
+
+    /// A one-dimensional bytea array in PostgreSQL's binary format (`array_send`): dimensions, no null flag, the
+    /// element type (bytea, oid 17), the length and lower bound, then each element's length and bytes; all
+    /// integers 4 bytes, big-endian. An empty array has no dimension.
+    static func byteaArray(_ elements: [[UInt8]]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.count })
+        func append(_ value: Int32) {
+            withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
+        }
+        append(elements.isEmpty ? 0 : 1)
+        append(0)
+        append(17)
+        if !elements.isEmpty {
+            append(Int32(elements.count))
+            append(1)
+        }
+        for element in elements {
+            append(Int32(element.count))
+            out.append(contentsOf: element)
+        }
+        return out
     }
 
     /// An element of a text array literal: quoted, with backslashes and quotes escaped (a certificate's name may
@@ -110,7 +133,7 @@ enum WriteCall {
         deadline: DispatchTime
     ) throws(PGError) -> (earlier: [Change], results: [Result<WriteOutcome, MemoError>]) {
         let rows = try connection.execute(
-            PostgresSQL.write(count: ops.count), parameters(ops, nowMicros, after: after, policy: policy),
+            PostgresSQL.write, parameters(ops, nowMicros, after: after, policy: policy), prepared: true,
             deadline: deadline)
         let earlier = earlierChanges(rows)
         return (earlier, ops.enumerated().map { row, op in result(of: op, rows, earlier.count + row) })

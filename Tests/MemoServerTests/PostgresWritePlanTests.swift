@@ -39,4 +39,21 @@ struct PostgresWritePlanTests {
         // The 200 changes after revision 100 came back, and no statement of the call scanned the whole table.
         #expect(lines == ["200", "0"])
     }
+
+    /// A create of an id that never had a row in `memo_changes` reads that table once (whether the id has versions
+    /// or a trash entry), not once for the trash's delete, once for its update and once for the versions' cutoff,
+    /// which only find nothing for a fresh id.
+    @Test func aCreateOfAFreshIdReadsTheChangesOnceNotForTheTrashAndTheCutoff() throws {
+        let postgres = try TestPostgres.shared()
+        let database = try postgres.makeDatabaseName()
+        try PostgresStore(uri: postgres.uri(database)).close()
+        let lines = try postgres.sql("""
+            BEGIN;
+            \(write(count: 50, after: "9223372036854775807", status: 0));
+            SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_xact_user_tables WHERE relname = 'memo_changes';
+            COMMIT;
+            """, database: database).split(separator: "\n").filter { $0.allSatisfy(\.isNumber) }
+        // The 50 creates were made, with one read of the changes each (main's function made three each).
+        #expect(lines == ["50", "50"])
+    }
 }
