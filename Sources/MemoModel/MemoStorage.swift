@@ -116,8 +116,11 @@ public protocol ChangeFeed: Sendable {
 public protocol ServingStore: MemoStorage, ChangeFeed, VersionReading {
     /// Submits writes to be applied in order; `completion` runs once, on any thread, with one result per write
     /// (in the same order) after every one of them is durable or has failed. A batch costs the store one lock
-    /// and one wake-up instead of one per write.
-    func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void)
+    /// and one wake-up instead of one per write. The batch is the store's (`consuming`): the caller gives it its
+    /// only reference, so that a store applying it at once (the memory store) moves each op out rather than
+    /// copying it whole.
+    func submit(
+        _ ops: consuming [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void)
 
     /// The memo with this id, read without waiting. - Throws: `notFound`, `closed`.
     func memo(_ id: UUID) throws(MemoError) -> Memo

@@ -383,7 +383,9 @@ public final class PostgresStore: StateBackedStore {
         reader.trash(limit: limit, before: before, completion: completion)
     }
 
-    public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
+    public func submit(
+        _ ops: consuming [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void
+    ) {
         queue.submit(ops, completion: completion)
     }
 

@@ -190,7 +190,9 @@ public final class SQLiteStore: StateBackedStore {
 
     // MARK: ServingStore
 
-    public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
+    public func submit(
+        _ ops: consuming [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void
+    ) {
         queue.submit(ops, completion: completion)
     }
 

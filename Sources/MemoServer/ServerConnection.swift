@@ -163,7 +163,7 @@ final class ServerConnection: EventHandler {
         var steps = SessionEffects(
             actions, maxFrameSize: server.limits.maxFrameSize, version: session?.version ?? WireProtocol.minimumVersion)
         while let step = steps.next() {
-            switch step {
+            switch consume step {  // the batch's one reference moves on into the store (`submit`)
             case .submit(let requestIDs, let ops): submit(requestIDs, ops)
             case .queue(let item): enqueue(item)
             case .queueMemo(let requestID, let memo): enqueue { $0.append(memo: memo, requestID: requestID) }
@@ -196,12 +196,12 @@ final class ServerConnection: EventHandler {
         }
     }
 
-    private func submit(_ requestIDs: [UInt32], _ ops: [WriteOp]) {
+    private func submit(_ requestIDs: [UInt32], _ ops: consuming [WriteOp]) {
         // Made per submit, not kept in a property: it holds this connection, which would then never be freed.
         let bound = LoopBound(self, eventLoop: loop)
         // One clock read per batch, not per write, for `memo_request_duration_seconds`.
         let started = monotonicNanos()
-        server.store.submit(ops) { results in
+        server.store.submit(consume ops) { results in
             // The memory store answers at once, on this loop: no hop needed.
             if bound.eventLoop.inEventLoop {
                 // Answered while the requests are being handled: the flush after this read sends them.

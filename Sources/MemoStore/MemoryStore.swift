@@ -52,10 +52,12 @@ public final class MemoryStore: StateBackedStore {
         try write(.delete(id: id, expectedRevision: expectedRevision))
     }
 
-    public func submit(_ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void) {
+    public func submit(
+        _ ops: consuming [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void
+    ) {
         let now = clock()
         storeState.purgeTrash(deletedBefore: versions.purgeBefore(nowMicros: now))
-        completion(storeState.planAndApply(ops, nowMicros: now))
+        completion(storeState.planAndApply(consume ops, nowMicros: now))
     }
 
     public func history(

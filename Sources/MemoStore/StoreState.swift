@@ -92,7 +92,13 @@ public final class StoreState: Sendable {
     }
 
     /// Plans and applies in one step, for a store with nothing to make durable.
-    public func planAndApply(_ ops: [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
+    ///
+    /// The batch is taken owned and each op is moved out of it, a placeholder with nothing to free swapped into its
+    /// slot: a `for` over the array copied every op whole through its value witness (its strings retained) before
+    /// planning it, and the array's teardown destroyed each op again. (`reverse()` then `popLast()` moves too, but
+    /// the standard library's generic `reverse` copies each element it swaps.)
+    public func planAndApply(_ ops: consuming [WriteOp], nowMicros: Int64) -> [Result<WriteOutcome, MemoError>] {
+        var ops = ops
         var pending: [Subject<WatchEvent>.PendingDelivery] = []
         var lists = ListDeliveries()
         // Changes the history let go, freed after the lock is released: freeing one under the lock touched cold
@@ -108,7 +114,9 @@ public final class StoreState: Sendable {
             results.reserveCapacity(ops.count)
             var edits: [ListEdit] = []
             var changed = false
-            for op in ops {
+            for index in ops.indices {
+                var op = WriteOp.delete(id: Self.noID, expectedRevision: nil)
+                swap(&op, &ops[index])
                 do throws(MemoError) {
                     let lookup = inner.shelf.map { shelfLookup($0, op, in: inner.table) } ?? .none
                     let outcome = try planner.plan(op, in: inner.table, nowMicros: nowMicros, lookup: lookup)
@@ -127,6 +135,9 @@ public final class StoreState: Sendable {
         deliver(pending, lists)
         return results
     }
+
+    /// The id of the placeholder `planAndApply` leaves in the slot of each op it took out of its batch.
+    private static let noID = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 
     /// Applies changes that were planned (and made durable) in revision order, and tells the watchers.
     public func apply(_ changes: [Change]) {

@@ -8,7 +8,9 @@ public struct WireWriter {
 
     public init(capacity: Int = 64) {
         bytes = []
-        bytes.reserveCapacity(capacity)
+        // Not for 0: a writer that takes over another array's storage (`OutboundQueue`'s tail, once per answer)
+        // paid the call for nothing.
+        if capacity > 0 { bytes.reserveCapacity(capacity) }
     }
 
     public mutating func u8(_ value: UInt8) { bytes.append(value) }
@@ -66,18 +68,25 @@ public struct WireWriter {
     public mutating func memoFrame(_ memo: Memo, type: UInt8, requestID: UInt32) {
         let headerSize = WireProtocol.headerSize + MemoHeader.size
         let trailer = authors ? 8 + memo.author.name.utf8.count + memo.author.serial.utf8.count : 0
-        var content = memo.content
-        content.withUTF8 { utf8 in
-            withUnsafeTemporaryAllocation(byteCount: headerSize, alignment: 8) { raw in
+        let append = { (bytes: inout [UInt8], utf8: UnsafeBufferPointer<UInt8>) in
+            // The header as typed bytes: `append(contentsOf:)` of a raw buffer went through a slower generic path.
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: headerSize) { header in
+                let raw = UnsafeMutableRawBufferPointer(header)
                 Self.storeFrameHeader(
                     in: raw, length: headerSize - 4 + utf8.count + trailer, type: type, requestID: requestID)
-                withUnsafeBytes(of: MemoHeader(memo, contentLength: utf8.count)) { header in
+                withUnsafeBytes(of: MemoHeader(memo, contentLength: utf8.count)) { fields in
                     raw.baseAddress!.advanced(by: WireProtocol.headerSize)
-                        .copyMemory(from: header.baseAddress!, byteCount: MemoHeader.size)
+                        .copyMemory(from: fields.baseAddress!, byteCount: MemoHeader.size)
                 }
-                bytes.append(contentsOf: UnsafeRawBufferPointer(raw))
+                bytes.append(contentsOf: UnsafeBufferPointer(header))
             }
             bytes.append(contentsOf: utf8)
+        }
+        // The content read in place (a native string's, or a small one's copied to the stack by the standard
+        // library), without the copy of the string `withUTF8` needs (a retain and a release per answer).
+        if memo.content.utf8.withContiguousStorageIfAvailable({ append(&bytes, $0) }) == nil {
+            var content = memo.content
+            content.withUTF8 { append(&bytes, $0) }
         }
         if authors { author(memo.author) }
     }

@@ -33,7 +33,7 @@ package final class OutcomeUnknownStore: ServingStore {
     package var withheld: Int { state.withLock { $0.withheld } }
 
     package func submit(
-        _ ops: [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void
+        _ ops: consuming [WriteOp], completion: @escaping @Sendable ([Result<WriteOutcome, MemoError>]) -> Void
     ) {
         let hidden: [Bool] = state.withLock { state in
             ops.map { op in

@@ -388,3 +388,50 @@ struct CodecTests {
     }
 }
 
+
+/// The memo answer's frame (`WireWriter.memoFrame`: every write's and get's answer, written straight into the
+/// connection's queue) against the same frame built field by field with the writer's general calls, in each protocol
+/// version: the content read in place (small and large native strings, non-ASCII, empty) must give the same bytes.
+@Suite("Codec: the memo answer's frame")
+struct MemoFrameTests {
+    static let contents: [String] = [
+        "", "a", "fifteen bytes!!", "sixteen bytes!!!", String(repeating: "x", count: 64), "안녕하세요 🎉",
+        String(repeating: "m\u{00e9}", count: 3000),
+        // A string made from a slice of another: native, but not the literal's storage.
+        String("prefix: the tail of a longer line".split(separator: ":")[1]),
+    ]
+
+    @Test(arguments: [UInt16(1), 2, 3])
+    func aMemoFrameIsItsHeaderThenTheMemoFieldByField(version: UInt16) throws {
+        let authors = version >= WireProtocol.authorsVersion
+        for content in Self.contents {
+            let memo = Memo(
+                id: UUID(uuidString: "0F1E2D3C-4B5A-6978-8796-A5B4C3D2E1F0")!, content: content,
+                insertMicros: 1_795_000_000_123_456, updateMicros: -7, revision: 0x0102_0304_0506_0708,
+                author: Author(name: "writer-\u{00e9}", serial: "0123456789abcdef0123456789abcdef"))
+            var body = WireWriter()
+            body.authors = authors
+            body.memo(memo)
+            var expected = WireWriter()
+            expected.u32(UInt32(WireProtocol.headerSize - 4 + body.bytes.count))
+            expected.u8(Message.Kind.memo.rawValue)
+            expected.u32(0xA1B2_C3D4)
+            expected.bytes += body.bytes
+
+            var writer = WireWriter(capacity: 0)
+            writer.authors = authors
+            writer.bytes = [0xEE]  // written after what the array already holds
+            writer.memoFrame(memo, type: Message.Kind.memo.rawValue, requestID: 0xA1B2_C3D4)
+            #expect(writer.bytes == [0xEE] + expected.bytes, "version \(version), \(content.utf8.count) bytes")
+
+            var decoder = FrameDecoder()
+            decoder.append(Array(writer.bytes.dropFirst()))
+            let frame = try #require(try decoder.next())
+            let decoded = try Message(frame: frame, version: version)
+            var want = memo
+            if !authors { want.author = .none }
+            #expect(decoded == .memo(want))
+            #expect(Array(content.utf8) == Array(memo.content.utf8))
+        }
+    }
+}
