@@ -39,11 +39,20 @@ let modelSettings: [SwiftSetting] = [
 // its image is placed at a random address like every library's: the ~76,000 relative relocations a static Swift
 // runtime brings are packed (`-z pack-relative-relocs`, glibc 2.36's DT_RELR), which gets a third of what
 // `-no-pie` would (measured 4.20 against 3.12-4.69 ms CPU) without giving up address randomisation for ~0.5 ms.
+// libstdc++ (which the static Swift runtime needs) and libgcc are linked in too: the driver's `-lstdc++` finds the
+// linker script in Linking/static-libstdc++ first, which names the static archive (`-Xlinker -Bstatic -lstdc++` came
+// after the driver's own `-lstdc++` on the link line, and lld kept the shared one), and `-static-libgcc` makes the
+// driver link libgcc_eh's unwinder in place of libgcc_s. The loader then maps 4 libraries instead of 6 and skips
+// libstdc++'s 4,303 symbol relocations: `--version` 7.88 -> 5.88 M instructions, a resumed `add` 26.84 -> 24.82 M
+// (callgrind; BENCHMARKS.md, "libstdc++ linked in"). OpenSSL stays shared, so Debian's security updates reach it.
 // Debug builds, which the tests run, stay dynamic.
 let clientStartupSwiftSettings: [SwiftSetting] = [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
 let clientStartupLinkerSettings: [LinkerSetting] = [
     .unsafeFlags(
-        ["-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"],
+        [
+            "-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+            "-L", Context.packageDirectory + "/Linking/static-libstdc++", "-Xclang-linker", "-static-libgcc",
+        ],
         .when(configuration: .release))
 ]
 

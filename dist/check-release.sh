@@ -4,13 +4,14 @@
 #
 #   dist/check-release.sh
 #
-# Runs dist/release.sh, then checks what it made as a machine without Swift would see it: ldd finds no Swift
-# library, the .deb's Depends names OpenSSL, SQLite and libpq, and the binaries unpacked from the tarball and
-# from the .deb run with `env -i` (no /opt/swift on PATH, no LD_LIBRARY_PATH) and, as root, with /opt/swift
-# hidden in a mount namespace: --version, certs init, a server on loopback port 0, memo-client add and list
-# against it, SIGTERM. SWIFT_BUILD_FLAGS goes to release.sh (e.g. --scratch-path to keep .build for debug). The man pages render with `man -l`, the
-# completions parse in bash, zsh and fish (each where installed), and `systemd-analyze verify` accepts the unit. Prints "check-release: PASS"
-# or fails with the step that did not work.
+# Runs dist/release.sh, then checks what it made as a machine without Swift would see it: ldd finds no Swift library
+# (and, for memo-client, no libstdc++ or libgcc_s), the .deb's Depends names OpenSSL, SQLite and libpq, and the
+# binaries unpacked from the tarball and from the .deb run with `env -i` (no /opt/swift on PATH, no LD_LIBRARY_PATH)
+# and, as root, with /opt/swift hidden in a mount namespace: --version, certs init, a server on loopback port 0,
+# memo-client add and list against it, SIGTERM. SWIFT_BUILD_FLAGS goes to release.sh (e.g. --scratch-path to keep
+# .build for debug). The man pages render with `man -l`, the completions parse in bash, zsh and fish (each where
+# installed), and `systemd-analyze verify` accepts the unit. Prints "check-release: PASS" or fails with the step that
+# did not work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -58,6 +59,10 @@ for root in "$work/tar" "$work/deb"; do
         [ -x "$bin/$program" ] || fail "$program missing from $root"
         if ldd "$bin/$program" | grep -Ei 'swift|libFoundation|libdispatch|libBlocksRuntime|not found'; then
             fail "$program from $root needs the libraries above"
+        fi
+        # memo-client links libstdc++ and libgcc in as well (Package.swift; scripts start it once per memo).
+        if [ "$program" = memo-client ] && ldd "$bin/$program" | grep -E 'libstdc\+\+|libgcc_s'; then
+            fail "memo-client from $root loads the libraries above, which its release link takes in statically"
         fi
         (run "$bin/$program" --version) | head -1 | grep -q "^$program " || fail "$program --version"
     done
