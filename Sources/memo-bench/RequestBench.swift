@@ -81,7 +81,7 @@ struct RequestBench {
         guard latencies.count == requests else {
             throw UsageError("only \(latencies.count) of \(requests) requests were answered in time")
         }
-        let stats = LatencyStats(latencies)
+        let stats = latencyPercentiles(latencies)
         let rate = Double(latencies.count) / elapsed
         if json {
             print(String(format: "{\"op\":\"%@\",\"clients\":%d,\"pipeline\":%d,\"requests\":%d,\"ops_per_sec\":%.1f,"
@@ -110,11 +110,11 @@ struct RequestBench {
         private var firstID: UInt32 = 101
         private var answered: [Bool] = []
         private var outstanding = 0
-        private var batchSent = ContinuousClock.now
+        /// The clock (`clock_gettime(CLOCK_MONOTONIC)`, nanoseconds) when the batch in flight was made.
+        private var batchSent: UInt64 = 0
         private var nextID: UInt32 = 100
-        private let clock = ContinuousClock()
         private var ids = BenchIDs()
-        private(set) var latencies: [Double] = []
+        private(set) var latencies: [UInt64] = []
         private(set) var errors = 0
 
         init(connection: ProbeConnection, count: Int, pipeline: Int, op: Operation, content: String, pool: [UUID],
@@ -132,7 +132,7 @@ struct RequestBench {
         func sendBatch() throws {
             let batch = min(pipeline, count - sent)
             guard batch > 0 else { return }
-            batchSent = clock.now
+            batchSent = monotonicNanos()
             firstID = nextID &+ 1
             // Refilled in place: a fresh array per batch was an allocation per request at pipeline 1.
             answered.removeAll(keepingCapacity: true)
@@ -163,7 +163,7 @@ struct RequestBench {
         func readable() throws -> Bool {
             // Frames are read in place (no array per read or per frame): this client shares the cores with the
             // server it measures. The clock is read once per read, for all the answers it brought.
-            var readAt: ContinuousClock.Instant?
+            var readAt: UInt64 = 0
             try connection.readAvailable { type, requestID, payload in
                 // `list` answers in chunks: only the last one ends the request.
                 if type == Message.Kind.memos.rawValue, payload.remaining > 8 {
@@ -175,9 +175,8 @@ struct RequestBench {
                 answered[offset] = true
                 outstanding -= 1
                 if type == Message.Kind.error.rawValue { errors += 1 }
-                let now = readAt ?? clock.now
-                readAt = now
-                latencies.append((now - batchSent).milliseconds)
+                if readAt == 0 { readAt = monotonicNanos() }
+                latencies.append(readAt &- batchSent)
             }
             if outstanding == 0 {
                 if sent == count { return true }
