@@ -94,7 +94,9 @@ struct RequestBench {
         }
     }
 
-    /// One connection's share: P requests out, then the next P once all P are answered.
+    /// One connection's share: P requests out, then the next P once all P are answered. Per request it writes a
+    /// request id and a memo id into the batch's bytes, checks the answer's type and request id from its header
+    /// where it lies in the read buffer, and keeps its latency in nanoseconds (`RequestClient.swift`).
     final class Driver {
         let connection: ProbeConnection
         let count: Int
@@ -103,20 +105,16 @@ struct RequestBench {
         let pool: [UUID]
         private var next: Int
         private var sent = 0
-        /// The batch in flight: its request ids are `firstID` and the `answered.count - 1` after it, all sent at
-        /// `batchSent`; an array of flags by offset, not a dictionary by id (whose hashing this client paid per
-        /// request, sharing the cores with the server it measures).
-        private var firstID: UInt32 = 101
-        private var answered: [Bool] = []
-        private var outstanding = 0
-        /// The clock (`clock_gettime(CLOCK_MONOTONIC)`, nanoseconds) when the batch in flight was made.
+        private var batch: RequestBatch
+        private var table: AnswerTable
+        /// The clock (`clock_gettime(CLOCK_MONOTONIC)`, nanoseconds) when the batch in flight was sent.
         private var batchSent: UInt64 = 0
         private var nextID: UInt32 = 100
         private var ids = BenchIDs()
-        /// The batch's requests, encoded once; each batch writes its request ids and memo ids over them.
-        private var batch: RequestBatch
+        /// What the connection's reads brought and no whole frame has taken yet.
+        private var inbound: [UInt8] = []
         private(set) var latencies: [UInt64] = []
-        private(set) var errors = 0
+        var errors: Int { table.errors }
 
         init(connection: ProbeConnection, count: Int, pipeline: Int, op: Operation, content: String, pool: [UUID],
              seed: Int) {
@@ -135,6 +133,10 @@ struct RequestBench {
             case .list: message = .list
             }
             batch = RequestBatch(message, count: min(pipeline, count))
+            table = AnswerTable(
+                answerType: op == .list ? Message.Kind.memos.rawValue : Message.Kind.memo.rawValue,
+                chunked: op == .list)
+            inbound.reserveCapacity(16 * 1024)
         }
 
         func sendBatch() throws {
@@ -142,11 +144,7 @@ struct RequestBench {
             guard size > 0 else { return }
             // Each latency runs from here (the batch's making, as before) to the read that brings its answer.
             batchSent = monotonicNanos()
-            firstID = nextID &+ 1
-            // Refilled in place: a fresh array per batch was an allocation per request at pipeline 1.
-            answered.removeAll(keepingCapacity: true)
-            answered.append(contentsOf: repeatElement(false, count: size))
-            outstanding = size
+            table.expect(firstID: nextID &+ 1, count: size)
             for slot in 0..<size {
                 let id: uuid_t?
                 switch op {
@@ -163,31 +161,21 @@ struct RequestBench {
             try connection.sendRaw(size == batch.count ? batch.bytes : Array(batch.bytes[..<(size * batch.frameSize)]))
         }
 
-
         /// Takes the answers that arrived. - Returns: true when this connection's share is done.
         func readable() throws -> Bool {
-            // Frames are read in place (no array per read or per frame): this client shares the cores with the
-            // server it measures. The clock is read once per read, for all the answers it brought.
+            // The clock is read once per read, for all the answers it brought.
             var readAt: UInt64 = 0
-            try connection.readAvailable { type, requestID, payload in
-                // `list` answers in chunks: only the last one ends the request.
-                if type == Message.Kind.memos.rawValue, payload.remaining > 8 {
-                    _ = try payload.u64("revision")
-                    if try payload.u8("chunk flags") & 1 == 0 { return }
-                }
-                let offset = Int(requestID &- firstID)
-                guard offset < answered.count, !answered[offset] else { return }
-                answered[offset] = true
-                outstanding -= 1
-                if type == Message.Kind.error.rawValue { errors += 1 }
+            try connection.stream.readAvailable(appendingTo: &inbound)
+            try takeFrames(&inbound) { type, requestID, payload in
+                guard try table.answer(type: type, requestID: requestID, payload: payload) else { return }
                 if readAt == 0 { readAt = monotonicNanos() }
                 latencies.append(readAt &- batchSent)
             }
-            if outstanding == 0 {
+            if table.outstanding == 0 {
                 if sent == count { return true }
                 try sendBatch()
             }
-            if connection.peerClosed { throw TLSStream.Failure.closed }
+            if connection.stream.peerClosed { throw TLSStream.Failure.closed }
             return false
         }
     }

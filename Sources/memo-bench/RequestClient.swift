@@ -55,6 +55,99 @@ struct RequestBatch {
     }
 }
 
+/// A wrong answer: one to no request in flight (or a second to one), of a type the request is not answered with,
+/// or the server's going-away. The run stops with it: a benchmark that counted such answers would measure nothing.
+struct AnswerFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The batch in flight on one connection: request ids `firstID` to `firstID + count - 1`, each answered once, by
+/// the answer type its operation expects or by an error (counted). Matched by the request id's offset from
+/// `firstID` into flags reused from batch to batch (no dictionary, no allocation per request).
+struct AnswerTable {
+    /// The type of a successful answer (`memo` for create, get and update; `memos` for list).
+    let answerType: UInt8
+    /// Whether the answer comes in chunks, of which only the last (chunk flags bit 0) ends its request (list).
+    let chunked: Bool
+    private(set) var firstID: UInt32 = 0
+    private var answered: [Bool] = []
+    private(set) var outstanding = 0
+    private(set) var errors = 0
+
+    init(answerType: UInt8, chunked: Bool = false) {
+        self.answerType = answerType
+        self.chunked = chunked
+    }
+
+    /// A new batch of `count` requests, `firstID` the first's id.
+    mutating func expect(firstID: UInt32, count: Int) {
+        self.firstID = firstID
+        if answered.count == count {
+            answered.withUnsafeMutableBufferPointer { $0.update(repeating: false) }
+        } else {
+            answered = Array(repeating: false, count: count)
+        }
+        outstanding = count
+    }
+
+    /// Takes one answer frame. - Returns: true when it ends a request (false: a list's chunk before its last).
+    /// - Throws: `AnswerFailure` for a wrong answer.
+    mutating func answer(type: UInt8, requestID: UInt32, payload: UnsafeRawBufferPointer) throws -> Bool {
+        let offset = Int(requestID &- firstID)
+        guard offset < answered.count, !answered[offset] else {
+            if type == Message.Kind.goingAway.rawValue { throw AnswerFailure(description: Self.goingAway(payload)) }
+            throw AnswerFailure(description: "an answer (type 0x\(String(type, radix: 16))) to request \(requestID), "
+                + "which is not in flight")
+        }
+        if type == Message.Kind.error.rawValue {
+            errors += 1
+        } else if type == answerType {
+            // A list's chunk: the revision (8 bytes), then the chunk flags; bit 0 marks the last.
+            if chunked, payload.count > 8, payload[8] & 1 == 0 { return false }
+        } else {
+            throw AnswerFailure(description: "request \(requestID) answered with type 0x\(String(type, radix: 16)), "
+                + "not 0x\(String(answerType, radix: 16)) or an error")
+        }
+        answered[offset] = true
+        outstanding -= 1
+        return true
+    }
+
+    private static func goingAway(_ payload: UnsafeRawBufferPointer) -> String {
+        let code = payload.count >= 2 ? Int(payload[0]) << 8 | Int(payload[1]) : 0
+        return "the server sent going-away (code \(code))"
+    }
+}
+
+/// Cuts whole frames off the front of `bytes` (what the connection's reads brought), reading only each frame's
+/// header where it lies; hands each to `body` and removes them, keeping a partial frame for the next read.
+/// - Throws: `AnswerFailure` for a length no frame has (the stream cannot be read past it), or what `body` throws.
+func takeFrames(
+    _ bytes: inout [UInt8], maxFrameSize: Int = WireProtocol.defaultMaxFrameSize,
+    _ body: (_ type: UInt8, _ requestID: UInt32, _ payload: UnsafeRawBufferPointer) throws -> Void
+) throws {
+    let consumed = try bytes.withUnsafeBytes { raw -> Int in
+        var at = 0
+        while raw.count - at >= WireProtocol.headerSize {
+            let length = Int(UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)))
+            guard length >= 5, length + 4 <= maxFrameSize else {
+                throw AnswerFailure(description: "a frame of length \(length) from the server")
+            }
+            guard raw.count - at >= 4 + length else { break }
+            let requestID = UInt32(
+                bigEndian: raw.loadUnaligned(fromByteOffset: at + WireProtocol.requestIDOffset, as: UInt32.self))
+            try body(raw[at + 4], requestID, UnsafeRawBufferPointer(rebasing: raw[(at + 9)..<(at + 4 + length)]))
+            at += 4 + length
+        }
+        return at
+    }
+    if consumed == bytes.count {
+        bytes.removeAll(keepingCapacity: true)
+    } else if consumed > 0 {
+        bytes.removeFirst(consumed)
+    }
+}
+
 /// The 50th and 99th percentiles of latencies in nanoseconds, in milliseconds: the values at the same ranks as
 /// `LatencyStats` takes from a sorted copy, found by selection (linear time) rather than by sorting them all.
 func latencyPercentiles(_ nanos: [UInt64]) -> (p50: Double, p99: Double) {
