@@ -231,8 +231,9 @@ let package = Package(
                 "MemoModel", "MemoStore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
                 "MemoProbe", "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
                 "TLSTestSupport", "PostgresTestSupport", "StoreTestSupport", "ServerTestSupport", "ClientTestSupport",
-                // GrayIdleStopTests calls the gray run's IdleStop itself.
-                "memo-torture",
+                // GrayIdleStopTests calls the gray run's IdleStop itself; BenchRequestClientTests memo-bench's
+                // request batch and answer checks.
+                "memo-torture", "memo-bench",
             ]
         ),
     ],
