@@ -108,7 +108,11 @@ let package = Package(
                 "MemoSystem", "MemoModel", "MemoDiagnostics", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport",
             ],
             swiftSettings: hotPathSettings),
-        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
+        // The probe's TLS stream carries memo-bench's requests: built like the hot modules (its connections are
+        // not Sendable, each used by one thread).
+        .target(
+            name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
+            swiftSettings: hotPathSettings),
         .target(name: "MemoText"),
         .target(
             name: "MemoClient",
