@@ -26,7 +26,9 @@ struct RequestBatch {
         idOffset = Self.memoID(of: message).map { id in
             let wanted = withUnsafeBytes(of: id.uuid) { Array($0) }
             // The id's first place after the frame header; a fresh random id does not occur by chance before it.
-            let offset = (WireProtocol.headerSize...(frame.count - 16)).first { frame[$0..<($0 + 16)].elementsEqual(wanted) }
+            let offset = (WireProtocol.headerSize...(frame.count - 16)).first {
+                frame[$0..<($0 + 16)].elementsEqual(wanted)
+            }
             guard let offset else { preconditionFailure("the encoded request does not hold its memo id") }
             return offset
         }

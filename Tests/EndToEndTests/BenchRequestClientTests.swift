@@ -47,16 +47,17 @@ struct BenchRequestClientTests {
         var table = AnswerTable(answerType: Message.Kind.memo.rawValue)
         table.expect(firstID: 101, count: 2)
         let memo = Message.Kind.memo.rawValue
-        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 103, payload: .init(start: nil, count: 0)) }
-        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 100, payload: .init(start: nil, count: 0)) }
-        #expect(try table.answer(type: memo, requestID: 102, payload: .init(start: nil, count: 0)))
-        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 102, payload: .init(start: nil, count: 0)) }
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 103, payload: none) }
+        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 100, payload: none) }
+        #expect(try table.answer(type: memo, requestID: 102, payload: none))
+        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 102, payload: none) }
         #expect(table.outstanding == 1)
-        #expect(try table.answer(type: memo, requestID: 101, payload: .init(start: nil, count: 0)))
+        #expect(try table.answer(type: memo, requestID: 101, payload: none))
         #expect(table.outstanding == 0)
         // The next batch: the last one's ids are no longer in flight.
         table.expect(firstID: 103, count: 2)
-        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 101, payload: .init(start: nil, count: 0)) }
+        #expect(throws: AnswerFailure.self) { try table.answer(type: memo, requestID: 101, payload: none) }
         #expect(table.outstanding == 2)
     }
 
@@ -64,7 +65,9 @@ struct BenchRequestClientTests {
         var table = AnswerTable(answerType: Message.Kind.memo.rawValue)
         table.expect(firstID: 7, count: 3)
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
-        #expect(throws: AnswerFailure.self) { try table.answer(type: Message.Kind.ok.rawValue, requestID: 7, payload: none) }
+        #expect(throws: AnswerFailure.self) {
+            try table.answer(type: Message.Kind.ok.rawValue, requestID: 7, payload: none)
+        }
         #expect(try table.answer(type: Message.Kind.error.rawValue, requestID: 8, payload: none))
         #expect(table.errors == 1)
         #expect(table.outstanding == 2)
