@@ -117,7 +117,11 @@ let package = Package(
                 "MemoSystem", "MemoModel", "MemoDiagnostics", "MemoWire", "MemoTLS", "MemoNet", "MemoTransport",
             ],
             swiftSettings: hotPathSettings),
-        .target(name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"]),
+        // The probe's TLS stream carries memo-bench's requests: built like the hot modules (its connections are
+        // not Sendable, each used by one thread).
+        .target(
+            name: "MemoProbe", dependencies: ["MemoWire", "MemoTLS", "MemoNet", "MemoTransport"],
+            swiftSettings: hotPathSettings),
         .target(name: "MemoText"),
         .target(
             name: "MemoClient",
@@ -240,8 +244,9 @@ let package = Package(
                 "MemoModel", "MemoStore", "MemoSQLite", "MemoWire", "MemoTLS", "MemoPKI", "MemoNet", "MemoServer",
                 "MemoProbe", "MemoClient", "MemoTUI", "MemoViewModels", "MemoText", "MemoClientCLI", "MemoTestSupport",
                 "TLSTestSupport", "PostgresTestSupport", "StoreTestSupport", "ServerTestSupport", "ClientTestSupport",
-                // GrayIdleStopTests calls the gray run's IdleStop itself.
-                "memo-torture",
+                // GrayIdleStopTests calls the gray run's IdleStop itself; BenchRequestClientTests memo-bench's
+                // request batch and answer checks.
+                "memo-torture", "memo-bench",
             ]
         ),
     ],

@@ -10,6 +10,8 @@
 #   FIGURES=server bench/instructions.sh       only the server's two (FIGURES=client: only memo-client's)
 #   FIGURES=get bench/instructions.sh          the get (c50 P1, 1,000 memos): the server's instructions and syscalls
 #                                              per get, and memo-bench's instructions per get (the client side)
+#   FIGURES=bench bench/instructions.sh        memo-bench's own instructions per c50 P16 create and per c50 P1 get (the
+#                                              benchmark's client, which shares the cores with the server it measures)
 #   FIGURES=redis bench/instructions.sh        only Redis's per SET (also part of "all" when redis-server is installed)
 #   SERVER=/path/to/memo-server bench/instructions.sh   another build's server, measured by this build's memo-bench
 #   CLIENT=/path/to/memo-client bench/instructions.sh   another build's memo-client, against this build's server
@@ -73,13 +75,15 @@ GET_SHORT=${GET_SHORT:-10000}
 GET_LONG=${GET_LONG:-30000}
 get_args() { echo --clients 50 --pipeline 1 --size 64 --op get --requests "$1" --json; }
 
-client_counted() {
+# memo-bench's own instructions, start to stop, under callgrind against a native in-memory server, with the
+# arguments given (--server and --certs added). CALLGRIND_KEEP=folder keeps each profile there.
+bench_counted() {
     local out="$WORK/callgrind-client.$RANDOM"
     start_memo memory
-    # shellcheck disable=SC2046
     valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN/memo-bench" --server "$MEMO_ADDR" \
-        --certs "$CERTS" $(get_args "$1") >/dev/null 2>&1
+        --certs "$CERTS" "$@" >/dev/null 2>&1
     stop_pid "$MEMO_PID"
+    if [ -n "${CALLGRIND_KEEP:-}" ]; then cp "$out" "$CALLGRIND_KEEP/"; fi
     callgrind_annotate "$out" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
 }
 
@@ -110,9 +114,24 @@ if [ "$FIGURES" = all ] || [ "$FIGURES" = get ]; then
     short=$(syscalls_counted "$GET_SHORT")
     long=$(syscalls_counted "$GET_LONG")
     echo "get c50 P1: $(awk "BEGIN { printf \"%.2f\", ($long - $short) / $extra }") server system calls per get"
-    short=$(client_counted "$GET_SHORT")
-    long=$(client_counted "$GET_LONG")
+    # shellcheck disable=SC2046
+    short=$(bench_counted $(get_args "$GET_SHORT"))
+    # shellcheck disable=SC2046
+    long=$(bench_counted $(get_args "$GET_LONG"))
     echo "get c50 P1: $(( (long - short) / extra )) memo-bench instructions per get (the client)"
+fi
+
+# memo-bench's side alone (FIGURES=bench): per c50 P16 create (runs of 20,000 and 60,000 creates) and per c50 P1 get
+# (GET_SHORT and GET_LONG gets of 1,000 seeded memos); start-up, handshakes and seeding cancel.
+if [ "$FIGURES" = bench ]; then
+    short=$(bench_counted --clients 50 --pipeline 16 --requests 20000 --op create --json)
+    long=$(bench_counted --clients 50 --pipeline 16 --requests 60000 --op create --json)
+    echo "create c50 P16: $(( (long - short) / 40000 )) memo-bench instructions per create (the client)"
+    # shellcheck disable=SC2046
+    short=$(bench_counted $(get_args "$GET_SHORT"))
+    # shellcheck disable=SC2046
+    long=$(bench_counted $(get_args "$GET_LONG"))
+    echo "get c50 P1: $(( (long - short) / (GET_LONG - GET_SHORT) )) memo-bench instructions per get (the client)"
 fi
 
 # The instructions a redis-server (TLS both ways, no persistence) executes, start to stop, while redis-benchmark sends

@@ -81,7 +81,7 @@ struct RequestBench {
         guard latencies.count == requests else {
             throw UsageError("only \(latencies.count) of \(requests) requests were answered in time")
         }
-        let stats = LatencyStats(latencies)
+        let stats = latencyPercentiles(latencies)
         let rate = Double(latencies.count) / elapsed
         if json {
             print(String(format: "{\"op\":\"%@\",\"clients\":%d,\"pipeline\":%d,\"requests\":%d,\"ops_per_sec\":%.1f,"
@@ -94,28 +94,27 @@ struct RequestBench {
         }
     }
 
-    /// One connection's share: P requests out, then the next P once all P are answered.
+    /// One connection's share: P requests out, then the next P once all P are answered. Per request it writes a
+    /// request id and a memo id into the batch's bytes, checks the answer's type and request id from its header
+    /// where it lies in the read buffer, and keeps its latency in nanoseconds (`RequestClient.swift`).
     final class Driver {
         let connection: ProbeConnection
         let count: Int
         let pipeline: Int
         let op: Operation
-        let content: String
         let pool: [UUID]
         private var next: Int
         private var sent = 0
-        /// The batch in flight: its request ids are `firstID` and the `answered.count - 1` after it, all sent at
-        /// `batchSent`; an array of flags by offset, not a dictionary by id (whose hashing this client paid per
-        /// request, sharing the cores with the server it measures).
-        private var firstID: UInt32 = 101
-        private var answered: [Bool] = []
-        private var outstanding = 0
-        private var batchSent = ContinuousClock.now
+        private var batch: RequestBatch
+        private var table: AnswerTable
+        /// The clock (`clock_gettime(CLOCK_MONOTONIC)`, nanoseconds) when the batch in flight was sent.
+        private var batchSent: UInt64 = 0
         private var nextID: UInt32 = 100
-        private let clock = ContinuousClock()
         private var ids = BenchIDs()
-        private(set) var latencies: [Double] = []
-        private(set) var errors = 0
+        /// What the connection's reads brought and no whole frame has taken yet.
+        private var inbound: [UInt8] = []
+        private(set) var latencies: [UInt64] = []
+        var errors: Int { table.errors }
 
         init(connection: ProbeConnection, count: Int, pipeline: Int, op: Operation, content: String, pool: [UUID],
              seed: Int) {
@@ -123,67 +122,60 @@ struct RequestBench {
             self.count = count
             self.pipeline = pipeline
             self.op = op
-            self.content = content
             self.pool = pool
             next = seed
             latencies.reserveCapacity(count)
+            let message: Message
+            switch op {
+            case .create: message = .create(id: UUID(), insertMicros: nil, content: content)
+            case .get: message = .get(id: UUID())
+            case .update: message = .update(id: UUID(), expectedRevision: nil, content: content)
+            case .list: message = .list
+            }
+            batch = RequestBatch(message, count: min(pipeline, count))
+            table = AnswerTable(
+                answerType: op == .list ? Message.Kind.memos.rawValue : Message.Kind.memo.rawValue,
+                chunked: op == .list)
+            inbound.reserveCapacity(16 * 1024)
         }
 
         func sendBatch() throws {
-            let batch = min(pipeline, count - sent)
-            guard batch > 0 else { return }
-            batchSent = clock.now
-            firstID = nextID &+ 1
-            // Refilled in place: a fresh array per batch was an allocation per request at pipeline 1.
-            answered.removeAll(keepingCapacity: true)
-            answered.append(contentsOf: repeatElement(false, count: batch))
-            outstanding = batch
-            for _ in 0..<batch {
-                let message: Message
+            let size = min(pipeline, count - sent)
+            guard size > 0 else { return }
+            // Each latency runs from here (the batch's making, as before) to the read that brings its answer.
+            batchSent = monotonicNanos()
+            table.expect(firstID: nextID &+ 1, count: size)
+            for slot in 0..<size {
+                let id: uuid_t?
                 switch op {
-                case .create: message = .create(id: ids.uuid(), insertMicros: nil, content: content)
-                case .get: message = .get(id: pool[next % pool.count])
-                case .update: message = .update(id: pool[next % pool.count], expectedRevision: nil, content: content)
-                case .list: message = .list
+                case .create: id = ids.uuidBytes()
+                case .get, .update: id = pool[next % pool.count].uuid
+                case .list: id = nil
                 }
                 next += 7
                 nextID &+= 1
-                message.encode(into: &scratch, requestID: nextID)
+                batch.set(slot, requestID: nextID, id: id)
             }
-            sent += batch
-            // Sent from the scratch writer and emptied after: a copy of its array taken before emptying it shared
-            // the storage, so the emptying allocated a new 4 KiB buffer for every batch.
-            try connection.sendRaw(scratch.bytes)
-            scratch.bytes.removeAll(keepingCapacity: true)
+            sent += size
+            // The last batch of a share may be smaller than the pipeline: its frames are the batch's first.
+            try connection.sendRaw(size == batch.count ? batch.bytes : Array(batch.bytes[..<(size * batch.frameSize)]))
         }
-
-        private var scratch = WireWriter(capacity: 4096)
 
         /// Takes the answers that arrived. - Returns: true when this connection's share is done.
         func readable() throws -> Bool {
-            // Frames are read in place (no array per read or per frame): this client shares the cores with the
-            // server it measures. The clock is read once per read, for all the answers it brought.
-            var readAt: ContinuousClock.Instant?
-            try connection.readAvailable { type, requestID, payload in
-                // `list` answers in chunks: only the last one ends the request.
-                if type == Message.Kind.memos.rawValue, payload.remaining > 8 {
-                    _ = try payload.u64("revision")
-                    if try payload.u8("chunk flags") & 1 == 0 { return }
-                }
-                let offset = Int(requestID &- firstID)
-                guard offset < answered.count, !answered[offset] else { return }
-                answered[offset] = true
-                outstanding -= 1
-                if type == Message.Kind.error.rawValue { errors += 1 }
-                let now = readAt ?? clock.now
-                readAt = now
-                latencies.append((now - batchSent).milliseconds)
+            // The clock is read once per read, for all the answers it brought.
+            var readAt: UInt64 = 0
+            try connection.stream.readAvailable(appendingTo: &inbound)
+            try takeFrames(&inbound) { type, requestID, payload in
+                guard try table.answer(type: type, requestID: requestID, payload: payload) else { return }
+                if readAt == 0 { readAt = monotonicNanos() }
+                latencies.append(readAt &- batchSent)
             }
-            if outstanding == 0 {
+            if table.outstanding == 0 {
                 if sent == count { return true }
                 try sendBatch()
             }
-            if connection.peerClosed { throw TLSStream.Failure.closed }
+            if connection.stream.peerClosed { throw TLSStream.Failure.closed }
             return false
         }
     }

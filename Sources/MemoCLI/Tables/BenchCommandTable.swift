@@ -7,8 +7,10 @@ public enum BenchCommandTable {
         requests in all (default 100000) are answered. --size is the memo content in bytes (default 64). get and
         update work on 1,000 memos the benchmark makes first; list lists whatever the store holds. Prints
         requests per second and latency p50/p99 (from a request's send to its answer); --json prints
-        {"op":..,"clients":..,"pipeline":..,"requests":..,"ops_per_sec":..,"p50_ms":..,"p99_ms":..}. Like
-        redis-benchmark, T threads (default 1) multiplex all the connections with epoll.
+        {"op":..,"clients":..,"pipeline":..,"requests":..,"ops_per_sec":..,"p50_ms":..,"p99_ms":..,"errors":..}
+        (errors: requests answered with an error). An answer of another type, one to no request in flight, or
+        the server's going-away stops the run with exit status 1. Like redis-benchmark, T threads (default 1)
+        multiplex all the connections with epoll.
         """
 
     public static let table = CommandTable(
