@@ -54,6 +54,9 @@ struct RequestTable {
     private var requests: [UInt32: PendingRequest] = [:]
     private var subscriptions: [Int: Subscription] = [:]
     private var subscriptionByRequest: [UInt32: Int] = [:]
+    /// The authors of the memos decoded so far, shared: a mirror of a million memos by a few certificates holds a
+    /// few authors.
+    private var authors = AuthorInterner()
 
     init(configuration: ClientConfiguration) {
         self.configuration = configuration
@@ -234,7 +237,8 @@ struct RequestTable {
         for frame in frames {
             let message: Message
             do throws(WireError) {
-                message = try Message(frame: frame, version: link.welcome?.version ?? WireProtocol.minimumVersion)
+                message = try Message(
+                    frame: frame, version: link.welcome?.version ?? WireProtocol.minimumVersion, authors: &authors)
             } catch {
                 actions.append(.closeConnection(.lost("bad frame from the server: \(error)"), polite: true))
                 return

@@ -3,22 +3,80 @@ import Foundation
 /// Who made a change: the client certificate's common name and serial (upper-case hex, as `CertificateSerial`
 /// gives it), taken by the server from the TLS session, never from the client. Memos made before versions were
 /// kept, and changes made without a certificate (a store used directly), have the empty author, shown as `-`.
+///
+/// One reference wide: every memo and version holds one, so a million memos cost 8 bytes each for it, not the
+/// 32 of two strings, and memos by the same author can share one `Names` (`AuthorInterner` makes a load share
+/// them). Equal and hashed by value, the strings compared as UTF-8 bytes: a name in NFC and the same name in NFD
+/// are different authors, as they are different certificates.
 public struct Author: Sendable, Hashable, CustomStringConvertible {
-    public var name: String
-    public var serial: String
+    /// The name and serial, made once. `Sendable` without `@unchecked`: a final class of `let` properties never
+    /// changes after its init.
+    final class Names: Sendable {
+        let name: String
+        let serial: String
+
+        init(name: String, serial: String) {
+            self.name = name
+            self.serial = serial
+        }
+    }
+
+    /// nil for the empty author.
+    private let names: Names?
 
     public init(name: String, serial: String) {
-        self.name = name
-        self.serial = serial
+        names = name.isEmpty && serial.isEmpty ? nil : Names(name: name, serial: serial)
     }
 
     /// No author known: name and serial empty.
     public static let none = Author(name: "", serial: "")
 
-    public var isEmpty: Bool { name.isEmpty && serial.isEmpty }
+    public var name: String { names?.name ?? "" }
+    public var serial: String { names?.serial ?? "" }
+
+    public var isEmpty: Bool { names == nil }
 
     /// The name, or `-` for the empty author.
-    public var description: String { name.isEmpty ? "-" : name }
+    public var description: String { names.map { $0.name.isEmpty ? "-" : $0.name } ?? "-" }
+
+    /// Whether both hold the very same name and serial, not only equal ones: what an `AuthorInterner` gives the
+    /// authors it shares (the empty author shares with itself).
+    public func isShared(with other: Author) -> Bool { names === other.names }
+
+    public static func == (a: Author, b: Author) -> Bool {
+        if a.names === b.names { return true }
+        guard let x = a.names, let y = b.names else { return false }
+        return x.name.hasSameBytes(as: y.name) && x.serial.hasSameBytes(as: y.serial)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        Self.withBytes(name) { name in Self.withBytes(serial) { Self.combine(name, $0, into: &hasher) } }
+    }
+
+    /// Whether the name and serial are these bytes.
+    func matches(name: UnsafeRawBufferPointer, serial: UnsafeRawBufferPointer) -> Bool {
+        guard let names else { return name.isEmpty && serial.isEmpty }
+        return Self.withBytes(names.name) { Self.same($0, name) }
+            && Self.withBytes(names.serial) { Self.same($0, serial) }
+    }
+
+    /// The hash of an author with these bytes, the same as `hash(into:)` feeds (0xFF, never in UTF-8, between).
+    static func combine(_ name: UnsafeRawBufferPointer, _ serial: UnsafeRawBufferPointer, into hasher: inout Hasher) {
+        hasher.combine(bytes: name)
+        hasher.combine(0xFF as UInt8)
+        hasher.combine(bytes: serial)
+    }
+
+    private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+    }
+
+    static func withBytes<Result>(_ text: String, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        if let result = text.utf8.withContiguousStorageIfAvailable({ body(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        return Array(text.utf8).withUnsafeBytes(body)
+    }
 }
 
 /// What made a version of a memo.

@@ -629,6 +629,12 @@ struct PGCopyRow {
         String(decoding: try value(), as: UTF8.self)
     }
 
+    /// Two text fields, an author's name and serial, as the author `authors` shares among the rows that name it.
+    mutating func author(sharing authors: inout AuthorInterner) throws(PGError) -> Author {
+        let name = try value()
+        return authors.decoding(name: name, serial: try value())
+    }
+
     private static func bigEndian(_ bytes: UnsafeRawBufferPointer, at offset: Int, width: Int) -> UInt64 {
         var value: UInt64 = 0
         for index in offset..<(offset + width) { value = value << 8 | UInt64(bytes[index]) }

@@ -73,6 +73,8 @@ enum PostgresSchema {
         let start: UInt64
         var memos: [Memo] = []
         var changes: [Change] = []
+        // A million rows by a few certificates share a few authors.
+        var authors = AuthorInterner()
         do {
             try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             var open = true
@@ -93,7 +95,7 @@ enum PostgresSchema {
                     Memo(
                         id: try row.uuid(), content: try row.text(), insertMicros: try row.integer(),
                         updateMicros: try row.integer(), revision: UInt64(try row.integer()),
-                        author: Author(name: try row.text(), serial: try row.text())))
+                        author: try row.author(sharing: &authors)))
             }
             start = max(floor, head > UInt64(historyCapacity) ? head - UInt64(historyCapacity) : 0)
             changes.reserveCapacity(Int(min(head - min(start, head), UInt64(historyCapacity))))
@@ -114,8 +116,7 @@ enum PostgresSchema {
                 }
                 let memo = Memo(
                     id: try row.uuid(), content: try row.text(), insertMicros: try row.integer(),
-                    updateMicros: try row.integer(), revision: revision,
-                    author: Author(name: try row.text(), serial: try row.text()))
+                    updateMicros: try row.integer(), revision: revision, author: try row.author(sharing: &authors))
                 changes.append(Change(revision: revision, kind: kind, memo: memo, restored: try row.integer() == 3))
             }
             try connection.execute("COMMIT")

@@ -162,6 +162,16 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
+    /// Two text columns, an author's name and serial, as the author `authors` shares among the rows that name it.
+    func author(_ name: Int32, _ serial: Int32, sharing authors: inout AuthorInterner) -> Author {
+        authors.decoding(name: text(name), serial: text(serial))
+    }
+
+    private func text(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let text = sqlite3_column_text(stmt, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(stmt, column)))
+    }
+
     /// The column's 16 bytes as a UUID, without an intermediate array (a million of them at start); nil when the
     /// column is not 16 bytes.
     func uuid(_ column: Int32) -> UUID? {

@@ -160,6 +160,8 @@ final class SQLiteSchema {
         var changes: [Change] = []
         changes.reserveCapacity(Int(min(UInt64(historyCapacity), head)))
         var oldestFormer = UInt64.max
+        // A million rows by a few certificates share a few authors.
+        var authors = AuthorInterner()
         let select = try database.prepare(
             "SELECT revision, current, kind, id, insert_us, update_us, content, author, serial, version FROM changes "
                 + "ORDER BY revision")
@@ -178,7 +180,7 @@ final class SQLiteSchema {
             else { throw .storage("\(database.path): change \(revision) is malformed") }
             let memo = Memo(
                 id: id, content: select.string(6), insertMicros: select.int64(4), updateMicros: select.int64(5),
-                revision: revision, author: Author(name: select.string(7), serial: select.string(8)))
+                revision: revision, author: select.author(7, 8, sharing: &authors))
             if current { memos.append(memo) }
             if inHistory, let kind = ChangeKind(rawValue: UInt8(kindValue)) {
                 let restored = select.int64(9) == Int64(VersionKind.restore.rawValue)

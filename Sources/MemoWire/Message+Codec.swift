@@ -171,6 +171,17 @@ extension Message {
         try self.init(type: frame.type, payload: &reader, version: version)
     }
 
+    /// The same, the memos' authors shared with those of earlier frames through `authors` (one a connection:
+    /// a million memos mirrored by a few certificates hold a few authors).
+    public init(frame: Frame, version: UInt16, authors: inout AuthorInterner) throws(WireError) {
+        var reader = WireReader(frame.payload)
+        // Moved, not copied, so that the reader adds to the only copy of the table.
+        reader.sharedAuthors = authors
+        authors = AuthorInterner()
+        defer { authors = reader.sharedAuthors ?? AuthorInterner() }
+        try self.init(type: frame.type, payload: &reader, version: version)
+    }
+
     /// Decodes the message of type `type` from `r`, which holds its payload and nothing else (a frame the
     /// decoder has not copied out: `FrameDecoder.nextPayload`), as protocol `version` writes it.
     public init(type: UInt8, payload r: inout WireReader, version: UInt16 = 2) throws(WireError) {
@@ -214,6 +225,7 @@ extension Message {
             let count = try r.count("memo count", minimumSize: Self.memoFixedSize)
             var memos: [Memo] = []
             memos.reserveCapacity(count)
+            if r.authors && r.sharedAuthors == nil { r.sharedAuthors = AuthorInterner() }
             for _ in 0..<count { memos.append(try r.memo()) }
             self = .page(revision: revision, last: flags & 1 != 0, more: flags & 2 != 0, memos: memos)
         case .update:
@@ -313,6 +325,7 @@ extension Message {
             let count = try r.count("memo count", minimumSize: Self.memoFixedSize)
             var memos: [Memo] = []
             memos.reserveCapacity(count)
+            if r.authors && r.sharedAuthors == nil { r.sharedAuthors = AuthorInterner() }
             for _ in 0..<count { memos.append(try r.memo()) }
             self = kind == .memos
                 ? .memos(revision: revision, last: flags == 1, memos: memos)

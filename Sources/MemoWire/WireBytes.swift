@@ -167,6 +167,9 @@ public struct WireWriter {
 public struct WireReader {
     /// Protocol version 3 and later: each memo is followed by its author (see `WireWriter.authors`).
     public var authors = false
+    /// When set, the authors read share one `Author` per distinct name and serial (a list's chunk, a mirror
+    /// cache, or every frame of a connection: `Message.init(frame:version:authors:)`).
+    public var sharedAuthors: AuthorInterner?
     private let bytes: [UInt8]
     private var index: Int
     private let end: Int
@@ -225,13 +228,20 @@ public struct WireReader {
     }
 
     public mutating func string(_ field: String) throws(WireError) -> String {
-        // The " length" label is built only on failure: this runs for every memo read.
-        guard remaining >= 4 else { throw .truncated(field: field + " length") }
-        let length = try u32(field)
-        guard Int(length) <= remaining else { throw .countTooLarge(field: field + " length", count: UInt64(length)) }
-        let at = try take(Int(length), field)
-        guard let text = Self.validUTF8(bytes, at..<(at + Int(length))) else { throw .invalidUTF8(field: field) }
+        let range = try stringBytes(field, "")
+        guard let text = Self.validUTF8(bytes, range) else { throw .invalidUTF8(field: field) }
         return text
+    }
+
+    /// Where the next string's bytes lie (taken, not yet checked as UTF-8). The field's label (`field` and
+    /// `part`) is built only on failure: this runs for every memo read.
+    private mutating func stringBytes(_ field: String, _ part: String) throws(WireError) -> Range<Int> {
+        guard remaining >= 4 else { throw .truncated(field: field + part + " length") }
+        let length = Int(UInt32(bigEndian: load(at: index, as: UInt32.self)))
+        index += 4
+        guard length <= remaining else { throw .countTooLarge(field: field + part + " length", count: UInt64(length)) }
+        defer { index += length }
+        return index..<(index + length)
     }
 
     /// The string `bytes[range]` spells, or nil when they are not valid UTF-8.
@@ -265,7 +275,19 @@ public struct WireReader {
 
     /// An author: name and serial (version 3).
     public mutating func author(_ field: String) throws(WireError) -> Author {
-        Author(name: try string(field + " name"), serial: try string(field + " serial"))
+        guard sharedAuthors != nil else {
+            return Author(name: try string(field + " name"), serial: try string(field + " serial"))
+        }
+        let name = try stringBytes(field, " name")
+        let serial = try stringBytes(field, " serial")
+        let shared = bytes.withUnsafeBytes { raw in
+            sharedAuthors!.author(
+                name: UnsafeRawBufferPointer(rebasing: raw[name]), serial: UnsafeRawBufferPointer(rebasing: raw[serial]))
+        }
+        guard let shared else {
+            throw .invalidUTF8(field: field + (Self.validUTF8(bytes, name) == nil ? " name" : " serial"))
+        }
+        return shared
     }
 
     /// Reads a u32 count of items, each at least `minimumSize` bytes, checking it fits before anything is made.

@@ -49,6 +49,31 @@ struct PostgresLoadTests {
         #expect(fromStarted.values == fromWriter.values)
     }
 
+    @Test func aStartedStoresMemosByOneAuthorShareOneAuthor() async throws {
+        let cluster = try TestPostgres.shared()
+        let database = try cluster.makeDatabaseName()
+        let serial = String(repeating: "5A", count: 20)
+        let writer = try PostgresStore(uri: cluster.uri(database))
+        for index in 0..<8 {
+            // Each made afresh, as each connection's certificate gives its own.
+            let author = Author(name: index % 2 == 0 ? "alice" : "bob", serial: serial)
+            _ = try await writer.perform(.create(id: UUID(), content: "\(index)", insertMicros: nil, author: author))
+        }
+        writer.close()
+        let started = try PostgresStore(uri: cluster.uri(database))
+        defer { started.close() }
+        let memos = try #require(started.memoList().value).sorted { $0.revision < $1.revision }
+        let alice = try #require(memos.first?.author)
+        let bob = memos[1].author
+        #expect(alice.name == "alice" && bob.name == "bob" && alice.serial == serial)
+        #expect(memos.count == 8 && !alice.isShared(with: bob))
+        #expect(memos.enumerated().allSatisfy { $0.element.author.isShared(with: $0.offset % 2 == 0 ? alice : bob) })
+        // The history read after them shares them too.
+        let changes = try started.changes(after: 0).changes
+        #expect(changes.count == 8)
+        #expect(changes.allSatisfy { $0.memo.author.isShared(with: $0.revision % 2 == 1 ? alice : bob) })
+    }
+
     @Test func aGapInTheChangesTableFailsTheStartWithAStorageError() async throws {
         let cluster = try TestPostgres.shared()
         let database = try cluster.makeDatabaseName()

@@ -309,6 +309,34 @@ struct VersionsTests {
         #expect(changes.map(\.memo.author) == [alice, bob, alice, carol])
     }
 
+    @Test func aReopenedFilesMemosByOneAuthorShareOneAuthor() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/memos.sqlite"
+        let serial = String(repeating: "5A", count: 20)
+        do {
+            let store = try SQLiteStore(path: path)
+            defer { store.close() }
+            for index in 0..<8 {
+                // Each made afresh, as each connection's certificate gives its own.
+                let author = Author(name: index % 2 == 0 ? "alice" : "bob", serial: serial)
+                _ = try await store.perform(
+                    .create(id: UUID(), content: "\(index)", insertMicros: nil, author: author))
+            }
+        }
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        let memos = try #require(store.memoList().value).sorted { $0.revision < $1.revision }
+        let alice = try #require(memos.first?.author)
+        let bob = memos[1].author
+        #expect(alice.name == "alice" && bob.name == "bob" && alice.serial == serial)
+        #expect(memos.count == 8 && !alice.isShared(with: bob))
+        #expect(memos.enumerated().allSatisfy { $0.element.author.isShared(with: $0.offset % 2 == 0 ? alice : bob) })
+        // The history loaded with them shares them too.
+        let changes = try store.changes(after: 0).changes
+        #expect(changes.count == 8)
+        #expect(changes.allSatisfy { $0.memo.author.isShared(with: $0.revision % 2 == 1 ? alice : bob) })
+    }
+
     @Test func aFileMadeByRelease100IsUpgradedKeepingEveryMemoAndStartingEachHistory() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/memos.sqlite"

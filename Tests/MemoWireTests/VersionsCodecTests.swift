@@ -77,4 +77,58 @@ struct VersionsCodecTests {
             try Message(frame: frame, version: 3)
         }
     }
+
+    /// Memos by two authors, each memo's author made afresh (as a server's rows or connections would).
+    private func memos(_ count: Int, from first: UInt64) -> [Memo] {
+        (0..<count).map { index in
+            Memo(id: UUID(), content: "memo \(index)", insertMicros: Self.date, updateMicros: Self.date,
+                 revision: first + UInt64(index),
+                 author: Author(name: index % 2 == 0 ? "alice" : "bob", serial: String(repeating: "A", count: 40)))
+        }
+    }
+
+    @Test func aSnapshotsMemosByOneAuthorShareOneAuthorWithinAFrameAndAcrossAConnectionsFrames() throws {
+        let chunks = [memos(6, from: 1), memos(4, from: 7)]
+        var decoder = FrameDecoder()
+        for (index, chunk) in chunks.enumerated() {
+            let message = Message.snapshot(revision: 10, last: index == 1, memos: chunk)
+            decoder.append(message.frame(requestID: 3, version: 3))
+        }
+        var authors = AuthorInterner()
+        var decoded: [Memo] = []
+        while let frame = try decoder.next() {
+            guard case .snapshot(_, _, let memos) = try Message(frame: frame, version: 3, authors: &authors) else {
+                Issue.record("not a snapshot")
+                return
+            }
+            decoded += memos
+        }
+        #expect(decoded == chunks[0] + chunks[1])
+        #expect(decoded.map(\.author) == (chunks[0] + chunks[1]).map(\.author))
+        let alice = decoded[0].author
+        let bob = decoded[1].author
+        #expect(decoded.enumerated().allSatisfy { $0.element.author.isShared(with: $0.offset % 2 == 0 ? alice : bob) })
+        #expect(!alice.isShared(with: bob) && authors.count == 2)
+        // Without a connection's table, one frame's memos still share.
+        decoder.append(Message.memos(revision: 10, last: true, memos: chunks[0]).frame(requestID: 4, version: 3))
+        guard case .memos(_, _, let alone) = try Message(frame: try #require(try decoder.next()), version: 3) else {
+            Issue.record("not a list chunk")
+            return
+        }
+        #expect(alone[2].author.isShared(with: alone[0].author) && !alone[0].author.isShared(with: alice))
+    }
+
+    @Test func anAuthorThatIsNotUTF8IsRefusedWhenShared() throws {
+        var bytes = Message.snapshot(revision: 1, last: true, memos: memos(1, from: 1)).frame(requestID: 3, version: 3)
+        // The serial's last byte.
+        bytes[bytes.count - 1] = 0xFF
+        var decoder = FrameDecoder()
+        decoder.append(bytes)
+        let frame = try #require(try decoder.next())
+        var authors = AuthorInterner()
+        #expect(throws: WireError.invalidUTF8(field: "memo author serial")) {
+            try Message(frame: frame, version: 3, authors: &authors)
+        }
+        #expect(throws: WireError.invalidUTF8(field: "memo author serial")) { try Message(frame: frame, version: 3) }
+    }
 }
