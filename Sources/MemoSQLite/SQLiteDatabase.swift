@@ -156,17 +156,14 @@ final class SQLiteStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
 
-    func string(_ column: Int32) -> String {
-        guard let text = sqlite3_column_text(stmt, column) else { return "" }
-        let count = Int(sqlite3_column_bytes(stmt, column))
-        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
-    }
+    func string(_ column: Int32) -> String { String(decoding: text(column), as: UTF8.self) }
 
     /// Two text columns, an author's name and serial, as the author `authors` shares among the rows that name it.
     func author(_ name: Int32, _ serial: Int32, sharing authors: inout AuthorInterner) -> Author {
         authors.decoding(name: text(name), serial: text(serial))
     }
 
+    /// A text column's bytes, valid until the statement steps again; empty for NULL.
     private func text(_ column: Int32) -> UnsafeRawBufferPointer {
         guard let text = sqlite3_column_text(stmt, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
         return UnsafeRawBufferPointer(start: text, count: Int(sqlite3_column_bytes(stmt, column)))
