@@ -31,7 +31,7 @@ enum WriteCall {
         var inserts: [String] = []
         var updates: [String] = []
         var expected: [String] = []
-        var contents: [[UInt8]] = []
+        var contents: [String] = []
         var names: [String] = []
         var serials: [String] = []
         var targets: [String] = []
@@ -48,7 +48,7 @@ enum WriteCall {
                 inserts.append(insert.map(String.init) ?? "NULL")
                 updates.append(update.map(String.init) ?? "NULL")
                 expected.append("NULL")
-                contents.append(Array(content.utf8))
+                contents.append(content)
             case .update(let id, let content, let revision, let merging, _):
                 merge = merging ? "t" : "f"
                 kinds.append("2")
@@ -56,14 +56,14 @@ enum WriteCall {
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
-                contents.append(Array(content.utf8))
+                contents.append(content)
             case .delete(let id, let revision, _):
                 kinds.append("3")
                 ids.append(id.uuidString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
-                contents.append([])
+                contents.append("")
             case .restore(let id, let wanted, let revision, _):
                 kinds.append("4")
                 ids.append(id.uuidString)
@@ -71,7 +71,7 @@ enum WriteCall {
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 target = wanted.map(Self.bigint) ?? "NULL"
-                contents.append([])
+                contents.append("")
             }
             targets.append(target)
             merges.append(merge)
@@ -84,10 +84,11 @@ enum WriteCall {
 
     /// A one-dimensional bytea array in PostgreSQL's binary format (`array_send`): dimensions, no null flag, the
     /// element type (bytea, oid 17), the length and lower bound, then each element's length and bytes; all
-    /// integers 4 bytes, big-endian. An empty array has no dimension.
-    static func byteaArray(_ elements: [[UInt8]]) -> [UInt8] {
+    /// integers 4 bytes, big-endian. An empty array has no dimension. Each element is a content's UTF-8, written
+    /// straight from the string.
+    static func byteaArray(_ elements: [String]) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.count })
+        out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.utf8.count })
         func append(_ value: Int32) {
             withUnsafeBytes(of: value.bigEndian) { out.append(contentsOf: $0) }
         }
@@ -99,8 +100,8 @@ enum WriteCall {
             append(1)
         }
         for element in elements {
-            append(Int32(element.count))
-            out.append(contentsOf: element)
+            append(Int32(element.utf8.count))
+            out.append(contentsOf: element.utf8)
         }
         return out
     }
