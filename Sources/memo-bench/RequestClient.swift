@@ -138,7 +138,9 @@ func takeFrames(
             guard raw.count - at >= 4 + length else { break }
             let requestID = UInt32(
                 bigEndian: raw.loadUnaligned(fromByteOffset: at + WireProtocol.requestIDOffset, as: UInt32.self))
-            try body(raw[at + 4], requestID, UnsafeRawBufferPointer(rebasing: raw[(at + 9)..<(at + 4 + length)]))
+            try body(
+                raw[at + 4], requestID,
+                UnsafeRawBufferPointer(rebasing: raw[(at + WireProtocol.headerSize)..<(at + 4 + length)]))
             at += 4 + length
         }
         return at
