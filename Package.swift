@@ -153,7 +153,7 @@ let package = Package(
             name: "memo-bench",
             dependencies: [
                 "MemoModel", "MemoStore", "MemoDiagnostics", "MemoWire", "MemoSQLite", "MemoProbe", "MemoClient",
-                "MemoTLS", "MemoNet", "MemoCLI", "MemoTUI", "MemoViewModels",
+                "MemoTLS", "MemoNet", "MemoCLI", "MemoTUI", "MemoViewModels", "CMemoLinux",
             ],
             swiftSettings: hotPathSettings),
         .executableTarget(

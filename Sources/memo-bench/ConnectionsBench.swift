@@ -39,12 +39,7 @@ struct BenchTarget {
 
     /// The server's resident memory in KiB, from /proc (nil without --server-pid).
     func serverRSS() -> Int? {
-        guard let serverPID, let status = try? String(contentsOfFile: "/proc/\(serverPID)/status", encoding: .utf8)
-        else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
-        }
-        return nil
+        serverPID.flatMap { residentKiB(of: "\($0)") }
     }
 
     /// The server's CPU seconds (user + system), from /proc (nil without --server-pid).

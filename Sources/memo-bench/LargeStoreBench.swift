@@ -1,3 +1,4 @@
+import CMemoLinux
 import Foundation
 import MemoCLI
 import MemoClient
@@ -39,13 +40,17 @@ struct LargeStoreBench {
             .deletingLastPathComponent().path
         var start: [Double] = [], startCPU: [Double] = [], rss: [Int] = [], mirror: [Double] = [], list: [Double] = []
         var listBytes = 0
+        var mirrorKiB: Int?
         for _ in 0..<runs {
             let server = try StartedServer(binary: binaries + "/memo-server", store: store, certs: folder + "/certs")
             defer { server.stop() }
             start.append(server.startMilliseconds)
             startCPU.append(server.startCPUMilliseconds)
             rss.append(server.rssKiB())
-            mirror.append(try await mirrorMilliseconds(server: server.address, certs: folder + "/certs"))
+            let (mirrorTime, grown) = try await mirrorMilliseconds(server: server.address, certs: folder + "/certs")
+            mirror.append(mirrorTime)
+            // The first run's: a later mirror reuses what the first one's freed, which malloc may keep.
+            if mirrorKiB == nil { mirrorKiB = grown }
             let (milliseconds, bytes) = try listMilliseconds(binaries + "/memo-client", server.address, folder)
             list.append(milliseconds)
             listBytes = bytes
@@ -58,10 +63,12 @@ struct LargeStoreBench {
                          + "\"start_cpu_ms\":%.0f,\"rss_kib\":%d,\"rss_per_memo\":%.1f,"
                          + "\"rss_per_content_byte\":%.2f,\"mirror_ms\":%.1f,\"list_ms\":%.1f,\"list_bytes\":%d,"
                          + "\"start_ms_median\":%.1f,\"start_cpu_ms_median\":%.0f,\"rss_kib_median\":%d,"
-                         + "\"mirror_ms_median\":%.1f,\"list_ms_median\":%.1f}",
+                         + "\"mirror_ms_median\":%.1f,\"list_ms_median\":%.1f,\"mirror_rss_kib\":%d,"
+                         + "\"mirror_rss_per_content_byte\":%.2f}",
                          memos, size, runs, best.0, startCPU.min()!, best.1,
                          Double(best.1 * 1024) / Double(memos), Double(best.1 * 1024) / content, best.2, best.3,
-                         listBytes, middle.0, median(startCPU), middle.1, middle.2, middle.3))
+                         listBytes, middle.0, median(startCPU), middle.1, middle.2, middle.3, mirrorKiB ?? 0,
+                         Double((mirrorKiB ?? 0) * 1024) / content))
         } else {
             if let fillSeconds { print(String(format: "filled %d memos in %.1f s", memos, fillSeconds)) }
             print(String(format: "large: %d memos of %d bytes, best of %d runs (median in brackets)", memos, size,
@@ -73,6 +80,9 @@ struct LargeStoreBench {
                          Double(best.1 * 1024) / Double(memos), Double(best.1 * 1024) / content,
                          Double(middle.1 * 1024) / content))
             print(String(format: "  snapshot to mirror  %8.1f ms  (%.1f ms)", best.2, middle.2))
+            print(String(format: "  mirror RSS          %8.1f MiB  (first run); %.0f bytes per memo, %.2f x content",
+                         Double(mirrorKiB ?? 0) / 1024, Double((mirrorKiB ?? 0) * 1024) / Double(memos),
+                         Double((mirrorKiB ?? 0) * 1024) / content))
             print(String(format: "  memo-client list    %8.1f ms  (%.1f ms); %d bytes to a pipe", best.3, middle.3,
                          listBytes))
         }
@@ -113,7 +123,12 @@ struct LargeStoreBench {
         return (clock.now - started).milliseconds / 1000
     }
 
-    private func mirrorMilliseconds(server: String, certs: String) async throws -> Double {
+    /// The time until a fresh mirror is ready, and what this process's resident memory grew by meanwhile (KiB):
+    /// the mirror, its list and what the snapshot's reading left allocated. Measured from after a `malloc_trim`,
+    /// so that memory freed earlier (the fill's store) and kept by malloc does not hide the growth.
+    private func mirrorMilliseconds(server: String, certs: String) async throws -> (Double, Int) {
+        malloc_trim(0)
+        let before = residentKiB(of: "self") ?? 0
         var configuration = ClientConfiguration(server: server, certificatesDirectory: certs)
         configuration.requestTimeout = .seconds(120)
         let clock = ContinuousClock()
@@ -127,7 +142,7 @@ struct LargeStoreBench {
         guard store.memoList().value?.count ?? 0 >= memos else {
             throw UsageError("the mirror holds fewer memos than the store")
         }
-        return elapsed
+        return (elapsed, (residentKiB(of: "self") ?? before) - before)
     }
 
     /// `memo-client list` with stdout to a pipe that this process drains: the time until it exits, the bytes.

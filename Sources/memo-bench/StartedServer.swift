@@ -53,14 +53,7 @@ final class StartedServer {
     }
 
     /// VmRSS in KiB.
-    func rssKiB() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
-        else { return 0 }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
-        }
-        return 0
-    }
+    func rssKiB() -> Int { residentKiB(of: "\(process.processIdentifier)") ?? 0 }
 
     /// SIGTERM, then waits: the server closes the store (and its lock) before it exits.
     func stop() {

@@ -105,7 +105,8 @@ public enum BenchCommandTable {
               start    from exec to its `listening on` line (the whole file read into memory), and the CPU
                        time the server had used by then
               rss      the server's VmRSS once listening, per memo and against the content bytes
-              mirror   a fresh MemoConnection + RemoteStore until its mirror of every memo is ready
+              mirror   a fresh MemoConnection + RemoteStore until its mirror of every memo is ready, and
+                       what memo-bench's own VmRSS grew by meanwhile (the first run's)
               list     `memo-client list` (next to memo-bench) with stdout to a pipe, until it exits
             Each figure is the best of the runs, with the median; the server is stopped (SIGTERM) after each run.
             """),
