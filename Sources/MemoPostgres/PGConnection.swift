@@ -243,9 +243,10 @@ final class PGConnection: @unchecked Sendable {
         _ sql: String, _ parameters: [PGParameter], prepared: Bool = false, deadline: DispatchTime? = nil
     ) throws(PGError) -> PGResult {
         let deadline = deadline ?? defaultDeadline
-        try ensureUsable()
         var replanned = false
         while true {
+            // Also before the second run: a DEALLOCATE cut off by the deadline gave the connection up.
+            try ensureUsable()
             let name = prepared ? try prepare(sql, until: deadline) : nil
             try queue(sql, parameters, name: name)
             try flush(until: deadline)
@@ -317,9 +318,9 @@ final class PGConnection: @unchecked Sendable {
         prepared: Bool = false, deadline: DispatchTime? = nil
     ) throws(PGError) -> (PGResult, [Result<PGResult, PGError>]) {
         let deadline = deadline ?? defaultDeadline
-        try ensureUsable()
         var replanned = false
         while true {
+            try ensureUsable()
             // Prepared before the pipeline (each once per connection), so that the pipeline holds only the
             // statements.
             var names: [String?] = []
