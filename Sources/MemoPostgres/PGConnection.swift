@@ -35,8 +35,12 @@ final class PGConnection: @unchecked Sendable {
     /// The writer's lock and statement limits when a batch narrowed them (see `PostgresStore`); nil: the session's.
     var narrowedLimitsMillis: Int?
     /// The statements prepared on this connection (`prepared: true` calls), by their text: parsed and planned once
-    /// per connection rather than with every call.
+    /// per connection rather than with every call. It lives and dies with the connection: a reconnected one (a
+    /// restart, a terminated backend) is a new `PGConnection` that prepares again.
     private var preparedNames: [String: String] = [:]
+    /// How many statements were ever prepared on this connection, so that every name is new: a name given up after
+    /// a stale plan (`isStalePlan`) is not reused while the server may still hold it.
+    private var preparedCount = 0
 
     /// Connects with `uri` (any libpq connection string or URI) on top of `defaults`, which the URI overrides,
     /// within `timeoutMillis` (also each later call's default).
@@ -239,18 +243,51 @@ final class PGConnection: @unchecked Sendable {
         _ sql: String, _ parameters: [PGParameter], prepared: Bool = false, deadline: DispatchTime? = nil
     ) throws(PGError) -> PGResult {
         let deadline = deadline ?? defaultDeadline
-        try ensureUsable()
-        let name = prepared ? try prepare(sql, until: deadline) : nil
-        try queue(sql, parameters, name: name)
-        try flush(until: deadline)
-        return try results(until: deadline)
+        var replanned = false
+        while true {
+            // Also before the second run: a DEALLOCATE cut off by the deadline gave the connection up.
+            try ensureUsable()
+            let name = prepared ? try prepare(sql, until: deadline) : nil
+            try queue(sql, parameters, name: name)
+            try flush(until: deadline)
+            do throws(PGError) {
+                return try results(until: deadline)
+            } catch {
+                // Prepared before the function or table it names was replaced with another result type: run once
+                // more, prepared again (it was not run: its implicit transaction rolled back).
+                guard let name, isStalePlan(error) else { throw error }
+                forget(sql, name: name, until: deadline)
+                if replanned { throw error }
+                replanned = true
+            }
+        }
+    }
+
+    /// True when `error` is PostgreSQL refusing a prepared statement whose result type changed since it was
+    /// prepared: "cached plan must not change result type" (SQLSTATE 0A000), which a newer memo-server starting
+    /// on the same database causes when it drops and creates `memo_write` with other columns. PostgreSQL re-plans
+    /// a prepared statement by itself when only the objects changed, but not its result columns: every later
+    /// execution fails the same way until the name is prepared again. Only outside a transaction block, where the
+    /// failed statement's implicit transaction rolled back (nothing of it happened), so running it again is safe;
+    /// any other 0A000 fails the same way on its second run and is thrown then.
+    private func isStalePlan(_ error: PGError) -> Bool {
+        error.sqlState == "0A000" && !error.connectionLost && PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// Gives up the name `sql` was prepared under (DEALLOCATE, one round trip), so that the next call prepares it
+    /// again. Its failure is left to the next call to find: a name left allocated costs only its plan's memory and
+    /// is never used again (`preparedCount`), and a connection lost meanwhile fails that call's PREPARE, unsent.
+    private func forget(_ sql: String, name: String, until deadline: DispatchTime) {
+        preparedNames[sql] = nil
+        _ = try? execute("DEALLOCATE \(name)", deadline: deadline)
     }
 
     /// The name `sql` is prepared under on this connection, prepared now (one round trip) if it is not yet.
-    /// Throws with `sent` false: whatever happened to the preparation, the statement that needs it was not sent.
+    /// Throws with `sent` false: whatever happened to the preparation, the statement that needs it was not sent,
+    /// and the name is not recorded (a PREPARE that failed, by `statement_timeout` among others, left none).
     private func prepare(_ sql: String, until deadline: DispatchTime) throws(PGError) -> String {
         if let name = preparedNames[sql] { return name }
-        let name = "memo_\(preparedNames.count + 1)"
+        let name = "memo_\(preparedCount + 1)"
         do throws(PGError) {
             guard PQsendPrepare(handle, name, sql, 0, nil) == 1 else {
                 throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
@@ -262,6 +299,7 @@ final class PGConnection: @unchecked Sendable {
             unsent.sent = false
             throw unsent
         }
+        preparedCount += 1
         preparedNames[sql] = name
         return name
     }
@@ -271,15 +309,46 @@ final class PGConnection: @unchecked Sendable {
     /// - Returns: the first statement's result, and each of the next ones' or why it has none (a lost connection
     ///   after the first's answer is theirs: the first's outcome is known).
     /// - Throws: the first statement's error (`sent` as for `execute`); the next ones run all the same.
+    ///
+    /// A prepared statement refused for a stale plan (`isStalePlan`) is prepared again: when it is the first, the
+    /// whole call runs once more (the next ones too, after it, as before: the first had not run); when it is one of
+    /// the next, its failure stands and the next call prepares it again.
     func execute(
         _ sql: String, _ parameters: [PGParameter], then next: [(sql: String, parameters: [PGParameter])],
         prepared: Bool = false, deadline: DispatchTime? = nil
     ) throws(PGError) -> (PGResult, [Result<PGResult, PGError>]) {
         let deadline = deadline ?? defaultDeadline
-        try ensureUsable()
-        // Prepared before the pipeline (each once per connection), so that the pipeline holds only the statements.
-        var names: [String?] = []
-        for statement in [sql] + next.map(\.sql) { names.append(prepared ? try prepare(statement, until: deadline) : nil) }
+        var replanned = false
+        while true {
+            try ensureUsable()
+            // Prepared before the pipeline (each once per connection), so that the pipeline holds only the
+            // statements.
+            var names: [String?] = []
+            for statement in [sql] + next.map(\.sql) {
+                names.append(prepared ? try prepare(statement, until: deadline) : nil)
+            }
+            let (first, answers) = try pipeline(sql, parameters, then: next, names: names, until: deadline)
+            for (index, answer) in answers.enumerated() {
+                if case .failure(let error) = answer, let name = names[index + 1], isStalePlan(error) {
+                    forget(next[index].sql, name: name, until: deadline)
+                }
+            }
+            if case .failure(let error) = first, let name = names[0], isStalePlan(error) {
+                forget(sql, name: name, until: deadline)
+                if !replanned {
+                    replanned = true
+                    continue
+                }
+            }
+            return (try first.get(), answers)
+        }
+    }
+
+    /// The pipeline of `execute(_:_:then:)`, each statement under its name in `names` when it has one.
+    private func pipeline(
+        _ sql: String, _ parameters: [PGParameter], then next: [(sql: String, parameters: [PGParameter])],
+        names: [String?], until deadline: DispatchTime
+    ) throws(PGError) -> (Result<PGResult, PGError>, [Result<PGResult, PGError>]) {
         guard PQenterPipelineMode(handle) == 1 else {
             throw PGError(message: Self.trimmed(PQerrorMessage(handle)), sqlState: nil, connectionLost: !isHealthy)
         }
@@ -320,8 +389,8 @@ final class PGConnection: @unchecked Sendable {
         } catch {
             answers += Array(repeating: .failure(error), count: next.count - answers.count)
         }
-        if let failure { throw failure }
-        return (first!, answers)
+        if let failure { return (.failure(failure), answers) }
+        return (.success(first!), answers)
     }
 
     private func sync() throws(PGError) {

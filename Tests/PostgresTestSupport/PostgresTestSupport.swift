@@ -145,6 +145,13 @@ package final class TestPostgres: Sendable {
                      asPostgres: true)
     }
 
+    /// Restarts PostgreSQL as an administrator would (`pg_ctl restart -m fast`): every backend is terminated, its
+    /// client told so, and a checkpoint written before the start.
+    package func restartFast() throws {
+        try Self.run(binaries + "/pg_ctl", ["-D", directory + "/data", "-m", "fast", "-w", "restart"],
+                     asPostgres: true)
+    }
+
     /// Stops PostgreSQL when this test process goes away, even by a signal that skips `atexit`.
     private func watchParent() {
         let command = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; " + stopCommand
