@@ -176,14 +176,18 @@ CREATE TABLE IF NOT EXISTS memo_durable (
 (SELECT count(*) FROM memo_changes d WHERE d.id = c.id AND d.vkind BETWEEN 1 AND 3 AND d.revision > c.revision) < keep
 """
 
-    /// The common batch, creates of fresh ids without dates, in three statements for the whole batch rather than
-    /// four per write: one read of `memos` and one of `memo_changes` (its versions index) for every id at once, one
-    /// insert into each table, the rows given back in order. It gives what the loop of `writeFunction` gives for
-    /// such a batch: each create's revision the head plus its place, its dates the insert clock's next (`base`
-    /// onward, one apart, as the loop steps it), a version (`vkind` 1) when versions are kept, status 0. A batch
-    /// that is anything else (another kind, a client's date, an id twice, an id live or with versions or a trash
-    /// entry of its own, the insert clock within the batch's size of its cap, arrays of unequal lengths) takes the
-    /// loop, as before. Its own string so that a test can make the function without it, the loop alone.
+    /// The common batch, creates of fresh ids without dates, in a few statements for the whole batch rather than
+    /// four per write: one check, one insert into each table, the rows given back in order, the head moved. It
+    /// gives what the loop of `writeFunction` gives for such a batch: each create's revision the head plus its
+    /// place, its dates the insert clock's next (`base` onward, one apart, as the loop steps it), a version (`vkind`
+    /// 1) when versions are kept, status 0. A batch that is anything else (another kind, a client's date, an id
+    /// twice, an id live or with versions or a trash entry of its own, the insert clock within the batch's size of
+    /// its cap, arrays of unequal lengths) takes the loop, as before. Its own string so that a test can make the
+    /// function without it, the loop alone.
+    ///
+    /// The check probes each id's index entries (a `LATERAL` subquery per id, kept apart by `OFFSET 0`): written as
+    /// `id = ANY(ids)`, it was planned as a scan of the whole table while the tables were small, and PL/pgSQL kept
+    /// that plan for every batch after.
     static let createBatch = """
     n := coalesce(array_length(kinds, 1), 0);
     base := greatest(now, least(last, \(MemoDates.latestMicros - 1)) + 1);
