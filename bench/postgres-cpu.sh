@@ -31,8 +31,9 @@ ticks() {  # pids... -> utime+stime of each and, for the postmaster, its childre
     local total=0
     for pid in "$@"; do
         for p in $pid $(pgrep -P "$pid" 2>/dev/null || true); do
-            [ -r "/proc/$p/stat" ] || continue
-            total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+            # A process may exit between its listing and the read: it then counts nothing.
+            local t; t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || true)
+            total=$((total + ${t:-0}))
         done
     done
     echo "$total"
@@ -57,7 +58,7 @@ run() {  # label database servers clients
         addrs+=("$(sed -n 's/^listening on //p' "$out.out")")
     done
     "${PSQL[@]}" -d postgres -c "SELECT pg_stat_statements_reset()" >/dev/null
-    sample_waits & local sampler=$!
+    sample_waits & local sampler=$!; PIDS+=("$sampler")
     local s0 p0 t0; s0=$(ticks "${servers[@]}"); p0=$(ticks "$PG_PID"); t0=$(date +%s.%N)
     "$BIN/memo-bench" --server "$(IFS=,; echo "${addrs[*]}")" --certs "$CERTS" --clients "$clients" \
         --requests "$N_REQ" --op create --json >"$WORK/$db.json" &
