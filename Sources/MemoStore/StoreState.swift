@@ -190,6 +190,9 @@ public final class StoreState: Sendable {
             evicted.append(oldest)
         }
         for observer in inner.observers.values { observer(change) }
+        // Queued only when someone watches (read under this lock, which every watcher subscribes under): the
+        // event was a copy of the change (its memo's strings retained) made and destroyed for every write.
+        guard events.hasSubscribers else { return .init() }
         return events.enqueue(.change(change))
     }
 
