@@ -309,11 +309,14 @@ public struct WritePlanner {
     /// when that is still in the future, so that no memo's update date is before its insert date (an export of
     /// it must import again).
     ///   - lookup: the store's kept versions and trash, for a restore.
+    ///
+    /// `op` is taken owned and its content and author move into the memo: borrowed, each was copied out of it (its
+    /// strings retained) and released again with the op.
     public mutating func plan(
-        _ op: WriteOp, in table: borrowing MemoTable, nowMicros: Int64, lookup: VersionLookup = .none
+        _ op: consuming WriteOp, in table: borrowing MemoTable, nowMicros: Int64, lookup: VersionLookup = .none
     ) throws(MemoError) -> WriteOutcome {
         try op.validateArguments()
-        switch op {
+        switch consume op {
         case .create(let id, let content, let insertMicros, let updateMicros, let author):
             if let existing = current(id, in: table) {
                 // Bytes, not `==`: an NFD retry of an NFC memo is other content, hence a conflict.

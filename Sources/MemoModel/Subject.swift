@@ -31,6 +31,8 @@ public final class Subject<Value: Sendable>: Sendable {
     /// Told (outside the lock) each time a subscriber is added: a subject whose value is kept current only while
     /// someone subscribes (`RemoteStore.memoList()`) refreshes it then.
     private let onSubscribe: (@Sendable () -> Void)?
+    /// Whether `subscribers` is not empty, kept under the lock and read without it (`hasSubscribers`).
+    private let subscribed = Atomic<Bool>(false)
 
     /// A subject that replays `initial` and then the latest value to each new subscriber.
     public init(_ initial: Value) {
@@ -56,6 +58,12 @@ public final class Subject<Value: Sendable>: Sendable {
 
     /// The latest value sent (or the initial one); nil for a subject that does not replay and has seen nothing.
     public var value: Value? { state.withLock { $0.current } }
+
+    /// Whether anyone subscribes, read without taking the lock: exact for a caller that orders its subscribes
+    /// with its own lock and reads this under that lock (a store's change queue: a watcher subscribes under the
+    /// store's lock, so a change applied under it is never missing a new watcher); a subscriber that leaves
+    /// meanwhile only makes it true a little longer.
+    package var hasSubscribers: Bool { subscribed.load(ordering: .relaxed) }
 
     /// How many subscriptions are live.
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
@@ -83,6 +91,11 @@ public final class Subject<Value: Sendable>: Sendable {
     /// Subscribers that have values waiting and nobody delivering them.
     package struct PendingDelivery {
         fileprivate var ids: [UInt64]
+
+        /// Nothing to deliver.
+        package init() { ids = [] }
+
+        fileprivate init(ids: [UInt64]) { self.ids = ids }
 
         /// Nothing to deliver: no subscriber was waiting for this value (one already draining takes it too).
         package var isEmpty: Bool { ids.isEmpty }
@@ -119,6 +132,7 @@ public final class Subject<Value: Sendable>: Sendable {
             if let current = state.current, replays { subscriber.queue.append(current) }
             subscriber.draining = true
             state.subscribers[id] = subscriber
+            subscribed.store(true, ordering: .relaxed)
             return id
         }
         return (Subscription { [weak self] in self?.remove(id) }, PendingDelivery(ids: [id]))
@@ -134,12 +148,16 @@ public final class Subject<Value: Sendable>: Sendable {
         state.withLock { state in
             state.completed = true
             state.subscribers.removeAll()
+            subscribed.store(false, ordering: .relaxed)
         }
     }
 
     private func remove(_ id: UInt64) {
         // The handler is released outside the lock: its deinit may do anything.
-        let removed = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        let removed = state.withLock { state in
+            defer { subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed) }
+            return state.subscribers.removeValue(forKey: id)
+        }
         _ = removed
     }
 

@@ -219,19 +219,41 @@ final class ServerConnection: EventHandler {
         let ctx = context.value
         // Every write of a batch took the same time: one observation of that many.
         ctx.counters.requestDuration.observe(nanoseconds: answered &- min(answered, started), count: results.count)
-        for (requestID, result) in zip(requestIDs, results) {
-            guard machine.storeAnswered(), session != nil else { return }
-            if case .success(let outcome) = result, machine.acceptsOutput {  // encoded from the memo, no `Message`
-                session!.succeeded(requestID: requestID, counters: &ctx.counters)
-                outbound.append(memo: outcome.memo, requestID: requestID)
-            } else {
-                let (answer, line) = session!.completed(requestID: requestID, result, counters: &ctx.counters)
-                if let line { server.log(name.record(line)) }
-                enqueue { $0.append(answer, requestID: requestID) }
+        // Each result is read where it lies (an unsafe buffer's element is borrowed, not loaded): `zip`'s
+        // element was a copy of the result, memo and all.
+        let open = results.withUnsafeBufferPointer { results in
+            for index in results.indices {
+                guard machine.storeAnswered(), session != nil else { return false }
+                answerWrite(requestIDs[index], results[index], counters: &ctx.counters)
             }
+            return true
         }
+        guard open else { return }
         checkOutboundLimit()  // once for the batch's answers
         if now { flush() }
+    }
+
+    /// Queues the answer to one write (its session there). A success is encoded from the memo, no `Message`,
+    /// matched case by case down to the memo: `case .success(let outcome)` copied the outcome (its `Change`, the
+    /// memo's strings retained and released), and `outcome.memo` the memo once more.
+    private func answerWrite(
+        _ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, counters: inout LoopCounters
+    ) {
+        if machine.acceptsOutput {
+            switch result {
+            case .success(.change(let change)):
+                session!.succeeded(requestID: requestID, counters: &counters)
+                return outbound.append(memo: change.memo, requestID: requestID)
+            case .success(.existing(let memo)):
+                session!.succeeded(requestID: requestID, counters: &counters)
+                return outbound.append(memo: memo, requestID: requestID)
+            case .failure:
+                break
+            }
+        }
+        let (answer, line) = session!.completed(requestID: requestID, result, counters: &counters)
+        if let line { server.log(name.record(line)) }
+        enqueue { $0.append(answer, requestID: requestID) }
     }
 
     private func subscribe(_ requestID: UInt32, _ start: WatchStart) {

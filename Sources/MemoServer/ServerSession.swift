@@ -191,7 +191,9 @@ struct ServerSession {
         default:
             break
         }
-        switch message {
+        // Consumed: a create's content moves into its write, where a borrowed match copied it (a retain, and a
+        // release when the message went).
+        switch consume message {
         case .hello:
             answer(&actions, id, .error(code: .invalidRequest, message: "hello was already done"))
         case .get(let memoID):
@@ -276,7 +278,9 @@ struct ServerSession {
         case .welcome, .memo, .memos, .page, .ok, .snapshot, .subscribed, .change, .historyGone, .statusReport,
              .versions, .trashPage:
             // Well-formed but not a request: 203 like any request that makes no sense; the connection stays open.
-            answer(&actions, id, .error(code: .invalidRequest, message: "\(message.kind) is not a request"))
+            // The message's kind is its type's (the message was consumed above; a type without one fails to decode).
+            let kind = Message.Kind(rawValue: type)!
+            answer(&actions, id, .error(code: .invalidRequest, message: "\(kind) is not a request"))
         case .goingAway:
             closing = true
             actions.append(.close(reason: "client is going away"))

@@ -60,6 +60,24 @@ struct SubjectTests {
         #expect(subject.subscriberCount == 0)
     }
 
+    /// What a store reads, under its lock, to skip making a change event nobody would get.
+    @Test func hasSubscribersFollowsSubscribeCancelAndComplete() {
+        let subject = Subject<Int>()
+        #expect(!subject.hasSubscribers)
+        let first = subject.subscribe { _ in }
+        let second = subject.subscribe { _ in }
+        #expect(subject.hasSubscribers)
+        first.cancel()
+        #expect(subject.hasSubscribers)
+        second.cancel()
+        #expect(!subject.hasSubscribers)
+        let third = subject.subscribe { _ in }
+        #expect(subject.hasSubscribers)
+        subject.complete()
+        #expect(!subject.hasSubscribers)
+        third.cancel()
+    }
+
     @Test func aHandlerMaySendWithoutDeadlockAndOrderHolds() {
         let subject = Subject(0)
         let recorder = Recorder<Int>()
