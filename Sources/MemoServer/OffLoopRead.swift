@@ -1,4 +1,5 @@
 import MemoModel
+import MemoNet
 import MemoWire
 
 /// A request a connection answers from a read made off its loop: the server's status gathered from every loop, or
@@ -27,6 +28,23 @@ enum OffLoopRead {
                 completion(result.map {
                     Self.fitted(.trashPage(more: $0.more, entries: $0.entries), maxFrameSize: maxFrameSize)
                 })
+            }
+        }
+    }
+
+    /// Starts the read for `connection` (off its loop), then answers it on the connection's loop, unless the
+    /// connection closed meanwhile.
+    func start(for connection: ServerConnection, requestID: UInt32) {
+        let bound = LoopBound(connection, eventLoop: connection.loop)
+        start(on: connection.server) { result in
+            bound.eventLoop.execute {
+                let connection = bound.value
+                guard connection.phase != .closed,
+                    let message = connection.session?.offLoopAnswered(
+                        self, result, counters: &connection.context.value.counters)
+                else { return }
+                connection.enqueue { $0.append(message, requestID: requestID) }
+                connection.flush()
             }
         }
     }

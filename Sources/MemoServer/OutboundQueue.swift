@@ -148,6 +148,18 @@ struct OutboundQueue {
         }
     }
 
+    /// Queues the `memo` frame answering a write that succeeded, its result matched case by case down to the memo:
+    /// `case .success(let outcome)` copied the outcome (its `Change`, the memo's strings retained and released), and
+    /// `outcome.memo` the memo once more. False, and nothing queued, for a failure.
+    mutating func append(success result: Result<WriteOutcome, MemoError>, requestID: UInt32) -> Bool {
+        switch result {
+        case .success(.change(let change)): append(memo: change.memo, requestID: requestID)
+        case .success(.existing(let memo)): append(memo: memo, requestID: requestID)
+        case .failure: return false
+        }
+        return true
+    }
+
     /// Encodes one frame at the end of the tail with `encode`; a frame larger than `smallFrame` is moved out of the
     /// tail into an item of its own.
     @inline(__always)

@@ -174,25 +174,9 @@ final class ServerConnection: EventHandler {
             case .unsubscribe(let requestID): context.value.unsubscribe(self, requestID: requestID)
             case .close(let reason): run(machine.beginClosing(reason))
             case .log(let line): server.log(name.record(line))
-            case .readOffLoop(let requestID, let read): readOffLoop(requestID, read)
+            case .readOffLoop(let requestID, let read): read.start(for: self, requestID: requestID)
             }
             if phase == .closed { return }
-        }
-    }
-
-    /// Starts a read off this loop (the server's status, kept versions, the trash), then answers it on this loop.
-    private func readOffLoop(_ requestID: UInt32, _ read: OffLoopRead) {
-        let bound = LoopBound(self, eventLoop: loop)
-        read.start(on: server) { result in
-            bound.eventLoop.execute {
-                let connection = bound.value
-                guard connection.phase != .closed,
-                    let message = connection.session?.offLoopAnswered(
-                        read, result, counters: &connection.context.value.counters)
-                else { return }
-                connection.enqueue { $0.append(message, requestID: requestID) }
-                connection.flush()
-            }
         }
     }
 
@@ -222,38 +206,22 @@ final class ServerConnection: EventHandler {
         // Each result is read where it lies (an unsafe buffer's element is borrowed, not loaded): `zip`'s
         // element was a copy of the result, memo and all.
         let open = results.withUnsafeBufferPointer { results in
-            for index in results.indices {
+            for (requestID, index) in zip(requestIDs, results.indices) {
                 guard machine.storeAnswered(), session != nil else { return false }
-                answerWrite(requestIDs[index], results[index], counters: &ctx.counters)
+                // A success is encoded from the memo, no `Message`.
+                if machine.acceptsOutput, outbound.append(success: results[index], requestID: requestID) {
+                    session!.succeeded(requestID: requestID, counters: &ctx.counters)
+                    continue
+                }
+                let (answer, line) = session!.completed(requestID: requestID, results[index], counters: &ctx.counters)
+                if let line { server.log(name.record(line)) }
+                enqueue { $0.append(answer, requestID: requestID) }
             }
             return true
         }
         guard open else { return }
         checkOutboundLimit()  // once for the batch's answers
         if now { flush() }
-    }
-
-    /// Queues the answer to one write (its session there). A success is encoded from the memo, no `Message`,
-    /// matched case by case down to the memo: `case .success(let outcome)` copied the outcome (its `Change`, the
-    /// memo's strings retained and released), and `outcome.memo` the memo once more.
-    private func answerWrite(
-        _ requestID: UInt32, _ result: Result<WriteOutcome, MemoError>, counters: inout LoopCounters
-    ) {
-        if machine.acceptsOutput {
-            switch result {
-            case .success(.change(let change)):
-                session!.succeeded(requestID: requestID, counters: &counters)
-                return outbound.append(memo: change.memo, requestID: requestID)
-            case .success(.existing(let memo)):
-                session!.succeeded(requestID: requestID, counters: &counters)
-                return outbound.append(memo: memo, requestID: requestID)
-            case .failure:
-                break
-            }
-        }
-        let (answer, line) = session!.completed(requestID: requestID, result, counters: &counters)
-        if let line { server.log(name.record(line)) }
-        enqueue { $0.append(answer, requestID: requestID) }
     }
 
     private func subscribe(_ requestID: UInt32, _ start: WatchStart) {
