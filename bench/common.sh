@@ -9,6 +9,12 @@
 #                          MEMO_PID, MEMO_ADDR (from its "listening on" line) and MEMO_LOG (its stdout is
 #                          $MEMO_LOG.out, its stderr $MEMO_LOG.err)
 #   stop_pid PID           stops a process and waits for it
+#   find_postgres          sets PGBIN (the newest installed PostgreSQL's programs), or exits saying it is missing
+#   start_postgres [SETTING...]
+#                          a throwaway PostgreSQL, after bench_workdir: initdb into $WORK/data (as the postgres user
+#                          when run as root, which initdb requires), started on a free loopback port with the
+#                          settings given (each "-c name=value"), stopped when the script ends; sets PGPORT, PG_PID
+#                          and PSQL (psql as the superuser memo, unaligned, stopping at the first error)
 
 bench_workdir() {
     WORK=$(mktemp -d "/tmp/$1.XXXXXX")
@@ -36,3 +42,22 @@ start_memo() {
 }
 
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+find_postgres() {
+    PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    [ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+}
+
+start_postgres() {
+    [ -n "${PGBIN:-}" ] || find_postgres
+    chmod 755 "$WORK"
+    AS_PG=()
+    if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
+    bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
+    PGPORT=$(free_port)
+    "${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
+        -o "-p $PGPORT -k $WORK -c listen_addresses=127.0.0.1 $*" start >/dev/null
+    PG_PID=$(head -1 "$WORK/data/postmaster.pid")
+    PSQL=("$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U memo)
+}

@@ -23,25 +23,15 @@ SIZE=${SIZE:-100}
 RUNS=${RUNS:-3}
 AUTHORS=${AUTHORS:-0}
 HISTORY=100000
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+source bench/common.sh
+find_postgres
 swift build -c release --product memo-bench >&2
 swift build -c release --product memo-server >&2
 swift build -c release --product memo-client >&2
 BIN=.build/release
 
-source bench/common.sh
 bench_workdir memo-large-pg
-chmod 755 "$WORK"
-AS_PG=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
-bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
-
-PGPORT=$(free_port)
-"${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
-"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
-    -o "-p $PGPORT -k $WORK -c listen_addresses=127.0.0.1" start >/dev/null
-PSQL=("$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U memo)
+start_postgres
 "${PSQL[@]}" -d postgres -c "CREATE DATABASE large"
 URI="postgresql://memo@127.0.0.1:$PGPORT/large"
 mkdir -p "$WORK/bench"

@@ -7,22 +7,12 @@
 #   BIN=.build/release N_REQ=20000 bench/postgres-cpu.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 BIN=${BIN:-.build/release}; N_REQ=${N_REQ:-20000}
 source bench/common.sh
+find_postgres
 bench_workdir memo-pgcpu
-chmod 755 "$WORK"
-AS_PG=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
-bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
-PGPORT=$(free_port)
-"${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
-"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w -o "-p $PGPORT -k $WORK \
-    -c listen_addresses=127.0.0.1 -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all \
-    ${EXPLAIN:+-c auto_explain.log_min_duration=$EXPLAIN -c auto_explain.log_nested_statements=on -c auto_explain.log_analyze=on}" \
-    start >/dev/null
-PG_PID=$(head -1 "$WORK/data/postmaster.pid")
-PSQL=("$PGBIN/psql" -X -A -t -q -h 127.0.0.1 -p "$PGPORT" -U memo)
+start_postgres -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all \
+    ${EXPLAIN:+-c auto_explain.log_min_duration=$EXPLAIN -c auto_explain.log_nested_statements=on -c auto_explain.log_analyze=on}
 "${PSQL[@]}" -d postgres -c "CREATE EXTENSION pg_stat_statements; CREATE TABLE waits (n int, app text, state text, wtype text, wevent text, q text)"
 "$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
 CERTS="$WORK/certs"

@@ -12,19 +12,10 @@ cd "$(dirname "$0")/.."
 : "${BASE:?BASE=folder of the baseline build}" "${NEW:?NEW=folder of the build to compare}"
 SUBS=${SUBS:-20}; ROUNDS=${ROUNDS:-6}; CHANGES=${CHANGES:-300}; RATE=${RATE:-100}; OUT=${OUT:-/tmp/pair}
 mkdir -p "$OUT"
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 source bench/common.sh
+find_postgres
 bench_workdir memo-pair
-chmod 755 "$WORK"
-AS_PG=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
-bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
-PGPORT=$(free_port)
-"${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
-"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
-    -o "-p $PGPORT -k $WORK -c listen_addresses=127.0.0.1" start >/dev/null
-PSQL=("$PGBIN/psql" -X -A -t -q -h 127.0.0.1 -p "$PGPORT" -U memo)
+start_postgres
 "$NEW/memo-server" certs init --dir "$WORK/certs" >/dev/null
 CERTS="$WORK/certs"
 declare -A ADDR SERVER

@@ -16,26 +16,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$PGBIN/pg_ctl" ] || { echo "PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+source bench/common.sh
+find_postgres
 # BIN=folder: that folder's memo-server and memo-bench (another build's, to alternate two in the same minutes).
 if [ -z "${BIN:-}" ]; then swift build -c release >&2; BIN=.build/release; fi
 if [ -n "${QUICK:-}" ]; then N_REQ=${N_REQ:-10000}; SECONDS_PG=5; SUBS=${SUBS:-200}; CHANGES_SLOW=200; CHANGES_FAST=1000
 else N_REQ=${N_REQ:-40000}; SECONDS_PG=15; SUBS=${SUBS:-1000}; CHANGES_SLOW=1000; CHANGES_FAST=1000; fi
 
-source bench/common.sh
 bench_workdir memo-pgbench
-chmod 755 "$WORK"
-AS_PG=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$WORK"; AS_PG=(runuser -u postgres --); fi
-bench_cleanup_hook() { "${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -m fast stop >/dev/null 2>&1 || true; }
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-PGPORT=$(free_port)
-"${AS_PG[@]}" "$PGBIN/initdb" -D "$WORK/data" -U memo --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
-"${AS_PG[@]}" "$PGBIN/pg_ctl" -D "$WORK/data" -l "$WORK/pg.log" -w \
-    -o "-p $PGPORT -k $WORK -c listen_addresses=127.0.0.1" start >/dev/null
-PSQL=("$PGBIN/psql" -X -A -t -q -h 127.0.0.1 -p "$PGPORT" -U memo)
+start_postgres
 "$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
 CERTS="$WORK/certs"
 
