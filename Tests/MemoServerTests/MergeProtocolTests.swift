@@ -14,11 +14,6 @@ import Testing
 /// lines, is merged by the server; overlapping edits are still the conflict.
 @Suite("Protocol: updates with the merge flag merged by the server, two clients at once")
 struct MergeProtocolTests {
-    private func memo(_ message: Message) -> Memo? {
-        if case .memo(let memo) = message { return memo }
-        return nil
-    }
-
     /// A server over a SQLite file, and two version 3 clients with their own certificates.
     private func started() throws -> (TestServer, ProbeConnection, ProbeConnection, TemporaryDirectory) {
         let directory = try TemporaryDirectory()

@@ -10,12 +10,6 @@ import ServerTestSupport
 import Synchronization
 import Testing
 
-/// The memo a reply carries, or nil.
-private func memo(_ reply: Message) -> Memo? {
-    if case .memo(let memo) = reply { return memo }
-    return nil
-}
-
 /// The ids of the memos stored in `database`, lowercased.
 private func storedIDs(_ cluster: TestPostgres, _ database: String) throws -> Set<String> {
     Set(try cluster.sql("SELECT id FROM memos", database: database).split(separator: "\n").map(String.init))

@@ -86,7 +86,7 @@ struct PostgresDurableTests {
         defer { servers.stop() }
         let first = UncheckedClient(client: try servers.connect(0, timeout: .seconds(60)))
         let second = UncheckedClient(client: try servers.connect(0, timeout: .seconds(60)))
-        #expect(durableMemo(try first.client.request(.create(id: nil, insertMicros: nil, content: "warm"))) != nil)
+        #expect(memo(try first.client.request(.create(id: nil, insertMicros: nil, content: "warm"))) != nil)
         // The claim's backend stops: a claim sent now waits as it would for a slow flush.
         let claimer = try #require(try Self.claimerBackend(servers))
         kill(claimer, SIGSTOP)
@@ -112,7 +112,7 @@ struct PostgresDurableTests {
         kill(claimer, SIGCONT)
         thawed = true
         group.wait()
-        let made = answers.withLock { $0 }.values.compactMap(durableMemo)
+        let made = answers.withLock { $0 }.values.compactMap(memo)
         #expect(made.count == 2, "\(answers.withLock { $0 })")
         for memo in made { #expect(try Self.claimed(servers) >= memo.revision, "revision \(memo.revision)") }
     }
@@ -122,7 +122,7 @@ struct PostgresDurableTests {
         let servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: timeoutMillis)
         defer { servers.stop() }
         let client = try servers.connect(0, timeout: .seconds(30))
-        #expect(durableMemo(try client.request(.create(id: nil, insertMicros: nil, content: "before"))) != nil)
+        #expect(memo(try client.request(.create(id: nil, insertMicros: nil, content: "before"))) != nil)
         let claimer = try #require(try Self.claimerBackend(servers))
         kill(claimer, SIGSTOP)
         var thawed = false
@@ -141,7 +141,7 @@ struct PostgresDurableTests {
         kill(claimer, SIGCONT)
         thawed = true
         // The claimer makes its connection again: later writes are answered, and the server holds both.
-        let after = try #require(durableMemo(try client.request(.create(id: nil, insertMicros: nil, content: "after"))))
+        let after = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "after"))))
         #expect(try Self.claimed(servers) >= after.revision)
         #expect(pollUntil { servers.stores[0].storeState.revision >= after.revision })
     }
@@ -150,20 +150,14 @@ struct PostgresDurableTests {
         let servers = try SharedDatabaseServers(count: 1)
         defer { servers.stop() }
         let client = try servers.connect(0)
-        #expect(durableMemo(try client.request(.create(id: nil, insertMicros: nil, content: "first"))) != nil)
+        #expect(memo(try client.request(.create(id: nil, insertMicros: nil, content: "first"))) != nil)
         let activity = "FROM pg_stat_activity WHERE application_name = 'memo-claimer' AND datname = "
             + "'\(servers.database)'"
         try servers.cluster.sql("SELECT pg_terminate_backend(pid) \(activity)", database: "postgres")
         #expect(try pollUntil { try servers.cluster.sql("SELECT count(*) \(activity)", database: "postgres") == "0" })
         // The claimer finds its idle connection dead before it sends the claim, and claims on a fresh one.
         let reply = try client.request(.create(id: nil, insertMicros: nil, content: "second"))
-        let second = try #require(durableMemo(reply), "\(reply)")
+        let second = try #require(memo(reply), "\(reply)")
         #expect(try Self.claimed(servers) >= second.revision)
     }
-}
-
-/// The memo a reply carries, or nil.
-private func durableMemo(_ reply: Message) -> Memo? {
-    if case .memo(let memo) = reply { return memo }
-    return nil
 }

@@ -25,6 +25,47 @@ struct PostgresPreparedTests {
             "SELECT count(*) FROM memos WHERE id = '\(id.uuidString)'", database: servers.database)) ?? -1
     }
 
+    /// A fresh database with a table `held` of `rows` rows, locked by another session (`holder`, in its
+    /// transaction until its ROLLBACK), and a connection whose PREPARE of a query on it waits for that lock.
+    private static func lockedTable(
+        rows: Int
+    ) throws -> (uri: String, connection: PGConnection, holder: PGConnection) {
+        let postgres = try TestPostgres.shared()
+        let uri = postgres.uri(try postgres.makeDatabaseName())
+        let connection = try PGConnection(uri: uri, defaults: [], timeoutMillis: 30_000)
+        let holder = try PGConnection(uri: uri, defaults: [], timeoutMillis: 30_000)
+        try connection.execute(
+            "CREATE TABLE held (n integer); INSERT INTO held SELECT generate_series(1, \(rows))")
+        try holder.execute("BEGIN; LOCK TABLE held IN ACCESS EXCLUSIVE MODE")
+        return (uri, connection, holder)
+    }
+
+    /// The rows of `pg_stat_activity` of `database`'s writer while it waits for a lock.
+    private static func writerWaitingForALock(_ database: String) -> String {
+        "FROM pg_stat_activity WHERE application_name = 'memo-writer' AND datname = '\(database)' "
+            + "AND wait_event_type = 'Lock'"
+    }
+
+    /// Another session takes the head lock (`holder`, in its transaction), a create of `id` is sent from a thread
+    /// of its own, and this returns once the writer's `memo_write` waits for that lock; the create's answer comes
+    /// to `answer`.
+    private static func createWaitingForTheHeadLock(
+        _ client: UncheckedClient, id: UUID, cluster: TestPostgres, database: String
+    ) throws -> (holder: PGConnection, answer: Recorder<Message>) {
+        let holder = try PGConnection(uri: cluster.uri(database), defaults: [], timeoutMillis: 30_000)
+        try holder.execute("BEGIN; SELECT revision FROM memo_head FOR UPDATE")
+        let answer = Recorder<Message>()
+        Thread.detachNewThread {
+            let reply = (try? client.client.request(.create(id: id, insertMicros: nil, content: "in flight")))
+                ?? .error(code: .internalError, message: "no answer")
+            answer.record(reply)
+        }
+        #expect(try pollUntil {
+            try cluster.sql("SELECT count(*) \(writerWaitingForALock(database))", database: "postgres") == "1"
+        })
+        return (holder, answer)
+    }
+
     /// A newer memo-server's start drops `memo_write` and creates it with another result type (here one more
     /// column, after those this server reads) while this server holds it prepared: PostgreSQL refuses the
     /// prepared statement ("cached plan must not change result type", 0A000) at every execution. The writer
@@ -33,7 +74,7 @@ struct PostgresPreparedTests {
         let servers = try SharedDatabaseServers(count: 1)
         defer { servers.stop() }
         let client = try servers.connect(0)
-        _ = try #require(createdMemo(try client.request(.create(id: nil, insertMicros: nil, content: "prepared"))))
+        _ = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "prepared"))))
         try servers.cluster.sql("""
             ALTER FUNCTION memo_write(\(Self.writeArguments)) RENAME TO memo_write_before;
             CREATE FUNCTION memo_write(
@@ -51,7 +92,7 @@ struct PostgresPreparedTests {
         for content in ["after the change", "and the next"] {
             let id = UUID()
             let reply = try client.request(.create(id: id, insertMicros: nil, content: content))
-            let made = try #require(createdMemo(reply), "\(reply)")
+            let made = try #require(memo(reply), "\(reply)")
             #expect(Array(made.content.utf8) == Array(content.utf8))
             #expect(try Self.rows(servers, id) == 1)
         }
@@ -65,18 +106,18 @@ struct PostgresPreparedTests {
         let servers = try SharedDatabaseServers(count: 1)
         defer { servers.stop() }
         let client = try servers.connect(0)
-        _ = try #require(createdMemo(try client.request(.create(id: nil, insertMicros: nil, content: "prepared"))))
+        _ = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "prepared"))))
         try servers.cluster.sql(
             "BEGIN; DROP FUNCTION memo_write(\(Self.writeArguments)); \(PostgresSQL.writeFunction) COMMIT;",
             database: servers.database)
         let id = UUID()
         let reply = try client.request(.create(id: id, insertMicros: nil, content: "after the drop"))
-        _ = try #require(createdMemo(reply), "\(reply)")
+        _ = try #require(memo(reply), "\(reply)")
         #expect(try Self.rows(servers, id) == 1)
         // A newer memo-server's start on the same database (`PostgresSchema.ensure`: CREATE OR REPLACE).
         try PostgresStore(uri: servers.cluster.uri(servers.database)).close()
         let again = UUID()
-        _ = try #require(createdMemo(try client.request(.create(id: again, insertMicros: nil, content: "newer start"))))
+        _ = try #require(memo(try client.request(.create(id: again, insertMicros: nil, content: "newer start"))))
         #expect(try Self.rows(servers, again) == 1)
     }
 
@@ -87,12 +128,12 @@ struct PostgresPreparedTests {
         let servers = try SharedDatabaseServers(count: 1)
         defer { servers.stop() }
         let client = try servers.connect(0)
-        _ = try #require(createdMemo(try client.request(.create(id: nil, insertMicros: nil, content: "prepared"))))
+        _ = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "prepared"))))
         try servers.cluster.sql(
             "ALTER TABLE memo_durable ALTER COLUMN revision TYPE numeric", database: servers.database)
         for content in ["claimed after the change", "and the next"] {
             let reply = try client.request(.create(id: nil, insertMicros: nil, content: content))
-            let made = try #require(createdMemo(reply), "\(reply)")
+            let made = try #require(memo(reply), "\(reply)")
             let claimed = UInt64(try servers.cluster.sql(
                 "SELECT max(revision)::bigint FROM memo_durable", database: servers.database)) ?? 0
             #expect(claimed >= made.revision)
@@ -103,12 +144,7 @@ struct PostgresPreparedTests {
     /// parse opens the table), records no name: the next call prepares the statement afresh rather than execute
     /// a name the server never made ("prepared statement does not exist").
     @Test func aPrepareCancelledByTheStatementTimeoutIsNotRecordedAsPrepared() throws {
-        let postgres = try TestPostgres.shared()
-        let uri = postgres.uri(try postgres.makeDatabaseName())
-        let connection = try PGConnection(uri: uri, defaults: [], timeoutMillis: 30_000)
-        let holder = try PGConnection(uri: uri, defaults: [], timeoutMillis: 30_000)
-        try connection.execute("CREATE TABLE held (n integer); INSERT INTO held VALUES (1), (2)")
-        try holder.execute("BEGIN; LOCK TABLE held IN ACCESS EXCLUSIVE MODE")
+        let (_, connection, holder) = try Self.lockedTable(rows: 2)
         try connection.execute("SET statement_timeout = '300ms'")
         let statement = "SELECT count(*)::bigint FROM held"
         do throws(PGError) {
@@ -131,12 +167,7 @@ struct PostgresPreparedTests {
     /// Our own deadline passing during a PREPARE gives the connection up: it is never used again, so that a name
     /// whose fate is unknown cannot be executed, and a fresh connection prepares its own.
     @Test func aPrepareCutOffByTheDeadlineGivesTheConnectionUp() throws {
-        let postgres = try TestPostgres.shared()
-        let uri = postgres.uri(try postgres.makeDatabaseName())
-        let connection = try PGConnection(uri: uri, defaults: [], timeoutMillis: 30_000)
-        let holder = try PGConnection(uri: uri, defaults: [], timeoutMillis: 30_000)
-        try connection.execute("CREATE TABLE held (n integer)")
-        try holder.execute("BEGIN; LOCK TABLE held IN ACCESS EXCLUSIVE MODE")
+        let (uri, connection, holder) = try Self.lockedTable(rows: 0)
         let statement = "SELECT count(*)::bigint FROM held"
         do throws(PGError) {
             _ = try connection.execute(statement, [], prepared: true, deadline: .now() + .milliseconds(300))
@@ -157,24 +188,15 @@ struct PostgresPreparedTests {
         let servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: 20_000)
         defer { servers.stop() }
         let client = UncheckedClient(client: try servers.connect(0, timeout: .seconds(60)))
-        _ = try #require(createdMemo(try client.client.request(
+        _ = try #require(memo(try client.client.request(
             .create(id: nil, insertMicros: nil, content: "prepared"))))
-        let holder = try PGConnection(
-            uri: servers.cluster.uri(servers.database), defaults: [], timeoutMillis: 30_000)
-        try holder.execute("BEGIN; SELECT revision FROM memo_head FOR UPDATE")
+        let id = UUID()
+        let (holder, answer) = try Self.createWaitingForTheHeadLock(
+            client, id: id, cluster: servers.cluster, database: servers.database)
         var held = true
         defer { if held { _ = try? holder.execute("ROLLBACK") } }
-        let id = UUID()
-        let answer = Recorder<Message>()
-        Thread.detachNewThread {
-            let reply = (try? client.client.request(.create(id: id, insertMicros: nil, content: "in flight")))
-                ?? .error(code: .internalError, message: "no answer")
-            answer.record(reply)
-        }
-        let waiting = "FROM pg_stat_activity WHERE application_name = 'memo-writer' AND datname = "
-            + "'\(servers.database)' AND wait_event_type = 'Lock'"
-        #expect(try pollUntil { try servers.cluster.sql("SELECT count(*) \(waiting)", database: "postgres") == "1" })
-        try servers.cluster.sql("SELECT pg_terminate_backend(pid) \(waiting)", database: "postgres")
+        try servers.cluster.sql(
+            "SELECT pg_terminate_backend(pid) \(Self.writerWaitingForALock(servers.database))", database: "postgres")
         #expect(pollUntil { !answer.values.isEmpty })
         let reply = try #require(answer.values.first)
         guard case .error(.outcomeUnknown, _) = reply else {
@@ -184,11 +206,11 @@ struct PostgresPreparedTests {
         _ = try holder.execute("ROLLBACK")
         held = false
         let retried = try client.client.request(.create(id: id, insertMicros: nil, content: "in flight"))
-        let made = try #require(createdMemo(retried), "\(retried)")
+        let made = try #require(memo(retried), "\(retried)")
         #expect(made.id == id && Array(made.content.utf8) == Array("in flight".utf8))
         #expect(try Self.rows(servers, id) == 1)
         let again = try client.client.request(.create(id: id, insertMicros: nil, content: "in flight"))
-        #expect(createdMemo(again)?.revision == made.revision, "\(again)")
+        #expect(memo(again)?.revision == made.revision, "\(again)")
         #expect(try Self.rows(servers, id) == 1)
     }
 
@@ -203,23 +225,13 @@ struct PostgresPreparedTests {
         let servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: 20_000, cluster: cluster)
         defer { servers.stop() }
         let client = UncheckedClient(client: try servers.connect(0, timeout: .seconds(60)))
-        _ = try #require(createdMemo(try client.client.request(
+        _ = try #require(memo(try client.client.request(
             .create(id: nil, insertMicros: nil, content: "before"))))
-        let holder = try PGConnection(uri: cluster.uri(servers.database), defaults: [], timeoutMillis: 30_000)
-        try holder.execute("BEGIN; SELECT revision FROM memo_head FOR UPDATE")
         let id = UUID()
-        let answer = Recorder<Message>()
-        Thread.detachNewThread {
-            let reply = (try? client.client.request(.create(id: id, insertMicros: nil, content: "in flight")))
-                ?? .error(code: .internalError, message: "no answer")
-            answer.record(reply)
-        }
-        #expect(try pollUntil {
-            try cluster.sql(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'memo-writer' AND datname = "
-                    + "'\(servers.database)' AND wait_event_type = 'Lock'", database: "postgres") == "1"
-        })
-        try cluster.restartFast()
+        let (holder, answer) = try Self.createWaitingForTheHeadLock(
+            client, id: id, cluster: cluster, database: servers.database)
+        // The lock is held until the restart ends its session.
+        try withExtendedLifetime(holder) { try cluster.restartFast() }
         #expect(pollUntil { !answer.values.isEmpty })
         let reply = try #require(answer.values.first)
         guard case .error(.outcomeUnknown, _) = reply else {
@@ -230,21 +242,15 @@ struct PostgresPreparedTests {
         // made.
         let deadline = ContinuousClock.now + .seconds(15)
         var retried = try client.client.request(.create(id: id, insertMicros: nil, content: "in flight"))
-        while createdMemo(retried) == nil, ContinuousClock.now < deadline {
+        while memo(retried) == nil, ContinuousClock.now < deadline {
             guard case .error(.storageUnavailable, _) = retried else { break }
             retried = try client.client.request(.create(id: id, insertMicros: nil, content: "in flight"))
         }
-        let made = try #require(createdMemo(retried), "\(retried)")
+        let made = try #require(memo(retried), "\(retried)")
         #expect(made.id == id && Array(made.content.utf8) == Array("in flight".utf8))
         #expect(try Self.rows(servers, id) == 1)
         let next = UUID()
-        _ = try #require(createdMemo(try client.client.request(.create(id: next, insertMicros: nil, content: "next"))))
+        _ = try #require(memo(try client.client.request(.create(id: next, insertMicros: nil, content: "next"))))
         #expect(try Self.rows(servers, next) == 1)
     }
-}
-
-/// The memo a reply carries, or nil.
-private func createdMemo(_ reply: Message) -> Memo? {
-    if case .memo(let memo) = reply { return memo }
-    return nil
 }

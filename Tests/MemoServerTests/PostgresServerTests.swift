@@ -13,12 +13,6 @@ import Synchronization
 import TLSTestSupport
 import Testing
 
-/// The memo a reply carries, or nil.
-private func memo(_ reply: Message) -> Memo? {
-    if case .memo(let memo) = reply { return memo }
-    return nil
-}
-
 @Suite("Several servers over one PostgreSQL: one gap-free revision order, live across servers",
        .enabled(if: postgresTestsEnabled), .serialized)
 struct PostgresServerTests {

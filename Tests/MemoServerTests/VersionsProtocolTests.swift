@@ -11,11 +11,6 @@ import Testing
 
 @Suite("Protocol version 3: authors from the certificate, history, trash and restore; version 2 served as before")
 struct VersionsProtocolTests {
-    private func memo(_ message: Message) -> Memo? {
-        if case .memo(let memo) = message { return memo }
-        return nil
-    }
-
     private func serial(_ server: TestServer, _ name: String) throws -> String {
         try CertificateInfo(path: server.certificates.path + "/\(name).crt").serial
     }
