@@ -3,6 +3,7 @@ import Foundation
 import MemoCLI
 import MemoClient
 import MemoModel
+import MemoProbe
 import MemoSQLite
 import MemoStore
 import MemoWire
@@ -40,7 +41,7 @@ struct LargeStoreBench {
             .deletingLastPathComponent().path
         var start: [Double] = [], startCPU: [Double] = [], rss: [Int] = [], mirror: [Double] = [], list: [Double] = []
         var listBytes = 0
-        var mirrorKiB: Int?
+        var mirrorGrowth: [Int] = []
         for _ in 0..<runs {
             let server = try StartedServer(binary: binaries + "/memo-server", store: store, certs: folder + "/certs")
             defer { server.stop() }
@@ -49,13 +50,14 @@ struct LargeStoreBench {
             rss.append(server.rssKiB())
             let (mirrorTime, grown) = try await mirrorMilliseconds(server: server.address, certs: folder + "/certs")
             mirror.append(mirrorTime)
-            // The first run's: a later mirror reuses what the first one's freed, which malloc may keep.
-            if mirrorKiB == nil { mirrorKiB = grown }
+            mirrorGrowth.append(grown)
             let (milliseconds, bytes) = try listMilliseconds(binaries + "/memo-client", server.address, folder)
             list.append(milliseconds)
             listBytes = bytes
         }
         let content = Double(memos * size)
+        // The first run's: a later mirror reuses what the first one's freed, which malloc may keep.
+        let mirrorKiB = mirrorGrowth[0]
         let best = (start.min()!, rss.min()!, mirror.min()!, list.min()!)
         let middle = (median(start), median(rss), median(mirror), median(list))
         if json {
@@ -67,8 +69,8 @@ struct LargeStoreBench {
                          + "\"mirror_rss_per_content_byte\":%.2f}",
                          memos, size, runs, best.0, startCPU.min()!, best.1,
                          Double(best.1 * 1024) / Double(memos), Double(best.1 * 1024) / content, best.2, best.3,
-                         listBytes, middle.0, median(startCPU), middle.1, middle.2, middle.3, mirrorKiB ?? 0,
-                         Double((mirrorKiB ?? 0) * 1024) / content))
+                         listBytes, middle.0, median(startCPU), middle.1, middle.2, middle.3, mirrorKiB,
+                         Double(mirrorKiB * 1024) / content))
         } else {
             if let fillSeconds { print(String(format: "filled %d memos in %.1f s", memos, fillSeconds)) }
             print(String(format: "large: %d memos of %d bytes, best of %d runs (median in brackets)", memos, size,
@@ -81,8 +83,8 @@ struct LargeStoreBench {
                          Double(middle.1 * 1024) / content))
             print(String(format: "  snapshot to mirror  %8.1f ms  (%.1f ms)", best.2, middle.2))
             print(String(format: "  mirror RSS          %8.1f MiB  (first run); %.0f bytes per memo, %.2f x content",
-                         Double(mirrorKiB ?? 0) / 1024, Double((mirrorKiB ?? 0) * 1024) / Double(memos),
-                         Double((mirrorKiB ?? 0) * 1024) / content))
+                         Double(mirrorKiB) / 1024, Double(mirrorKiB * 1024) / Double(memos),
+                         Double(mirrorKiB * 1024) / content))
             print(String(format: "  memo-client list    %8.1f ms  (%.1f ms); %d bytes to a pipe", best.3, middle.3,
                          listBytes))
         }

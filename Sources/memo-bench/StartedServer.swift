@@ -1,5 +1,6 @@
 import Foundation
 import MemoCLI
+import MemoProbe
 
 /// A memo-server process started on a store (`sqlite:PATH`, a PostgreSQL URI), timed from exec to its
 /// `listening on` line.

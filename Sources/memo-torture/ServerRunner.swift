@@ -1,5 +1,6 @@
 import Foundation
 import MemoNet
+import MemoProbe
 
 /// A `memo-server serve` process started by the torture harness: its address comes from the one stdout line,
 /// its log goes to a file, and it can be killed with SIGKILL and started again with the same arguments.
@@ -69,15 +70,7 @@ final class ServerRunner: @unchecked Sendable {
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// The server's resident memory in KiB (nil when it is not running).
-    var residentKiB: Int? {
-        guard let pid, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
-            return nil
-        }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
-        }
-        return nil
-    }
+    var residentKiB: Int? { pid.flatMap { MemoProbe.residentKiB(of: "\($0)") } }
 }
 
 /// The first line from `handle`, or nil when it does not come within `seconds` (or the stream ends first).
