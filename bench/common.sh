@@ -9,6 +9,9 @@
 #                          MEMO_PID, MEMO_ADDR (from its "listening on" line) and MEMO_LOG (its stdout is
 #                          $MEMO_LOG.out, its stderr $MEMO_LOG.err)
 #   stop_pid PID           stops a process and waits for it
+#   start_redis DURABLE    starts redis-server with mutual TLS on a free loopback port with the certificates in
+#                          $CERTS, after bench_workdir; DURABLE=1 turns on appendfsync always, 0 no persistence;
+#                          sets REDIS_PORT and REDIS_PID
 #   find_postgres          sets PGBIN (the newest installed PostgreSQL's programs), or exits saying it is missing
 #   start_postgres [SETTING...]
 #                          a throwaway PostgreSQL, after bench_workdir: initdb into $WORK/data (as the postgres user
@@ -42,6 +45,25 @@ start_memo() {
 }
 
 stop_pid() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+start_redis() {
+    local durable=$1 dir
+    dir=$(mktemp -d "$WORK/redis.XXXX")
+    REDIS_PORT=$(free_port)
+    local persistence=(--save "" --appendonly no)
+    [ "$durable" = 1 ] && persistence=(--save "" --appendonly yes --appendfsync always)
+    redis-server --port 0 --tls-port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" \
+        --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" \
+        --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients yes --maxclients 20000 \
+        "${persistence[@]}" --daemonize no --logfile "$dir/redis.log" &
+    REDIS_PID=$!
+    PIDS+=("$REDIS_PID")
+    for _ in $(seq 1 200); do
+        redis-cli --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
+            -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+        sleep 0.05
+    done
+}
 
 find_postgres() {
     PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)

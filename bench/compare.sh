@@ -29,25 +29,6 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 "$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
 CERTS="$WORK/certs"
 
-# Redis with TLS (mutual, like memo-server); durable=1 turns on appendfsync always. Sets REDIS_PORT, REDIS_PID.
-start_redis() {
-    local durable=$1 dir
-    dir=$(mktemp -d "$WORK/redis.XXXX")
-    REDIS_PORT=$(free_port)
-    local persistence=(--save "" --appendonly no)
-    [ "$durable" = 1 ] && persistence=(--save "" --appendonly yes --appendfsync always)
-    redis-server --port 0 --tls-port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" \
-        --tls-cert-file "$CERTS/server.crt" --tls-key-file "$CERTS/server.key" \
-        --tls-ca-cert-file "$CERTS/ca.crt" --tls-auth-clients yes --maxclients 20000 \
-        "${persistence[@]}" --daemonize no --logfile "$dir/redis.log" &
-    REDIS_PID=$!
-    PIDS+=("$REDIS_PID")
-    for _ in $(seq 1 200); do
-        redis-cli --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
-            -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-        sleep 0.05
-    done
-}
 redis_bench() {  # test clients pipeline requests -> requests per second
     redis-benchmark --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
         -h 127.0.0.1 -p "$REDIS_PORT" -t "$1" -c "$2" -P "$3" -n "$4" -d 64 -r 1000 --csv -q 2>/dev/null \
