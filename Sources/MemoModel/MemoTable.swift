@@ -78,7 +78,7 @@ public enum WriteOutcome: Sendable, Hashable {
 /// also writes every change to disk before it is applied here.
 ///
 /// Each memo lives once, in a slot of one array; the id index (`SlotIndex`) and the order hold 32-bit slot
-/// numbers. A million memos cost their contents plus about 70 bytes each (56 in the slot, 8 in the index, 4 in
+/// numbers. A million memos cost their contents plus about 76 bytes each (56 in the slot, 16 in the index, 4 in
 /// the order; a dictionary of whole memos and an order of (date, id) keys were about 170), and the list is read
 /// from the order without hashing.
 public struct MemoTable: Sendable {

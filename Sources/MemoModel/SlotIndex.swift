@@ -1,24 +1,32 @@
 import Foundation
 
-/// `MemoTable`'s index from id to slot: open addressing with linear probing over 32-bit slot numbers, the ids
-/// themselves read from the table's slots instead of being stored again.
+/// `MemoTable`'s index from id to slot: open addressing with linear probing. Each bucket holds a 32-bit slot number
+/// and the low 32 bits of its id's hash, the ids themselves read from the table's slots instead of being stored
+/// again.
+///
+/// The hash bits decide most probes without reading the memo: a probe compares ids only when the bits match, so a
+/// lookup of an id not in the index (every create's) reads no memo at all, and growing or removing finds an entry's
+/// home from its bucket alone (growing read every memo's id, each a cache miss into the slots).
 ///
 /// A dictionary of `UUIDKey` to `Int32` held 2M buckets of 20 bytes (and its metadata) for a million memos,
-/// about 40 bytes per memo; these buckets are 4 bytes, kept at most half full: 8 bytes per memo. The hash is
+/// about 40 bytes per memo; these buckets are 8 bytes, kept at most half full: 16 bytes per memo. The hash is
 /// `UUIDKey`'s, seeded at random per index, because ids are chosen by clients (see `UUIDKey`).
 struct SlotIndex: Sendable {
-    private static let empty: Int32 = -1
-    private var buckets: [Int32] = []
+    /// No entry: an entry's low half is a slot number, which is below 2^31.
+    private static let empty = UInt64.max
+    private var buckets: [UInt64] = []
     private var mask = 0
-    private let seed = Int.random(in: Int.min...Int.max)
+    private let seed: Int
     private(set) var count = 0
 
-    /// Room for `capacity` entries without growing.
-    init(capacity: Int = 0) {
+    /// Room for `capacity` entries without growing; `seed` is the hash's (tests choose it to make ids collide).
+    init(capacity: Int = 0, seed: Int = Int.random(in: Int.min...Int.max)) {
+        self.seed = seed
         if capacity > 0 { allocate(Self.bucketCount(for: capacity)) }
     }
 
-    /// The smallest power of two at least twice `count` (and at least 16).
+    /// The smallest power of two at least twice `count` (and at least 16). Slot numbers are 32-bit, so there are
+    /// at most 2^32 buckets and a home is within the 32 hash bits a bucket keeps.
     private static func bucketCount(for count: Int) -> Int {
         var buckets = 16
         while buckets < count * 2 { buckets <<= 1 }
@@ -30,25 +38,35 @@ struct SlotIndex: Sendable {
         mask = size - 1
     }
 
-    @inline(__always) private func home(of id: UUID) -> Int {
-        UUIDKey(id)._rawHashValue(seed: seed) & mask
+    /// The 32 hash bits a bucket keeps for `id`, in the high half.
+    @inline(__always) private func tag(of id: UUID) -> UInt64 {
+        UInt64(truncatingIfNeeded: UInt32(truncatingIfNeeded: UUIDKey(id)._rawHashValue(seed: seed))) << 32
+    }
+
+    @inline(__always) private func home(ofTag tag: UInt64) -> Int {
+        Int(truncatingIfNeeded: tag >> 32) & mask
+    }
+
+    @inline(__always) private static func slot(_ entry: UInt64) -> Int32 {
+        Int32(truncatingIfNeeded: entry)
     }
 
     /// The bucket holding `id`, if any.
     private func bucket(of id: UUID, in slots: [Memo]) -> Int? {
         guard !buckets.isEmpty else { return nil }
-        var index = home(of: id)
+        let tag = tag(of: id)
+        var index = home(ofTag: tag)
         while true {
-            let slot = buckets[index]
-            if slot == Self.empty { return nil }
-            if slots[Int(slot)].id == id { return index }
+            let entry = buckets[index]
+            if entry == Self.empty { return nil }
+            if entry & 0xFFFF_FFFF_0000_0000 == tag && slots[Int(Self.slot(entry))].id == id { return index }
             index = (index + 1) & mask
         }
     }
 
     /// The slot of the memo with `id` in `slots`.
     func slot(of id: UUID, in slots: [Memo]) -> Int32? {
-        bucket(of: id, in: slots).map { buckets[$0] }
+        bucket(of: id, in: slots).map { Self.slot(buckets[$0]) }
     }
 
     /// Adds `slot`, whose memo in `slots` has an id not yet in the index.
@@ -56,33 +74,33 @@ struct SlotIndex: Sendable {
         if (count + 1) * 2 > buckets.count {
             let old = buckets
             allocate(Self.bucketCount(for: count + 1))
-            for entry in old where entry != Self.empty { place(entry, in: slots) }
+            for entry in old where entry != Self.empty { place(entry) }
         }
-        place(slot, in: slots)
+        place(tag(of: slots[Int(slot)].id) | UInt64(UInt32(bitPattern: slot)))
         count += 1
     }
 
-    private mutating func place(_ slot: Int32, in slots: [Memo]) {
-        var index = home(of: slots[Int(slot)].id)
+    private mutating func place(_ entry: UInt64) {
+        var index = home(ofTag: entry)
         while buckets[index] != Self.empty { index = (index + 1) & mask }
-        buckets[index] = slot
+        buckets[index] = entry
     }
 
     /// Removes the memo with `id` (still in `slots`) and returns its slot. Later entries of its run move back
     /// into the hole, so that no lookup has to skip deleted markers.
     mutating func remove(_ id: UUID, in slots: [Memo]) -> Int32? {
         guard var hole = bucket(of: id, in: slots) else { return nil }
-        let removed = buckets[hole]
+        let removed = Self.slot(buckets[hole])
         var index = hole
         while true {
             index = (index + 1) & mask
-            let slot = buckets[index]
-            if slot == Self.empty { break }
-            let wanted = home(of: slots[Int(slot)].id)
+            let entry = buckets[index]
+            if entry == Self.empty { break }
+            let wanted = home(ofTag: entry)
             // The entry may move to the hole unless its home lies cyclically in (hole, index].
             let staysPut = hole <= index ? (hole < wanted && wanted <= index) : (hole < wanted || wanted <= index)
             if !staysPut {
-                buckets[hole] = slot
+                buckets[hole] = entry
                 hole = index
             }
         }
