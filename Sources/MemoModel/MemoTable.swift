@@ -124,6 +124,15 @@ public struct MemoTable: Sendable {
 
     public var count: Int { byID.count }
 
+    /// Reads the id index where lookups of `ids` will start, all before any lookup: a batch's index reads are
+    /// cache misses into an index of megabytes, and independent reads issued together are waited for together.
+    /// The result means nothing; keep it (add it to a stored value) so that the reads are not left out.
+    public func warmIndex(for ids: some Sequence<UUID>) -> UInt64 {
+        var sum: UInt64 = 0
+        for id in ids { sum &+= byID.firstBucket(of: id) }
+        return sum
+    }
+
     public func memo(_ id: UUID) -> Memo? {
         guard let slot = byID.slot(of: id, in: slots) else { return nil }
         return slots[Int(slot)]

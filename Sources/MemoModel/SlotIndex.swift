@@ -64,6 +64,13 @@ struct SlotIndex: Sendable {
         }
     }
 
+    /// The bucket where a lookup of `id` starts, read and returned only so that the read is made: a batch reads
+    /// each of its ids' first buckets in turn before looking any of them up, and the processor waits for those
+    /// cache misses together instead of one after another (see `MemoTable.warmIndex(for:)`).
+    func firstBucket(of id: UUID) -> UInt64 {
+        buckets.isEmpty ? 0 : buckets[home(ofTag: tag(of: id))]
+    }
+
     /// The slot of the memo with `id` in `slots`.
     func slot(of id: UUID, in slots: [Memo]) -> Int32? {
         bucket(of: id, in: slots).map { Self.slot(buckets[$0]) }

@@ -23,6 +23,8 @@ public final class StoreState: Sendable {
         /// The kept versions and trash, when this state keeps them itself (the memory store); the durable stores
         /// keep theirs in their database and pass their lookup to `plan`.
         var shelf: VersionShelf?
+        /// What `MemoTable.warmIndex(for:)` last returned, kept only so that its reads are made.
+        var warmth: UInt64 = 0
     }
 
     private let inner: Mutex<Inner>
@@ -106,6 +108,7 @@ public final class StoreState: Sendable {
         var evicted: [Change] = []
         let results = inner.withLock { inner in
             if inner.closed { return ops.map { _ -> Result<WriteOutcome, MemoError> in .failure(.closed) } }
+            if ops.count > 1 { inner.warmth &+= inner.table.warmIndex(for: ops.lazy.map(\.id)) }
             // Each change is applied before the next write is planned, so the planner needs no overlay.
             var planner = WritePlanner(
                 startingAt: inner.table, lastInsertMicros: inner.lastInsertMicros, appliesAsItGoes: true,
