@@ -12,6 +12,9 @@
 #   start_redis DURABLE    starts redis-server with mutual TLS on a free loopback port with the certificates in
 #                          $CERTS, after bench_workdir; DURABLE=1 turns on appendfsync always, 0 no persistence;
 #                          sets REDIS_PORT and REDIS_PID
+#   wait_for_redis PORT TRIES PAUSE
+#                          pings the TLS redis-server on PORT (certificates in $CERTS) until it answers, at most
+#                          TRIES times PAUSE seconds apart
 #   find_postgres          sets PGBIN (the newest installed PostgreSQL's programs), or exits saying it is missing
 #   start_postgres [SETTING...]
 #                          a throwaway PostgreSQL, after bench_workdir: initdb into $WORK/data (as the postgres user
@@ -58,10 +61,14 @@ start_redis() {
         "${persistence[@]}" --daemonize no --logfile "$dir/redis.log" &
     REDIS_PID=$!
     PIDS+=("$REDIS_PID")
-    for _ in $(seq 1 200); do
+    wait_for_redis "$REDIS_PORT" 200 0.05
+}
+
+wait_for_redis() {
+    for _ in $(seq 1 "$2"); do
         redis-cli --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
-            -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
-        sleep 0.05
+            -p "$1" ping >/dev/null 2>&1 && return
+        sleep "$3"
     done
 }
 

@@ -147,11 +147,7 @@ redis_counted() {
         --logfile "$out.dir/redis.log" >/dev/null 2>&1 &
     local pid=$!
     PIDS+=("$pid")
-    for _ in $(seq 1 300); do
-        redis-cli --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
-            -p "$port" ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
+    wait_for_redis "$port" 300 0.1
     if [ "${2:-set}" = get ]; then
         redis-benchmark --tls --cacert "$CERTS/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key" \
             -h 127.0.0.1 -p "$port" -t set -c 50 -P 16 -n 20000 -d 64 -r 1000 -q >/dev/null 2>&1
