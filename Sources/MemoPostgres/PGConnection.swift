@@ -2,6 +2,7 @@ internal import CPostgres
 import Dispatch
 import Foundation
 import MemoModel
+import Synchronization
 /// An error from libpq or from PostgreSQL, with the server's SQLSTATE when it sent one.
 struct PGError: Error, CustomStringConvertible {
     let message: String
@@ -17,6 +18,19 @@ struct PGError: Error, CustomStringConvertible {
     var timedOut = false
 
     var description: String { message }
+}
+
+/// Hands a thread its first connection without the thread keeping it: Foundation's `Thread` keeps its block, and
+/// whatever the block captured, for as long as the thread runs. A connection captured there outlives the thread's
+/// own reference: one given up after a deadline was never finished, and its backend stayed connected, idle, until
+/// the server stopped.
+final class PGConnectionHandoff: Sendable {
+    private let slot: Mutex<PGConnection?>
+
+    init(_ connection: PGConnection) { slot = Mutex(connection) }
+
+    /// The connection, once; nil after.
+    func take() -> PGConnection? { slot.withLock { $0.take() } }
 }
 
 /// One libpq connection, in non-blocking mode: every call waits in `poll` on the socket with a deadline of ours,

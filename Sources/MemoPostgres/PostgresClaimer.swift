@@ -48,7 +48,8 @@ final class PostgresClaimer: Sendable {
         self.link = link
         self.feed = feed
         self.stats = stats
-        let thread = Thread { [self] in self.run(connection) }
+        let handoff = PGConnectionHandoff(connection)
+        let thread = Thread { [self] in self.run(handoff) }
         thread.name = "memo-pg-claimer"
         thread.start()
     }
@@ -69,8 +70,8 @@ final class PostgresClaimer: Sendable {
         stopped.wait()
     }
 
-    private func run(_ initial: PGConnection) {
-        var connection: PGConnection? = initial
+    private func run(_ initial: PGConnectionHandoff) {
+        var connection: PGConnection? = initial.take()
         while true {
             let (batches, stopping) = state.withLock { state in
                 defer { state.batches = [] }

@@ -90,7 +90,8 @@ final class PostgresFeed: Sendable {
         self.gapWaitMillis = gapWaitMillis
         self.log = log
         poke = try WakePipe()
-        let thread = Thread { [self] in self.run(connection) }
+        let handoff = PGConnectionHandoff(connection)
+        let thread = Thread { [self] in self.run(handoff) }
         thread.name = "memo-pg-feed"
         thread.start()
     }
@@ -145,16 +146,22 @@ final class PostgresFeed: Sendable {
 
     // MARK: Thread
 
+    /// The committed head and the durable head, as one read saw them.
+    private struct Heads {
+        let committed: UInt64
+        let durable: UInt64
+    }
+
     /// How a read of the changes table ended.
     private enum ReadEnd {
-        /// Every change up to the head read is applied.
-        case caughtUp
+        /// Every change up to the durable head read is applied.
+        case caughtUp(Heads?)
         /// The database no longer holds the changes after the applied revision.
         case belowHistory(String)
     }
 
-    private func run(_ initial: PGConnection) {
-        var connection: PGConnection? = initial
+    private func run(_ initial: PGConnectionHandoff) {
+        var connection: PGConnection? = initial.take()
         // The table is read at start, after a reconnect, when a notification announces a head without carrying
         // its sender's changes, when a gap below what is known to exist (a head announced, the writer's changes,
         // changes carried) stays open for `gapWaitMillis`, and at least every `recheckMillis` (a second), in case
@@ -165,6 +172,8 @@ final class PostgresFeed: Sendable {
         /// The newest head notifications announced, and since when a revision up to what is known has been missing.
         var announced: UInt64 = 0
         var gapSince: DispatchTime?
+        /// The newest commit a read saw that no claim covered, and since when one has been seen uncovered.
+        var unclaimed: (revision: UInt64, since: DispatchTime)?
         while true {
             if connection == nil {
                 // While a read is due, connecting may take only what is left of the lag bound: a connect that
@@ -211,8 +220,8 @@ final class PostgresFeed: Sendable {
             if readDue, let current = connection {
                 do throws(PGError) {
                     switch try catchUp(current) {
-                    case .caughtUp:
-                        readDue = false
+                    case .caughtUp(let heads):
+                        readDue = try claimUnclaimed(heads, on: current, &unclaimed)
                         // The read covers every change a true payload carried and every head announced before it.
                         state.withLock { $0.carried = [:] }
                         announced = min(announced, storeState.revision)
@@ -431,7 +440,7 @@ final class PostgresFeed: Sendable {
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
             guard rows.rowCount > 0 else {
                 stats.feedProgressed()
-                return .caughtUp
+                return .caughtUp(nil)
             }
             let floor = UInt64(rows.integer(0, 0))
             var changes: [Change] = []
@@ -450,9 +459,41 @@ final class PostgresFeed: Sendable {
             if let last = changes.last { stats.saw(head: last.revision) }
             if changes.count < Self.page {
                 stats.feedProgressed()
-                return .caughtUp
+                return .caughtUp(Heads(
+                    committed: UInt64(rows.integer(0, 10)), durable: UInt64(rows.integer(0, 11))))
             }
         }
+    }
+
+    /// Claims the commits that no claim covered for `recheckMillis`: a write that committed after its server gave up
+    /// on it (answered 505 while PostgreSQL was frozen, committed once it ran again), or whose server stopped
+    /// between its commit and its claim. No feed reads past the durable head, and nothing else claims them until
+    /// some later write's claim covers them, which on a quiet database is never: the change would stay unserved on
+    /// every server. A claim in flight is not waited for: a second one costs a flush that the two share.
+    /// - Returns: whether it claimed, so that the table is read again at once.
+    private func claimUnclaimed(
+        _ heads: Heads?, on connection: PGConnection, _ unclaimed: inout (revision: UInt64, since: DispatchTime)?
+    ) throws(PGError) -> Bool {
+        guard let heads, heads.committed > heads.durable else {
+            unclaimed = nil
+            return false
+        }
+        let now = DispatchTime.now()
+        guard let seen = unclaimed, seen.revision > heads.durable else {
+            unclaimed = (heads.committed, now)
+            return false
+        }
+        guard now >= seen.since + .milliseconds(recheckMillis) else { return false }
+        unclaimed = (heads.committed, now)
+        _ = try connection.execute(
+            PostgresSQL.durable, [],
+            then: [(PostgresSQL.notifyDurable, [.text(FeedPayload.suffix(origin: stats.origin, changes: []))])])
+        log(LogRecord(
+            .info, "feed_claimed", [("after", "\(heads.durable)"), ("head", "\(heads.committed)")],
+            text: "claimed the commits after revision \(heads.durable) up to \(heads.committed), which no server had "
+                + "claimed for \(Self.seconds(recheckMillis)) s (a write given up after it was sent, or a server "
+                + "stopped before its claim)"))
+        return true
     }
 
     /// Applies the changes the writer handed over or payloads carried that come next, and forgets those already

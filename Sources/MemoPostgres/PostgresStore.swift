@@ -109,7 +109,8 @@ public final class PostgresStore: StateBackedStore {
             log: log)
         claimer = PostgresClaimer(link: claimLink, connection: claimConnection, feed: feed, stats: stats)
         let floor = history.oldestResumable
-        let thread = Thread { [self] in self.run(writer, prunedUpTo: floor) }
+        let handoff = PGConnectionHandoff(writer)
+        let thread = Thread { [self] in self.run(handoff, prunedUpTo: floor) }
         thread.name = "memo-pg-writer"
         thread.start()
     }
@@ -144,8 +145,8 @@ public final class PostgresStore: StateBackedStore {
 
     // MARK: Writer
 
-    private func run(_ initial: PGConnection, prunedUpTo floor: UInt64) {
-        var connection: PGConnection? = initial
+    private func run(_ initial: PGConnectionHandoff, prunedUpTo floor: UInt64) {
+        var connection: PGConnection? = initial.take()
         var prunedUpTo = floor
         var handedOver = storeState.revision
         // The earliest deadline of a committed write waiting to be applied here: it is answered then at the latest.

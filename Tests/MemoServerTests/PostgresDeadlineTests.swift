@@ -87,6 +87,50 @@ struct PostgresDeadlineTests {
         for id in refused { #expect(!stored.contains(id.uuidString.lowercased()), "a write answered 501 is stored") }
     }
 
+    @Test func aWriteAnsweredOutcomeUnknownThatCommittedIsServedOnceThawedAndItsGivenUpConnectionIsClosed() throws {
+        // The write reaches the frozen backend, is answered 505 at the storage timeout, and commits when the
+        // backend runs again. Nothing claimed it durable, and no feed reads past the durable head: before, every
+        // server served the memos without it (`get` said not found) until some later write's claim covered it.
+        let cluster = try TestPostgres.dedicated()
+        defer { cluster.stop() }
+        let servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: Self.timeoutMillis, cluster: cluster)
+        defer { servers.stop() }
+        let client = try servers.connect(0, timeout: .seconds(30))
+        let before = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "before"))))
+        let frozen = try cluster.processIDs()
+        signal(frozen, SIGSTOP)
+        var thawed = false
+        defer { if !thawed { signal(frozen, SIGCONT) } }
+        let id = UUID()
+        let reply = try client.request(.create(id: id, insertMicros: nil, content: "frozen"))
+        guard case .error(.outcomeUnknown, _) = reply else {
+            Issue.record("the write sent to the frozen backend was answered \(reply)")
+            return
+        }
+        signal(frozen, SIGCONT)
+        thawed = true
+        #expect(try pollUntil { try storedIDs(cluster, servers.database).contains(id.uuidString.lowercased()) },
+                "the write did not commit once the backend ran again")
+        var served: Memo?
+        #expect(try pollUntil {
+            served = memo(try client.request(.get(id: id)))
+            return served != nil
+        }, "a committed write stayed unserved with no other write after it")
+        #expect(served?.content == "frozen")
+        #expect(served?.revision == before.revision + 1)
+        // The connections given up at the deadline (the writer's, the feed's) are closed, so that their backends
+        // end once they run again. Before, a role's first connection stayed open, its backend idle, for as long as
+        // the server ran: the thread that had dropped it still held it.
+        var roles = ""
+        #expect(try pollUntil {
+            roles = try cluster.sql(
+                "SELECT string_agg(application_name, ',' ORDER BY application_name) FROM pg_stat_activity "
+                    + "WHERE application_name LIKE 'memo-%'", database: servers.database)
+            let names = roles.split(separator: ",")
+            return names.count >= 3 && Set(names).count == names.count
+        }, "a role's given-up connection is still open: \(roles)")
+    }
+
     @Test func aServerWhoseFeedCannotFollowPastTheLagBoundLetsGoRefusesReadsAndServesAgainAfterReloading() throws {
         let cluster = try TestPostgres.dedicated()
         defer { cluster.stop() }
