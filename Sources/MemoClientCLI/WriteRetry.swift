@@ -21,13 +21,17 @@ struct WriteRetry: Sendable {
     /// - Parameter attempt: one try, told whether an earlier try's outcome is unknown and how long it may take.
     /// - Returns: the answer of the first try that settles the write.
     /// - Throws: the first definite failure; `MemoError.outcomeUnknown` when the time ran out with the outcome
-    ///   still unknown (an earlier try may have been applied).
+    ///   still unknown (an earlier try may have been applied): the first unknown try's reason (the server's 505, or
+    ///   no answer), not the last's, whose only news is that the time left was short, and how many tries followed.
     func run<Answer: Sendable>(
         _ attempt: (_ afterUnknown: Bool, _ timeout: Duration) async throws -> Answer
     ) async throws -> Answer {
+        // The first try whose outcome became unknown: its reason is why the write's outcome is unknown.
         var unknown: MemoError?
+        var laterTries = 0
         var pause = Self.firstPause
         while true {
+            if unknown != nil { laterTries += 1 }
             let error: any Error
             do {
                 return try await attempt(unknown != nil, timeLeft)
@@ -35,7 +39,7 @@ struct WriteRetry: Sendable {
                 error = caught
             }
             if let error = error as? MemoError, case .outcomeUnknown = error {
-                unknown = error
+                unknown = unknown ?? error
             } else if unknown == nil || Self.settles(error) {
                 throw error
             } else if !Self.isPassing(error) {
@@ -44,10 +48,19 @@ struct WriteRetry: Sendable {
             }
             // A retry that was not answered, or met a passing trouble, leaves the outcome unknown: try again while
             // a try still fits before the deadline.
-            guard deadline - ContinuousClock.now - pause >= Self.leastTry else { throw unknown! }
+            guard deadline - ContinuousClock.now - pause >= Self.leastTry else {
+                throw Self.stillUnknown(unknown!, laterTries: laterTries)
+            }
             try await Task.sleep(for: pause)
             pause = min(pause * 2, Self.longestPause)
         }
+    }
+
+    /// The first unknown try's error, saying how many tries after it settled nothing.
+    static func stillUnknown(_ first: MemoError, laterTries: Int) -> MemoError {
+        guard case .outcomeUnknown(let reason) = first, laterTries > 0 else { return first }
+        return .outcomeUnknown(
+            reason + "; \(laterTries) more tr\(laterTries == 1 ? "y" : "ies") before the timeout did not settle it")
     }
 
     /// An answer that settles a retried write whatever the first try did: the memo is gone or elsewhere
