@@ -8,13 +8,18 @@ func runProgram(_ argv: [String]) throws -> String {
     // bash closes every descriptor above stderr, then becomes the program.
     let closing = #"for f in /proc/$$/fd/*; do n=${f##*/}; [ "$n" -gt 2 ] && eval "exec $n>&-"; done; exec "$@""#
     let full = ["/bin/bash", "-c", closing, "bash"] + argv
+    // The output file has no name while the program runs: a harness killed meanwhile (SIGKILL, or exit from
+    // another thread) leaves nothing in the temporary folder.
     let outputPath = NSTemporaryDirectory() + "memo-gray-run-\(UUID().uuidString)"
-    defer { unlink(outputPath) }
+    let output = open(outputPath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard output >= 0 else { throw TortureError("cannot make \(outputPath): error \(errno)") }
+    unlink(outputPath)
+    let reader = FileHandle(fileDescriptor: output, closeOnDealloc: true)
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, output, 1)
     posix_spawn_file_actions_adddup2(&actions, 1, 2)
     var cArguments = full.map { strdup($0) } + [nil]
     defer { for argument in cArguments { free(argument) } }
@@ -23,7 +28,8 @@ func runProgram(_ argv: [String]) throws -> String {
     guard spawned == 0 else { throw TortureError("cannot run \(argv[0]): error \(spawned)") }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let text = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+    lseek(output, 0, SEEK_SET)
+    let text = String(decoding: reader.readDataToEndOfFile(), as: UTF8.self)
         .trimmingCharacters(in: .whitespacesAndNewlines)
     // Exited normally with status 0: the low seven bits hold the signal, the next eight the exit status.
     guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {

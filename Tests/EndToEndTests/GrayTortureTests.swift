@@ -54,6 +54,7 @@ struct GrayTortureTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("memo-torture"))
         process.arguments = ["gray", "--short", "--faults", "stop-server"]
+        let earlierOutputs = grayRunOutputs()
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -83,6 +84,14 @@ struct GrayTortureTests {
         #expect(postgresProcesses(data).isEmpty)
         while Date() < cleaned, FileManager.default.fileExists(atPath: data) { Thread.sleep(forTimeInterval: 0.2) }
         #expect(!FileManager.default.fileExists(atPath: data))
+        // Nor the output file of a program it was running when killed (they have no name while one runs).
+        #expect(grayRunOutputs().subtracting(earlierOutputs).isEmpty)
+    }
+
+    /// The harness's program output files in the temporary folder.
+    private func grayRunOutputs() -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory())) ?? []
+        return Set(names.filter { $0.hasPrefix("memo-gray-run-") })
     }
 
     @Test func usageErrorsExitTwoAndTheFaultsAreListed() throws {
