@@ -146,16 +146,10 @@ final class PostgresFeed: Sendable {
 
     // MARK: Thread
 
-    /// The committed head and the durable head, as one read saw them.
-    private struct Heads {
-        let committed: UInt64
-        let durable: UInt64
-    }
-
     /// How a read of the changes table ended.
     private enum ReadEnd {
-        /// Every change up to the durable head read is applied.
-        case caughtUp(Heads?)
+        /// Every change up to the head read is applied.
+        case caughtUp
         /// The database no longer holds the changes after the applied revision.
         case belowHistory(String)
     }
@@ -172,8 +166,9 @@ final class PostgresFeed: Sendable {
         /// The newest head notifications announced, and since when a revision up to what is known has been missing.
         var announced: UInt64 = 0
         var gapSince: DispatchTime?
-        /// The newest commit a read saw that no claim covered, and since when one has been seen uncovered.
-        var unclaimed: (revision: UInt64, since: DispatchTime)?
+        /// The committed head at the last look at the heads, when no claim covered it then; when that look was.
+        var unclaimed: UInt64?
+        var headsSeen = DispatchTime.now()
         while true {
             if connection == nil {
                 // While a read is due, connecting may take only what is left of the lag bound: a connect that
@@ -220,8 +215,12 @@ final class PostgresFeed: Sendable {
             if readDue, let current = connection {
                 do throws(PGError) {
                     switch try catchUp(current) {
-                    case .caughtUp(let heads):
-                        readDue = try claimUnclaimed(heads, on: current, &unclaimed)
+                    case .caughtUp:
+                        readDue = false
+                        if DispatchTime.now() >= headsSeen + .milliseconds(recheckMillis) {
+                            headsSeen = .now()
+                            readDue = try claimUnclaimed(on: current, &unclaimed)
+                        }
                         // The read covers every change a true payload carried and every head announced before it.
                         state.withLock { $0.carried = [:] }
                         announced = min(announced, storeState.revision)
@@ -440,7 +439,7 @@ final class PostgresFeed: Sendable {
                 PostgresSQL.changesAfter, [.text(String(applied)), .text(String(Self.page))])
             guard rows.rowCount > 0 else {
                 stats.feedProgressed()
-                return .caughtUp(nil)
+                return .caughtUp
             }
             let floor = UInt64(rows.integer(0, 0))
             var changes: [Change] = []
@@ -459,39 +458,42 @@ final class PostgresFeed: Sendable {
             if let last = changes.last { stats.saw(head: last.revision) }
             if changes.count < Self.page {
                 stats.feedProgressed()
-                return .caughtUp(Heads(
-                    committed: UInt64(rows.integer(0, 10)), durable: UInt64(rows.integer(0, 11))))
+                return .caughtUp
             }
         }
     }
 
-    /// Claims the commits that no claim covered for `recheckMillis`: a write that committed after its server gave up
-    /// on it (answered 505 while PostgreSQL was frozen, committed once it ran again), or whose server stopped
+    /// Looks at the committed and durable heads (after a read that caught up, once every `recheckMillis`) and
+    /// claims the commits that no claim covered since the last look: a write that committed after its server gave
+    /// up on it (answered 505 while PostgreSQL was frozen, committed once it ran again), or whose server stopped
     /// between its commit and its claim. No feed reads past the durable head, and nothing else claims them until
     /// some later write's claim covers them, which on a quiet database is never: the change would stay unserved on
     /// every server. A claim in flight is not waited for: a second one costs a flush that the two share.
     /// - Returns: whether it claimed, so that the table is read again at once.
     private func claimUnclaimed(
-        _ heads: Heads?, on connection: PGConnection, _ unclaimed: inout (revision: UInt64, since: DispatchTime)?
+        on connection: PGConnection, _ unclaimed: inout UInt64?
     ) throws(PGError) -> Bool {
-        guard let heads, heads.committed > heads.durable else {
+        let rows = try connection.execute(PostgresSQL.heads, [])
+        guard rows.rowCount == 1 else { return false }
+        let heads = (committed: UInt64(rows.integer(0, 0)), durable: UInt64(rows.integer(0, 1)))
+        guard heads.committed > heads.durable else {
             unclaimed = nil
             return false
         }
-        let now = DispatchTime.now()
-        guard let seen = unclaimed, seen.revision > heads.durable else {
-            unclaimed = (heads.committed, now)
+        // A commit already past the durable head at the last look, at least `recheckMillis` ago, is claimed; one
+        // seen for the first time waits for the next look (its own claim is usually a few milliseconds away).
+        guard let seen = unclaimed, seen > heads.durable else {
+            unclaimed = heads.committed
             return false
         }
-        guard now >= seen.since + .milliseconds(recheckMillis) else { return false }
-        unclaimed = (heads.committed, now)
+        unclaimed = heads.committed
         _ = try connection.execute(
             PostgresSQL.durable, [],
             then: [(PostgresSQL.notifyDurable, [.text(FeedPayload.suffix(origin: stats.origin, changes: []))])])
         log(LogRecord(
             .info, "feed_claimed", [("after", "\(heads.durable)"), ("head", "\(heads.committed)")],
             text: "claimed the commits after revision \(heads.durable) up to \(heads.committed), which no server had "
-                + "claimed for \(Self.seconds(recheckMillis)) s (a write given up after it was sent, or a server "
+                + "claimed for at least \(Self.seconds(recheckMillis)) s (a write given up after it was sent, or a server "
                 + "stopped before its claim)"))
         return true
     }
