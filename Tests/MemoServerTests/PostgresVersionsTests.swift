@@ -279,7 +279,9 @@ struct PostgresVersionsTests {
     @Test func versionsAndTrashEntriesNotYetClaimedDurableAreNotShown() async throws {
         let postgres = try TestPostgres.shared()
         let database = try postgres.makeDatabaseName()
-        let store = try PostgresStore(uri: postgres.uri(database))
+        // The feed looks for commits left unclaimed once per recheck interval and claims one it sees twice (a write
+        // given up, a server gone): a minute keeps that from claiming this one while the test looks.
+        let store = try PostgresStore(uri: postgres.uri(database), recheckMillis: 60_000)
         defer { store.close() }
         let made = try await store.perform(.create(id: UUID(), content: "one", insertMicros: nil, author: alice))
         // Another server's batch as it is between its commit (without waiting for the flush) and its durable claim:
