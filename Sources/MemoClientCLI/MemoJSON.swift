@@ -7,7 +7,7 @@ public enum MemoJSON {
     /// `"author":{"name":"…","serial":"…"}` after the revision (the author of the memo's last change; both empty
     /// when not known).
     public static func object(_ memo: Memo, author: Bool = false) -> String {
-        var text = "{\"id\":\"" + memo.id.uuidString.lowercased() + "\",\"content\":"
+        var text = "{\"id\":\"" + memo.id.lowercasedString + "\",\"content\":"
         appendString(memo.content, to: &text)
         text += ",\"insertDate\":\"" + Timestamp.iso8601(micros: memo.insertMicros)
         text += "\",\"updateDate\":\"" + Timestamp.iso8601(micros: memo.updateMicros)
@@ -53,7 +53,7 @@ public enum MemoJSON {
     /// A trash entry for `trash --json`: `{"id":"…","revision":N,"deletedDate":"…","deletedBy":{…},
     /// "insertDate":"…","content":"…"}` (the delete's revision and date, who deleted it, the memo's last content).
     public static func object(_ entry: TrashEntry) -> String {
-        var text = "{\"id\":\"" + entry.memo.id.uuidString.lowercased() + "\",\"revision\":" + String(entry.revision)
+        var text = "{\"id\":\"" + entry.memo.id.lowercasedString + "\",\"revision\":" + String(entry.revision)
         text += ",\"deletedDate\":\"" + Timestamp.iso8601(micros: entry.deletedMicros) + "\",\"deletedBy\":"
         text += object(entry.deletedBy) + ",\"insertDate\":\"" + Timestamp.iso8601(micros: entry.memo.insertMicros)
         text += "\",\"content\":"

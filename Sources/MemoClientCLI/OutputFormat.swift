@@ -44,7 +44,7 @@ extension MemoFormatter {
     /// `-o wide`'s line: `id<TAB>revision<TAB>insertDate<TAB>updateDate<TAB>size<TAB>author<TAB>first line`,
     /// dates in ISO 8601 UTC, size the content's UTF-8 bytes, author the last change's name (`-` when not known).
     public static func wideLine(_ memo: Memo) -> String {
-        memo.id.uuidString.lowercased() + "\t" + String(memo.revision) + "\t"
+        memo.id.lowercasedString + "\t" + String(memo.revision) + "\t"
             + Timestamp.iso8601(micros: memo.insertMicros) + "\t" + Timestamp.iso8601(micros: memo.updateMicros)
             + "\t" + String(memo.content.utf8.count) + "\t" + memo.author.description + "\t"
             + firstLine(memo.content)

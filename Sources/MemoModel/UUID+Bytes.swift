@@ -25,3 +25,29 @@ extension UUID {
         self.init(uuid: value)
     }
 }
+
+extension UUID {
+    /// The UUID as 36 characters of lowercase hex with its four hyphens, as `uuidString.lowercased()` gives it,
+    /// written straight from the bytes: Foundation's `uuidString` on Linux formats through `snprintf`, then
+    /// `lowercased()` copies it again, for every id of every write batch sent to PostgreSQL and every memo a
+    /// script lists.
+    public var lowercasedString: String {
+        withUnsafeBytes(of: uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                let digits: StaticString = "0123456789abcdef"
+                var position = 0
+                for index in 0..<16 {
+                    if index == 4 || index == 6 || index == 8 || index == 10 {
+                        out[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    let byte = bytes[index]
+                    out[position] = digits.utf8Start[Int(byte >> 4)]
+                    out[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                    position += 2
+                }
+                return position
+            }
+        }
+    }
+}

@@ -619,9 +619,12 @@ final class PGResult {
         return value
     }
 
+    /// A uuid column (16 bytes in binary); a shorter value (NULL) reads as the nil UUID. The bytes are copied into
+    /// zeros: `UUID()` as the starting value made a random one first, which Foundation on Linux does by opening,
+    /// reading and closing /dev/urandom, once for every row of every write's result.
     func uuid(_ row: Int, _ column: Int) -> UUID {
         let raw = bytes(row, column)
-        var value = UUID().uuid
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw.prefix(16))) }
         return UUID(uuid: value)
     }

@@ -44,7 +44,7 @@ enum WriteCall {
             switch op {
             case .create(let id, let content, let insert, let update, _):
                 kinds.append("1")
-                ids.append(id.uuidString)
+                ids.append(id.lowercasedString)
                 inserts.append(insert.map(String.init) ?? "NULL")
                 updates.append(update.map(String.init) ?? "NULL")
                 expected.append("NULL")
@@ -52,21 +52,21 @@ enum WriteCall {
             case .update(let id, let content, let revision, let merging, _):
                 merge = merging ? "t" : "f"
                 kinds.append("2")
-                ids.append(id.uuidString)
+                ids.append(id.lowercasedString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 contents.append(content)
             case .delete(let id, let revision, _):
                 kinds.append("3")
-                ids.append(id.uuidString)
+                ids.append(id.lowercasedString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
                 contents.append("")
             case .restore(let id, let wanted, let revision, _):
                 kinds.append("4")
-                ids.append(id.uuidString)
+                ids.append(id.lowercasedString)
                 inserts.append("NULL")
                 updates.append("NULL")
                 expected.append(revision.map(Self.bigint) ?? "NULL")
