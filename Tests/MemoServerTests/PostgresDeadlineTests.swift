@@ -35,6 +35,53 @@ private func listAll(_ client: TestClient) throws -> [Memo]? {
     }
 }
 
+/// A cluster of its own (every process of it is stopped, which the other suites must not see), one server on it, a
+/// client, and a memo written before any freeze.
+private final class FrozenCluster {
+    let cluster: TestPostgres
+    let servers: SharedDatabaseServers
+    let client: TestClient
+    let before: Memo
+    private var frozen: [pid_t] = []
+
+    init(storageTimeoutMillis: Int) throws {
+        cluster = try TestPostgres.dedicated()
+        do {
+            servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: storageTimeoutMillis, cluster: cluster)
+        } catch {
+            cluster.stop()
+            throw error
+        }
+        do {
+            client = try servers.connect(0, timeout: .seconds(30))
+            before = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "before"))))
+        } catch {
+            servers.stop()
+            cluster.stop()
+            throw error
+        }
+    }
+
+    /// Stops every process of the cluster (SIGSTOP).
+    func freeze() throws {
+        frozen = try cluster.processIDs()
+        signal(frozen, SIGSTOP)
+    }
+
+    /// Lets them run again.
+    func thaw() {
+        signal(frozen, SIGCONT)
+        frozen = []
+    }
+
+    /// Thaws, then stops the server and the cluster.
+    func stop() {
+        thaw()
+        servers.stop()
+        cluster.stop()
+    }
+}
+
 @Suite("Every PostgreSQL call has a deadline: frozen, lock-queued or dead connections are answered in time",
        .enabled(if: postgresTestsEnabled), .serialized)
 struct PostgresDeadlineTests {
@@ -44,17 +91,10 @@ struct PostgresDeadlineTests {
     static let margin: Duration = .seconds(3)
 
     @Test func aWriteWhilePostgreSQLIsFrozenIsAnsweredWithinTheStorageTimeoutAndTheServerRecovers() throws {
-        // A cluster of its own: every process of it is stopped, which the other suites must not see.
-        let cluster = try TestPostgres.dedicated()
-        defer { cluster.stop() }
-        let servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: Self.timeoutMillis, cluster: cluster)
-        defer { servers.stop() }
-        let client = try servers.connect(0, timeout: .seconds(30))
-        let before = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "before"))))
-        let frozen = try cluster.processIDs()
-        signal(frozen, SIGSTOP)
-        var thawed = false
-        defer { if !thawed { signal(frozen, SIGCONT) } }
+        let own = try FrozenCluster(storageTimeoutMillis: Self.timeoutMillis)
+        defer { own.stop() }
+        let (cluster, servers, client, before) = (own.cluster, own.servers, own.client, own.before)
+        try own.freeze()
         // Two writes during the freeze: the first is cut off on a connection that stops answering, the second
         // finds no connection to be had. Each is answered 501 or 505 within the storage timeout, not after the
         // freeze.
@@ -72,8 +112,7 @@ struct PostgresDeadlineTests {
             #expect(code == .storageUnavailable || code == .outcomeUnknown, "\(reply)")
             if code == .storageUnavailable { refused.append(id) }
         }
-        signal(frozen, SIGCONT)
-        thawed = true
+        own.thaw()
         // The server makes its connections again by itself: a later write succeeds.
         var after: Memo?
         #expect(try pollUntil {
@@ -91,24 +130,17 @@ struct PostgresDeadlineTests {
         // The write reaches the frozen backend, is answered 505 at the storage timeout, and commits when the
         // backend runs again. Nothing claimed it durable, and no feed reads past the durable head: before, every
         // server served the memos without it (`get` said not found) until some later write's claim covered it.
-        let cluster = try TestPostgres.dedicated()
-        defer { cluster.stop() }
-        let servers = try SharedDatabaseServers(count: 1, storageTimeoutMillis: Self.timeoutMillis, cluster: cluster)
-        defer { servers.stop() }
-        let client = try servers.connect(0, timeout: .seconds(30))
-        let before = try #require(memo(try client.request(.create(id: nil, insertMicros: nil, content: "before"))))
-        let frozen = try cluster.processIDs()
-        signal(frozen, SIGSTOP)
-        var thawed = false
-        defer { if !thawed { signal(frozen, SIGCONT) } }
+        let own = try FrozenCluster(storageTimeoutMillis: Self.timeoutMillis)
+        defer { own.stop() }
+        let (cluster, servers, client, before) = (own.cluster, own.servers, own.client, own.before)
+        try own.freeze()
         let id = UUID()
         let reply = try client.request(.create(id: id, insertMicros: nil, content: "frozen"))
         guard case .error(.outcomeUnknown, _) = reply else {
             Issue.record("the write sent to the frozen backend was answered \(reply)")
             return
         }
-        signal(frozen, SIGCONT)
-        thawed = true
+        own.thaw()
         #expect(try pollUntil { try storedIDs(cluster, servers.database).contains(id.uuidString.lowercased()) },
                 "the write did not commit once the backend ran again")
         var served: Memo?
