@@ -90,3 +90,19 @@ start_postgres() {
     PG_PID=$(head -1 "$WORK/data/postmaster.pid")
     PSQL=("$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U memo)
 }
+
+# memo_write_script BATCH FILE: a pgbench script calling memo_write with BATCH creates of 64 bytes and the server's
+# default version policy (versions kept, trash on): the design's bound, one transaction that writes and flushes.
+memo_write_script() {
+    local content keep
+    content=$(python3 -c "print(('x' * 64).encode().hex())")
+    keep=$(sed -n 's/.*static let defaultKeep = \([0-9]*\).*/\1/p' Sources/MemoModel/Versions.swift)
+    cat >"$2" <<EOF
+SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$1]),
+    ARRAY(SELECT gen_random_uuid() FROM generate_series(1, $1)),
+    array_fill('\\x$content'::bytea, ARRAY[$1]), array_fill(NULL::bigint, ARRAY[$1]),
+    array_fill(NULL::bigint, ARRAY[$1]), array_fill(NULL::bigint, ARRAY[$1]), (extract(epoch FROM clock_timestamp()) * 1e6)::bigint,
+    9223372036854775807, array_fill(''::text, ARRAY[$1]), array_fill(''::text, ARRAY[$1]),
+    array_fill(NULL::bigint, ARRAY[$1]), array_fill(false, ARRAY[$1]), $keep, true);
+EOF
+}

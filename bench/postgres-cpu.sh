@@ -2,7 +2,9 @@
 # Where several memo-servers' time goes over one PostgreSQL: CPU per create of each process group (the memo-servers,
 # the PostgreSQL processes, memo-bench; from /proc/PID/stat, so the machine's load does not move it), the statements
 # memo_write runs and their time (pg_stat_statements, track all), the client backends' wait events sampled every
-# 20 ms, and the batches per claim. One server with 50 clients, then two servers with 50 clients each.
+# 20 ms, the batches per claim, and the WAL's flushes (pg_stat_wal: how many, how long each, and the writes each
+# covered). One server with 50 clients; pgbench calling memo_write from one connection with the writes per claim the
+# server had (the design's bound in bench/postgres.sh), with its own flushes; then two servers with 50 clients each.
 #
 #   BIN=.build/release N_REQ=20000 bench/postgres-cpu.sh
 set -euo pipefail
@@ -12,6 +14,7 @@ source bench/common.sh
 find_postgres
 bench_workdir memo-pgcpu
 start_postgres -c shared_preload_libraries=pg_stat_statements,auto_explain -c pg_stat_statements.track=all \
+    -c track_wal_io_timing=on \
     ${EXPLAIN:+-c auto_explain.log_min_duration=$EXPLAIN -c auto_explain.log_nested_statements=on -c auto_explain.log_analyze=on}
 "${PSQL[@]}" -d postgres -c "CREATE EXTENSION pg_stat_statements; CREATE TABLE waits (n int, app text, state text, wtype text, wevent text, q text)"
 "$BIN/memo-server" certs init --dir "$WORK/certs" >/dev/null
@@ -35,6 +38,14 @@ sample_waits() {  # samples the client backends' wait events every 20 ms until k
         PERFORM pg_sleep(0.02); END LOOP; END \$\$" >/dev/null 2>&1 || true
 }
 
+wal_reset() { "${PSQL[@]}" -d postgres -c "SELECT pg_stat_reset_shared('wal')" >/dev/null; }
+wal_report() {  # writes seconds -> the WAL's flushes since wal_reset: rate, mean time, writes each, share of the wall
+    "${PSQL[@]}" -d postgres -c "SELECT '  WAL flushes (pg_stat_wal): ' || wal_sync || ', ' || round(wal_sync / $2, 0)
+        || '/s, ' || round((wal_sync_time / greatest(wal_sync, 1))::numeric, 3) || ' ms each, busy '
+        || round((wal_sync_time / 10 / $2)::numeric, 0) || '% of the wall, ' || round($1::numeric / greatest(wal_sync, 1), 1)
+        || ' writes per flush, ' || round(wal_bytes / greatest($1, 1)) || ' WAL bytes per write' FROM pg_stat_wal"
+}
+
 run() {  # label database servers clients
     local label=$1 db=$2 n=$3 clients=$4 servers=() addrs=() logs=()
     "${PSQL[@]}" -d postgres -c "CREATE DATABASE $db"; "${PSQL[@]}" -d postgres -c "TRUNCATE waits"
@@ -49,6 +60,7 @@ run() {  # label database servers clients
     done
     "${PSQL[@]}" -d postgres -c "SELECT pg_stat_statements_reset()" >/dev/null
     sample_waits & local sampler=$!; PIDS+=("$sampler")
+    wal_reset
     local s0 p0 t0; s0=$(ticks "${servers[@]}"); p0=$(ticks "$PG_PID"); t0=$(date +%s.%N)
     "$BIN/memo-bench" --server "$(IFS=,; echo "${addrs[*]}")" --certs "$CERTS" --clients "$clients" \
         --requests "$N_REQ" --op create --json >"$WORK/$db.json" &
@@ -72,9 +84,12 @@ hz, n = $hz, $creates
 for name, t in (('memo-servers', $s1 - $s0), ('postgres (all)', $p1 - $p0), ('memo-bench', $b1)):
     print(f'  CPU per create, {name}: {t / hz / n * 1e6:.1f} us')
 print(f'  wall {$t1 - $t0:.2f} s; CPU use of the 2 cores: {($s1 - $s0 + $p1 - $p0 + $b1) / hz / ($t1 - $t0) / 2 * 100:.0f}%')"
+    wal_report "$creates" "$(python3 -c "print($t1 - $t0)")"
     for log in "${logs[@]}"; do
         echo "  $(grep -o '[0-9]* write batches sent to PostgreSQL since start, [0-9]* durability claims' "$log" || true)"
     done
+    LAST_CREATES=$creates
+    LAST_CLAIMS=$(sed -n 's/.*, \([0-9]*\) durability claims.*/\1/p' "${logs[0]}" | tail -1)
     echo "  memo_changes rows read per create (pg_stat_user_tables; does not move with the load): $("${PSQL[@]}" -d "$db" -c \
         "SELECT 'by sequential scans ' || round(seq_tup_read::numeric / $creates, 1) || ' (' || seq_scan || ' scans), by index '
          || round(idx_tup_fetch::numeric / $creates, 1) FROM pg_stat_user_tables WHERE relname = 'memo_changes'")"
@@ -91,6 +106,14 @@ print(f'  wall {$t1 - $t0:.2f} s; CPU use of the 2 cores: {($s1 - $s0 + $p1 - $p
         ORDER BY total_exec_time DESC LIMIT 16" | sed 's/^/    /'
 }
 run "one server, 50 clients" one 1 50
+# The bound: one connection, each call its writes and its flush, as many writes per call as the server had per claim.
+BATCH=$(( (LAST_CREATES + LAST_CLAIMS / 2) / LAST_CLAIMS ))
+memo_write_script "$BATCH" "$WORK/write.sql"
+wal_reset
+TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T 5 -f "$WORK/write.sql" one 2>/dev/null \
+    | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+echo "== pgbench memo_write x$BATCH, one connection: $(python3 -c "print(round($TPS * $BATCH))") writes/s ($TPS calls/s)"
+wal_report "$(python3 -c "print(round($TPS * $BATCH * 5))")" 5
 run "two servers, 50 clients each" twice 2 100
 # EXPLAIN=ms: the plans of the statements that took longer (auto_explain, nested ones too), the slowest ones.
 if [ -n "${EXPLAIN:-}" ]; then grep -A12 "duration:" "$WORK/pg.log" | grep -v "^--$" | tail -${EXPLAIN_LINES:-80}; fi

@@ -83,16 +83,7 @@ stop_memos
 
 # 3. The design's bound: pgbench calling memo_write from one connection with the batch size the server used (the
 # server's default version policy: versions kept, trash on).
-CONTENT=$(python3 -c "print(('x' * 64).encode().hex())")
-KEEP=$(sed -n 's/.*static let defaultKeep = \([0-9]*\).*/\1/p' Sources/MemoModel/Versions.swift)
-cat >"$WORK/write.sql" <<EOF
-SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$BATCH]),
-    ARRAY(SELECT gen_random_uuid() FROM generate_series(1, $BATCH)),
-    array_fill('\\x$CONTENT'::bytea, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]),
-    array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(NULL::bigint, ARRAY[$BATCH]), (extract(epoch FROM clock_timestamp()) * 1e6)::bigint,
-    9223372036854775807, array_fill(''::text, ARRAY[$BATCH]), array_fill(''::text, ARRAY[$BATCH]),
-    array_fill(NULL::bigint, ARRAY[$BATCH]), array_fill(false, ARRAY[$BATCH]), $KEEP, true);
-EOF
+memo_write_script "$BATCH" "$WORK/write.sql"
 TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$SECONDS_PG" -f "$WORK/write.sql" one 2>/dev/null \
     | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
 BOUND=$(python3 -c "print(f'{$TPS * $BATCH:.1f}')")
