@@ -109,6 +109,11 @@ enum WriteCall {
     /// An element of a text array literal: quoted, with backslashes and quotes escaped (a certificate's name may
     /// hold any character, and an empty one must not read as NULL).
     private static func quoted(_ text: String) -> String {
+        // Most names hold neither: one concatenation, not a scalar at a time (which was 2.6% of a server's samples
+        // under 50 clients' creates over PostgreSQL).
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) {
+            return "\"" + text + "\""
+        }
         var out = "\""
         for character in text.unicodeScalars {
             if character == "\\" || character == "\"" { out.unicodeScalars.append("\\") }

@@ -276,6 +276,24 @@ struct PostgresVersionsTests {
         }
     }
 
+    @Test func authorsWithQuotesBackslashesCommasBracesOrNothingAreStoredAsTheyAre() async throws {
+        // The batch sends the authors as text array literals: each element is quoted, with backslashes and quotes
+        // escaped, so that an empty name is not NULL and a comma or a brace is not a separator.
+        let postgres = try TestPostgres.shared()
+        let store = try PostgresStore(uri: postgres.uri(try postgres.makeDatabaseName()))
+        defer { store.close() }
+        let authors = [
+            Author(name: "", serial: ""), Author(name: "a\"b", serial: "c\\d"), Author(name: "NULL", serial: "{x,y}"),
+            Author(name: "\\\"", serial: "가 é, \u{1F600}"), Author(name: "plain", serial: "0A"),
+        ]
+        for author in authors {
+            let made = try await store.perform(.create(id: UUID(), content: "by", insertMicros: nil, author: author))
+            #expect(made.author == author)
+            let kept = try await store.history(id: made.id, limit: 10).versions.first?.author
+            #expect(kept == author)
+        }
+    }
+
     @Test func versionsAndTrashEntriesNotYetClaimedDurableAreNotShown() async throws {
         let postgres = try TestPostgres.shared()
         let database = try postgres.makeDatabaseName()
