@@ -251,7 +251,7 @@ public final class MemoConnection: Sendable {
     /// Creates a memo. The id is chosen here when not given, so a create resent after a lost answer finds the
     /// memo the first try made instead of making a second one.
     public func create(content: String, id: UUID? = nil, insertDate: Date? = nil) async throws -> Memo {
-        try await create(content: content, id: id ?? UUID(), insertMicros: insertDate?.unixMicros)
+        try await create(content: content, id: id ?? UUID.random(), insertMicros: insertDate?.unixMicros)
     }
 
     /// Creates a memo with this id and, for an import, these dates (microseconds since the epoch).

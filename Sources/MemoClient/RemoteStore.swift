@@ -370,7 +370,7 @@ public final class RemoteStore: MemoStorage {
 
     @discardableResult
     public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
-        let id = id ?? UUID()
+        let id = id ?? UUID.random()
         let now = Date().unixMicros
         let insert = insertDate?.unixMicros
         let shown = Memo(id: id, content: content, insertMicros: insert ?? now, updateMicros: now, revision: 0)

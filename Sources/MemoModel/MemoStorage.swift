@@ -191,7 +191,7 @@ extension ServingStore {
     // at once and keeps its own.)
 
     public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
-        try await perform(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
+        try await perform(.create(id: id ?? UUID.random(), content: content, insertMicros: insertDate?.unixMicros))
     }
 
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {

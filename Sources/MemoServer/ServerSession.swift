@@ -214,7 +214,7 @@ struct ServerSession {
             pendingLists += 1
             queue(&actions, .sendPage(requestID: id, store.page(after: after, limit: Int(limit))))
         case .create(let memoID, let insert, let update, let content):
-            write(&actions, id, .create(id: memoID ?? UUID(), content: content, insertMicros: insert,
+            write(&actions, id, .create(id: memoID ?? UUID.random(), content: content, insertMicros: insert,
                                         updateMicros: update, author: author))
         case .update(let memoID, let expected, let content, let merge):
             write(&actions, id, .update(id: memoID, content: content, expectedRevision: expected, merge: merge,

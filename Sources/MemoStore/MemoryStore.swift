@@ -37,7 +37,7 @@ public final class MemoryStore: StateBackedStore {
     }
 
     public func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
-        try write(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))
+        try write(.create(id: id ?? UUID.random(), content: content, insertMicros: insertDate?.unixMicros))
     }
 
     public func update(id: UUID, content: String, expectedRevision: UInt64?) async throws -> Memo {
