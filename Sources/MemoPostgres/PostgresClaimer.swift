@@ -125,6 +125,20 @@ final class PostgresClaimer: Sendable {
         stopped.signal()
     }
 
+    /// The claim (`PostgresSQL.durable`) and, after it in the same round trip, the notification the feeds wait for
+    /// (`PostgresSQL.notifyDurable`, the durable head then `suffix`): what every claim sends, this claimer's and a
+    /// feed's for a commit nobody claimed.
+    /// - Returns: how the notification went; the claim stands either way.
+    /// - Throws: the claim's error.
+    static func claimAndNotify(
+        on connection: PGConnection, notifying suffix: String, prepared: Bool = false, deadline: DispatchTime? = nil
+    ) throws(PGError) -> Result<PGResult, PGError> {
+        let (_, following) = try connection.execute(
+            PostgresSQL.durable, [], then: [(PostgresSQL.notifyDurable, [.text(suffix)])], prepared: prepared,
+            deadline: deadline)
+        return following[0]
+    }
+
     /// Claims durable everything committed so far and notifies the other servers, in one round trip; a
     /// connection found dead before the claim was sent is replaced once.
     /// - Returns: whether the notification went out, or why the claim failed.
@@ -144,10 +158,7 @@ final class PostgresClaimer: Sendable {
                     message: "PostgreSQL is unavailable: \(link.lastError)", sqlState: nil, connectionLost: true))
             }
             do throws(PGError) {
-                let (_, following) = try current.execute(
-                    PostgresSQL.durable, [], then: [(PostgresSQL.notifyDurable, [.text(suffix)])], prepared: true,
-                    deadline: deadline)
-                switch following[0] {
+                switch try Self.claimAndNotify(on: current, notifying: suffix, prepared: true, deadline: deadline) {
                 case .success:
                     return .success(true)
                 case .failure(let error):

@@ -487,9 +487,9 @@ final class PostgresFeed: Sendable {
             return false
         }
         unclaimed = heads.committed
-        _ = try connection.execute(
-            PostgresSQL.durable, [],
-            then: [(PostgresSQL.notifyDurable, [.text(FeedPayload.suffix(origin: stats.origin, changes: []))])])
+        // A lost notification costs the other servers at most their next periodic read.
+        _ = try PostgresClaimer.claimAndNotify(
+            on: connection, notifying: FeedPayload.suffix(origin: stats.origin, changes: []))
         log(LogRecord(
             .info, "feed_claimed", [("after", "\(heads.durable)"), ("head", "\(heads.committed)")],
             text: "claimed the commits after revision \(heads.durable) up to \(heads.committed), which no server had "

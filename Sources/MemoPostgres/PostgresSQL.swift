@@ -431,8 +431,8 @@ $$;
         """
 
     /// The committed head and the durable head at one instant: a commit that no claim covers for long shows
-    /// there (`PostgresFeed` claims it). Apart from `changesAfter`, and once a second, because every write
-    /// updates the head's row: a feed that reads often (two servers writing) paid for reading it each time.
+    /// there (`PostgresFeed` claims it). A statement of its own, run once a second, not columns of `changesAfter`:
+    /// a feed reads that often when two servers write, and every write updates the head's row.
     static let heads = """
         SELECT h.revision, (SELECT coalesce(max(d.revision), 0) FROM memo_durable d) FROM memo_head h WHERE h.one
         """
