@@ -21,6 +21,10 @@
 #                          when run as root, which initdb requires), started on a free loopback port with the
 #                          settings given (each "-c name=value"), stopped when the script ends; sets PGPORT, PG_PID
 #                          and PSQL (psql as the superuser memo, unaligned, stopping at the first error)
+#   pgbench_memo_write BATCH SECONDS DATABASE
+#                          the design's bound: pgbench calling memo_write with BATCH creates from one connection;
+#                          prints its calls per second
+#   claims_of LOG          the durability claims a stopped PostgreSQL-backed memo-server logged
 
 bench_workdir() {
     WORK=$(mktemp -d "/tmp/$1.XXXXXX")
@@ -91,13 +95,13 @@ start_postgres() {
     PSQL=("$PGBIN/psql" -X -A -t -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U memo)
 }
 
-# memo_write_script BATCH FILE: a pgbench script calling memo_write with BATCH creates of 64 bytes and the server's
-# default version policy (versions kept, trash on): the design's bound, one transaction that writes and flushes.
-memo_write_script() {
+# Creates of 64 bytes, the server's default version policy (versions kept, trash on), each call one transaction that
+# writes and flushes.
+pgbench_memo_write() {
     local content keep
     content=$(python3 -c "print(('x' * 64).encode().hex())")
     keep=$(sed -n 's/.*static let defaultKeep = \([0-9]*\).*/\1/p' Sources/MemoModel/Versions.swift)
-    cat >"$2" <<EOF
+    cat >"$WORK/write.sql" <<EOF
 SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$1]),
     ARRAY(SELECT gen_random_uuid() FROM generate_series(1, $1)),
     array_fill('\\x$content'::bytea, ARRAY[$1]), array_fill(NULL::bigint, ARRAY[$1]),
@@ -105,4 +109,10 @@ SELECT count(*) FROM memo_write(array_fill(1::smallint, ARRAY[$1]),
     9223372036854775807, array_fill(''::text, ARRAY[$1]), array_fill(''::text, ARRAY[$1]),
     array_fill(NULL::bigint, ARRAY[$1]), array_fill(false, ARRAY[$1]), $keep, true);
 EOF
+    "$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$2" -f "$WORK/write.sql" "$3" 2>/dev/null \
+        | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+
+claims_of() {
+    sed -n 's/.*write batches sent to PostgreSQL since start, \([0-9]*\) durability claims.*/\1/p' "$1"
 }

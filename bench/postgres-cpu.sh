@@ -89,7 +89,7 @@ print(f'  wall {$t1 - $t0:.2f} s; CPU use of the 2 cores: {($s1 - $s0 + $p1 - $p
         echo "  $(grep -o '[0-9]* write batches sent to PostgreSQL since start, [0-9]* durability claims' "$log" || true)"
     done
     LAST_CREATES=$creates
-    LAST_CLAIMS=$(sed -n 's/.*, \([0-9]*\) durability claims.*/\1/p' "${logs[0]}" | tail -1)
+    LAST_CLAIMS=$(claims_of "${logs[0]}" | tail -1)
     echo "  memo_changes rows read per create (pg_stat_user_tables; does not move with the load): $("${PSQL[@]}" -d "$db" -c \
         "SELECT 'by sequential scans ' || round(seq_tup_read::numeric / $creates, 1) || ' (' || seq_scan || ' scans), by index '
          || round(idx_tup_fetch::numeric / $creates, 1) FROM pg_stat_user_tables WHERE relname = 'memo_changes'")"
@@ -108,10 +108,8 @@ print(f'  wall {$t1 - $t0:.2f} s; CPU use of the 2 cores: {($s1 - $s0 + $p1 - $p
 run "one server, 50 clients" one 1 50
 # The bound: one connection, each call its writes and its flush, as many writes per call as the server had per claim.
 BATCH=$(( (LAST_CREATES + LAST_CLAIMS / 2) / LAST_CLAIMS ))
-memo_write_script "$BATCH" "$WORK/write.sql"
 wal_reset
-TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T 5 -f "$WORK/write.sql" one 2>/dev/null \
-    | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+TPS=$(pgbench_memo_write "$BATCH" 5 one)
 echo "== pgbench memo_write x$BATCH, one connection: $(python3 -c "print(round($TPS * $BATCH))") writes/s ($TPS calls/s)"
 wal_report "$(python3 -c "print(round($TPS * $BATCH * 5))")" 5
 run "two servers, 50 clients each" twice 2 100

@@ -52,9 +52,6 @@ bench_create() {  # servers (comma-separated) [clients, 50] -> creates per secon
 batches_of() {  # a stopped server's log -> write batches it sent
     sed -n 's/.*; \([0-9]*\) write batches sent to PostgreSQL.*/\1/p' "$1"
 }
-claims_of() {  # a stopped server's log -> durability claims it made (flushes it waited for); the batches before them
-    sed -n 's/.*write batches sent to PostgreSQL since start, \([0-9]*\) durability claims.*/\1/p' "$1"
-}
 
 if [ -z "${FANOUT:-}" ]; then
 # 1. Durable create c50 through one server, and the batch size it used.
@@ -83,9 +80,7 @@ stop_memos
 
 # 3. The design's bound: pgbench calling memo_write from one connection with the batch size the server used (the
 # server's default version policy: versions kept, trash on).
-memo_write_script "$BATCH" "$WORK/write.sql"
-TPS=$("$PGBIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U memo -c 1 -T "$SECONDS_PG" -f "$WORK/write.sql" one 2>/dev/null \
-    | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
+TPS=$(pgbench_memo_write "$BATCH" "$SECONDS_PG" one)
 BOUND=$(python3 -c "print(f'{$TPS * $BATCH:.1f}')")
 fi
 
