@@ -128,11 +128,14 @@ final class SQLiteWriter: @unchecked Sendable {
             "SELECT revision FROM changes WHERE version = \(SQLiteSchema.trashVersion) AND update_us < ?")
         let keptFor = try schema.value(of: "keep")
         swept = try schema.value(of: "swept") ?? 0
-        try inTransaction { () throws(MemoError) in
-            if keptFor != Int64(policy.keep) {
-                try capEveryMemo()
-            } else {
-                try sweep(dropBelow: trimmed)
+        if keptFor != Int64(policy.keep) {
+            try inTransaction { () throws(MemoError) in try capEveryMemo() }
+        } else {
+            do throws(MemoError) {
+                try inTransaction { () throws(MemoError) in try sweep(dropBelow: trimmed) }
+            } catch .storageFull {
+                // Housekeeping waits for room (the purge pass and closing sweep again): a store restarted on a
+                // full disk must still open and serve its reads.
             }
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import MemoModel
 import MemoProbe
-import MemoSQLite
+@testable import MemoSQLite
 import MemoServer
 import MemoStore
 import MemoTestSupport
@@ -247,6 +247,65 @@ struct DiskFullTests {
         store = try SQLiteStore(path: path, reserveBytes: 0)
         #expect(store.revision == head)
         #expect(Dictionary(uniqueKeysWithValues: store.snapshot().memos.map { ($0.id, $0) }) == live)
+    }
+
+    /// A store reopened on a full disk with a sweep left to do (versions fell since the last sweep, and the one on
+    /// closing could not be written) opens and serves: the sweep is housekeeping and waits for room. The opening
+    /// used to run it in the same step and refuse to start with `storage full`, so a server restarted on a full
+    /// disk served nothing, reads included.
+    @Test func aStoreWithASweepLeftToDoOpensOnAFullDiskAndSweepsOnceThereIsRoom() async throws {
+        let disk = try SmallFilesystem.mount(megabytes: 2)
+        defer { disk.unmount() }
+        let path = disk.path + "/memos.sqlite"
+        let policy = VersionPolicy(keep: 1)
+        var store = try SQLiteStore(path: path, reserveBytes: 0, versions: policy)
+        defer { store.close() }
+        // One memo written three times: with one version kept, the first two fall at the next sweep.
+        let id = UUID()
+        var ops = [WriteOp.create(id: id, content: Self.content(0, size: 20_000), insertMicros: nil)]
+        for version in 1...2 {
+            ops.append(.update(id: id, content: Self.content(version, size: 20_000), expectedRevision: nil))
+        }
+        for op in ops {
+            let results = await Self.submitAll([op], to: store)
+            guard case .success(.change) = results[0] else {
+                Issue.record("\(op) was answered \(results[0])")
+                return
+            }
+        }
+        let written = try #require(store.snapshot().memos.first)
+
+        // Fill every byte left: the sweep on closing has no room for its pages in the log.
+        let filler = disk.path + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(fd >= 0)
+        let block = [UInt8](repeating: 0x55, count: 4096)
+        while write(fd, block, block.count) > 0 {}
+        close(fd)
+        #expect(disk.freeBytes == 0)
+        store.close()
+
+        // The restart on the full disk opens the file and serves what was written; the fallen versions wait.
+        store = try SQLiteStore(path: path, reserveBytes: 0, versions: policy)
+        #expect(store.snapshot().memos == [written])
+        #expect(try Self.olderVersionsKept(path) == 2)
+
+        // Room again: the sweep is written (on closing at the latest) and the file is sound.
+        try FileManager.default.removeItem(atPath: filler)
+        store.close()
+        #expect(try Self.olderVersionsKept(path) == 0)
+        #expect(try SQLiteStore.integrityCheck(path: path) == ["ok"])
+        store = try SQLiteStore(path: path, reserveBytes: 0, versions: policy)
+        #expect(store.snapshot().memos == [written])
+    }
+
+    /// The rows of the file at `path` kept as versions other than a memo's current one.
+    static func olderVersionsKept(_ path: String) throws -> Int64 {
+        let database = try SQLiteDatabase(path: path)
+        defer { database.close() }
+        let count = try database.prepare("SELECT count(*) FROM changes WHERE current = 0 AND version <> 0")
+        defer { count.reset() }
+        return try count.step() ? count.int64(0) : -1
     }
 
     /// Issue 24, item 9: a full disk refused deletes too, so no one could make room by deleting memos. Now the
