@@ -146,10 +146,14 @@ extension Invocation {
 
     /// Everything the command line says, read in one go: ClientCommandTable's parser checks the options (unknown,
     /// missing values, given twice, for another command), then each command reads its arguments.
-    public static func parse(_ argv: [String], environment: [String: String]) throws(UsageError) -> Invocation {
+    /// - Parameter environment: read only when the line is more than help or the version.
+    public static func parse(
+        _ argv: [String], environment readEnvironment: @autoclosure () -> [String: String]
+    ) throws(UsageError) -> Invocation {
         let line = try ClientCommandTable.table.parse(argv)
         if line.wantsHelp { return .help(command: line.helpTopic) }
         if line.flag("--version") { return .version }
+        let environment = readEnvironment()
         var arguments = line.arguments
         var json = line.flag("--json")
         let output = try line.value("--output").map { text throws(UsageError) in try OutputFormat.parse(text) }

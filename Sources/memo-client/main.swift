@@ -38,7 +38,12 @@ func printChecked(_ text: String) -> Int32 {
 
 /// The process's environment, read once: `ProcessInfo.environment` builds a new dictionary on every call (about
 /// 0.4 million instructions for 130 variables), and the command line, the output style and the runner each read it.
-let environment = ProcessInfo.processInfo.environment
+/// Read on first use, not at start: `--version` and `--help` never need it, and building it (the runtime's first
+/// lookup of `String: Hashable` for the dictionary's type, a walk of every conformance record of the static binary)
+/// was 0.78 million of `--version`'s 5.87 million instructions (callgrind).
+enum ProcessEnvironment {
+    static let values = ProcessInfo.processInfo.environment
+}
 
 /// Reads the command line (before any thread starts); a usage error or arguments that are not UTF-8 end the
 /// program here.
@@ -54,7 +59,7 @@ func parseCommandLine() -> Invocation {
     }
     let invocation: Invocation
     do {
-        invocation = try Invocation.parse(argv, environment: environment)
+        invocation = try Invocation.parse(argv, environment: ProcessEnvironment.values)
     } catch {
         fail(usage: error)
     }
@@ -121,6 +126,7 @@ func runMain(_ invocation: Invocation, loop: EventLoop? = nil) async -> Int32 {
         fail(usage: UsageError("no command given (and not on a terminal)"))
     }
     let err = BufferedOutput(fd: STDERR_FILENO, onBrokenPipe: { exit(0) })
+    let environment = ProcessEnvironment.values
     let style = OutputStyle.detect(json: json, format: output, environment: environment)
     var runner = CommandRunner(
         configuration: configuration, style: style, out: standardOutput, err: err, environment: environment)
