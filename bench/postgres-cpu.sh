@@ -4,7 +4,9 @@
 # memo_write runs and their time (pg_stat_statements, track all), the client backends' wait events sampled every
 # 20 ms, the batches per claim, and the WAL's flushes (pg_stat_wal: how many, how long each, and the writes each
 # covered). One server with 50 clients; pgbench calling memo_write from one connection with the writes per claim the
-# server had (the design's bound in bench/postgres.sh), with its own flushes; then two servers with 50 clients each.
+# server had (the design's bound in bench/postgres.sh), with its own flushes; then two servers with 50 clients each;
+# last, one server with 50 clients again, stage-traced: where its write spends its time, step by step
+# (bench/write-stages.py).
 #
 #   BIN=.build/release N_REQ=20000 bench/postgres-cpu.sh
 set -euo pipefail
@@ -46,13 +48,14 @@ wal_report() {  # writes seconds -> the WAL's flushes since wal_reset: rate, mea
         || ' writes per flush, ' || round(wal_bytes / greatest($1, 1)) || ' WAL bytes per write' FROM pg_stat_wal"
 }
 
-run() {  # label database servers clients
-    local label=$1 db=$2 n=$3 clients=$4 servers=() addrs=() logs=()
+run() {  # label database servers clients [stage trace of the first server]
+    local label=$1 db=$2 n=$3 clients=$4 trace=${5:-} servers=() addrs=() logs=()
     "${PSQL[@]}" -d postgres -c "CREATE DATABASE $db"; "${PSQL[@]}" -d postgres -c "TRUNCATE waits"
     "${PSQL[@]}" -d "$db" -c "SELECT 1" >/dev/null
     for i in $(seq 1 "$n"); do
         local out="$WORK/$db-$i"
-        "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$db" \
+        MEMO_STAGE_TRACE=$([ "$i" = 1 ] && echo "$trace" || true) \
+            "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "postgresql://memo@127.0.0.1:$PGPORT/$db" \
             --certs "$CERTS" >"$out.out" 2>"$out.log" &
         PIDS+=("$!"); servers+=("$!"); logs+=("$out.log")
         for _ in $(seq 1 200); do grep -q "listening on" "$out.out" 2>/dev/null && break; sleep 0.05; done
@@ -113,6 +116,10 @@ TPS=$(pgbench_memo_write "$BATCH" 5 one)
 echo "== pgbench memo_write x$BATCH, one connection: $(python3 -c "print(round($TPS * $BATCH))") writes/s ($TPS calls/s)"
 wal_report "$(python3 -c "print(round($TPS * $BATCH * 5))")" 5
 run "two servers, 50 clients each" twice 2 100
+# Where one server's write spends its time, step by step (a run of its own: the trace's records cost a little).
+run "one server, 50 clients, stage-traced" traced 1 50 "$WORK/traced.trace" >"$WORK/traced.report"
+head -1 "$WORK/traced.report"
+bench/write-stages.py "$WORK/traced.trace" | sed 's/^/  /'
 # EXPLAIN=ms: the plans of the statements that took longer (auto_explain, nested ones too), the slowest ones.
 if [ -n "${EXPLAIN:-}" ]; then grep -A12 "duration:" "$WORK/pg.log" | grep -v "^--$" | tail -${EXPLAIN_LINES:-80}; fi
 [ -z "${PG_LOG:-}" ] || cp "$WORK/pg.log" "$PG_LOG"

@@ -10,9 +10,19 @@ import Synchronization
 /// FILE as `revision stage nanoseconds` lines, the time on CLOCK_MONOTONIC so that the files of several servers
 /// and the benchmark client's receipts on one machine compare. Off, a stage costs one load of a constant.
 public enum StageTrace {
-    /// Where a change is, in the order a cross-server delivery passes the stages.
+    /// Where a change is, in the order a cross-server delivery passes the stages; before them, the stages of a
+    /// PostgreSQL-backed server's own write (`submitted` to `claimed`, then `committed` and `applied`, then
+    /// `answered`: bench/write-stages.py).
     public enum Stage: String, Sendable {
-        /// The writer's call that numbered it returned: it is committed and claimed durable.
+        /// Its write was submitted to the store (recorded with the submission's own time).
+        case submitted
+        /// The writer sent the call that numbered it (recorded with the time the call was sent).
+        case sent
+        /// That call returned: committed, not yet claimed durable.
+        case returned
+        /// The claimer sent the claim that covers it.
+        case claimed
+        /// The claim that covers it returned: it is committed and durable.
         case committed
         /// The notification that announces it was sent (the writer's server; in the same round trip as the
         /// commit, so recorded with it).
@@ -29,6 +39,8 @@ public enum StageTrace {
         case fanout
         /// A loop has written it to every subscriber's socket (one entry per loop).
         case written
+        /// Its write's answer was handed to its connection's loop (the writer's server, once applied there).
+        case answered
     }
 
     private struct Entry {
@@ -54,6 +66,18 @@ public enum StageTrace {
         let now = monotonicNanos()
         entries.withLock { entries in
             if entries.count < capacity { entries.append(Entry(revision: revision, stage: stage, nanos: now)) }
+        }
+    }
+
+    /// Records that `revision` reached `stage` at `time`, taken earlier: its place on CLOCK_MONOTONIC is its
+    /// distance from now (`DispatchTime` does not promise that clock).
+    @inline(__always)
+    public static func record(_ stage: Stage, _ revision: UInt64, at time: DispatchTime) {
+        guard path != nil else { return }
+        let ago = DispatchTime.now().uptimeNanoseconds &- time.uptimeNanoseconds
+        let nanos = monotonicNanos() &- ago
+        entries.withLock { entries in
+            if entries.count < capacity { entries.append(Entry(revision: revision, stage: stage, nanos: nanos)) }
         }
     }
 

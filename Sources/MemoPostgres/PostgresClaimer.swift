@@ -90,6 +90,7 @@ final class PostgresClaimer: Sendable {
             // claim covers, so that PostgreSQL runs no query for it.
             let mine = batches.count == 1 ? batches[0].changes : batches.flatMap(\.changes)
             let suffix = FeedPayload.suffix(origin: stats.origin, changes: mine)
+            StageTrace.record(.claimed, mine)
             switch claim(on: &connection, until: deadline, notifying: suffix) {
             case .success(let notified):
                 claims.add(1, ordering: .relaxed)
@@ -108,7 +109,9 @@ final class PostgresClaimer: Sendable {
                     // Answered once applied here, so that a read on this server sees it; a commit this server's
                     // feed has not applied by the deadline is answered all the same: it is durable, and a server
                     // that cannot follow stops serving reads (see `readiness`).
-                    feed.committed(batch.changes, after: batch.earlier, deadline: batch.deadline) { _ in
+                    let changes = batch.changes
+                    feed.committed(changes, after: batch.earlier, deadline: batch.deadline) { _ in
+                        StageTrace.record(.answered, changes)
                         for (completion, result) in zip(completions, results) { completion(result) }
                     }
                 }

@@ -259,12 +259,21 @@ public final class PostgresStore: StateBackedStore {
                 // other servers) while this thread sends the next batch: nothing is answered or handed on before
                 // the claim.
                 let ops = sent.map { batch[$0].op }
+                let sentAt = DispatchTime.now()
                 var (earlier, sentResults) = try WriteCall.write(
                     ops, on: connection, nowMicros: clock(), after: max(storeState.revision, handedOver),
                     policy: versions, deadline: deadline)
                 batches.add(1, ordering: .relaxed)
                 var changes: [Change] = []
                 for result in sentResults { if case .success(.change(let change)) = result { changes.append(change) } }
+                if StageTrace.path != nil {
+                    for (row, result) in sentResults.enumerated() {
+                        guard case .success(.change(let change)) = result else { continue }
+                        StageTrace.record(.submitted, change.revision, at: batch[sent[row]].submitted)
+                        StageTrace.record(.sent, change.revision, at: sentAt)
+                    }
+                    StageTrace.record(.returned, changes)
+                }
                 // Stale updates that asked to be merged (PostgresMerge): further calls after this one.
                 let merging = PostgresMerge.merge(
                     ops, &sentResults, on: connection, nowMicros: clock(),
