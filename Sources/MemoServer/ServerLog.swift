@@ -2,6 +2,7 @@ import Foundation
 import MemoDiagnostics
 import MemoModel
 import MemoSystem
+import Synchronization
 
 /// Where the server's log lines go: one line per event, written whole so lines from threads never interleave.
 /// Every line is one line: a multi-line message from a library is joined (`singleLine`).
@@ -19,18 +20,54 @@ public struct ServerLog: Sendable {
     }
 
     /// Lines on standard error, each prefixed with the UTC time (`text`), or JSON objects (`json`); records
-    /// below `level` are left out.
+    /// below `level` are left out. A thread of its own writes them (`QueuedLineWriter`): a reader of standard error
+    /// that stops reading holds no thread that serves clients; past 1 MiB of waiting lines they are dropped, and a
+    /// `log_dropped` warning says how many once the reader reads again.
     public static func standardError(format: LogFormat = .text, level: LogLevel = .info) -> ServerLog {
+        lines(to: standardErrorLines, format: format, level: level)
+    }
+
+    /// Lines for `writer`, formatted as `standardError` formats them (tests give a writer on a pipe of their own).
+    static func lines(to writer: QueuedLineWriter, format: LogFormat, level: LogLevel) -> ServerLog {
         ServerLog(records: { record in
             guard record.level >= level else { return }
-            let time = ServerLog.timestamp()
-            let line = switch format {
-            case .text: "\(time) \(record.text)\n"
-            case .json: record.json(time: time) + "\n"
+            writer.write(line(record, format)) { dropped in
+                line(LogRecord(
+                    .warn, "log_dropped", [("lines", "\(dropped)")],
+                    text: "\(dropped) log lines dropped: standard error was not read while "
+                        + "\(writer.capacity / 1024) KiB of lines waited"), format)
             }
-            // A log that cannot be written has nowhere to report that either.
-            try? FileDescriptor.writeAll(STDERR_FILENO, line)
         })
+    }
+
+    private static func line(_ record: LogRecord, _ format: LogFormat) -> String {
+        let time = ServerLog.timestamp()
+        return switch format {
+        case .text: "\(time) \(record.text)\n"
+        case .json: record.json(time: time) + "\n"
+        }
+    }
+
+    /// The writer of every `standardError` log, made on first use; the process waits for it at exit (at most
+    /// `exitWaitMillis`: a reader that stopped reading must not hold the exit either).
+    static let standardErrorLines: QueuedLineWriter = {
+        let writer = QueuedLineWriter(fd: STDERR_FILENO)
+        atexit { ServerLog.flushStandardError() }
+        standardErrorStarted.store(true, ordering: .releasing)
+        return writer
+    }()
+
+    private static let standardErrorStarted = Atomic<Bool>(false)
+
+    /// How long the exit waits for standard error's reader to take the lines still waiting.
+    public static let exitWaitMillis = 1_000
+
+    /// Waits until the log lines written so far are on standard error, or `exitWaitMillis` pass: before a message
+    /// that bypasses the log, so that it comes after them, and at exit.
+    public static func flushStandardError() {
+        // A process that never logged has no writer to wait for (and starts none for it).
+        guard standardErrorStarted.load(ordering: .acquiring) else { return }
+        standardErrorLines.flush(until: .now() + .milliseconds(exitWaitMillis))
     }
 
     /// Text lines on standard error at level info.

@@ -143,7 +143,9 @@ struct Serve {
         if let metrics = server.metricsAddress {
             log(.info, "metrics", [("listen", "\(metrics)")], "metrics on http://\(metrics) (/metrics, /healthz, /readyz)")
         }
-        // The one line on stdout, written whole and at once so that a parent waiting for it sees it now.
+        // The one line on stdout, written whole and at once so that a parent waiting for it sees it now, after the
+        // start's log lines (their writer is a thread of its own: ServerLog.standardError).
+        ServerLog.flushStandardError()
         let line = Array("listening on \(server.boundAddress)\n".utf8)
         _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
         // Listening, with the store loaded: systemd may start what depends on the server.

@@ -12,6 +12,8 @@ let freedMemoryWiped =
     ProcessInfo.processInfo.environment["MEMO_TLS_WIPE_FREED"] != "0" && TLSMemory.wipeFreedMemory()
 
 func fail(_ message: String, code: Int32) -> Never {
+    // After the log's lines still waiting, if any (a server that fails after it started logging).
+    ServerLog.flushStandardError()
     FileHandle.standardError.write(Data("memo-server: \(message)\n".utf8))
     exit(code)
 }

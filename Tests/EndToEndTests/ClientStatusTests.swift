@@ -214,6 +214,6 @@ struct ClientStatusTests {
             json = try runClient(["status", "--json"], server: servers, certs: certificates.path)
             return json.status == 0
         }, "\(json)")
-        #expect(second.log.contains("reloaded a snapshot at revision 1"), "\(second.log)")
+        #expect(pollUntil(seconds: 10) { second.log.contains("reloaded a snapshot at revision 1") }, "\(second.log)")
     }
 }

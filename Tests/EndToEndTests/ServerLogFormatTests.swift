@@ -19,6 +19,39 @@ func jsonLines(_ log: String, sourceLocation: SourceLocation = #_sourceLocation)
 
 @Suite("memo-server's log: text or JSON lines, one line per event", .serialized)
 struct ServerLogFormatTests {
+    /// A reader of the log that stops reading (a stopped `tee`, a stalled journal, a terminal held with Ctrl-S)
+    /// holds neither the server nor its exit. Before, a loop's log line into the full pipe held that loop: after
+    /// about 300 connections (64 KiB of `open` and `close` lines) the server answered nobody, and a SIGTERM's own
+    /// line held the exit too.
+    @Test func aLogReaderThatStopsReadingHoldsNeitherTheServerNorItsExit() throws {
+        let certificates = try TestCertificates()
+        let data = try TemporaryDirectory()
+        let log = Pipe()  // read only at the end
+        let server = try ServerProcess(
+            arguments: ["--store", "memory", "--certs", certificates.path, "--listen", "127.0.0.1:0"],
+            directory: data, standardError: log.fileHandleForWriting)
+        try log.fileHandleForWriting.close()  // the server has its own copy
+        let address = try SocketAddress(parsing: server.address)
+        // Two lines a connection, about 300 bytes: 600 connections are nearly three times what the pipe holds.
+        for number in 0..<600 {
+            let client = try TestClient(address: address, identity: certificates.client())
+            try client.hello()
+            #expect(try client.request(.ping(nonce: UInt64(number))) == .pong(nonce: UInt64(number)))
+            client.socket.close()
+        }
+        // Stopped with the pipe still full and unread: it exits once its wait for the reader (a second) is over.
+        let exited = DispatchSemaphore(value: 0)
+        server.process.terminationHandler = { _ in exited.signal() }
+        server.signal(SIGTERM)
+        #expect(exited.wait(timeout: .now() + 30) == .success, "the server did not exit")
+        #expect(server.process.terminationStatus == 0)
+        // What the pipe held: the first lines, whole and in order.
+        let text = String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let lines = text.split(separator: "\n")
+        #expect(lines.contains { $0.contains(" serving memory ") }, "\(lines.prefix(3))")
+        #expect(lines.filter { $0.contains(" open conn=") }.first?.contains(" open conn=1 ") == true)
+    }
+
     @Test func everyLineOfAJSONLogOfASessionIsAnObjectWithTimeLevelEventAndTheTextLinesFields() throws {
         let certificates = try TestCertificates()
         let data = try TemporaryDirectory()

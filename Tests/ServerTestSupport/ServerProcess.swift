@@ -11,9 +11,12 @@ package final class ServerProcess {
     package let address: String
     package let stderrPath: String
 
-    /// - Parameter environment: the server's environment (nil: the test's own).
+    /// - Parameters:
+    ///   - environment: the server's environment (nil: the test's own).
+    ///   - standardError: where its log goes (nil: a file in `directory`, which `log` reads).
     package init(
-        arguments: [String], directory: TemporaryDirectory, environment: [String: String]? = nil
+        arguments: [String], directory: TemporaryDirectory, environment: [String: String]? = nil,
+        standardError: FileHandle? = nil
     ) throws {
         process.executableURL = URL(fileURLWithPath: builtExecutable("memo-server"))
         process.arguments = ["serve"] + arguments
@@ -22,7 +25,7 @@ package final class ServerProcess {
         process.standardOutput = output
         stderrPath = directory.path + "/server-\(UUID().uuidString.prefix(8)).log"
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.standardError = try standardError ?? FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         try process.run()
         // Wait for the line, with a deadline so that a server that never starts fails the test.
         let line = Recorder<String>()
