@@ -43,7 +43,7 @@ final class QueuedLineWriter: Sendable {
     /// Queues `line` (with its newline), or drops it when `capacity` bytes already wait; never blocks on the reader.
     /// - Parameter notice: the line that reports a number of dropped lines, should this one be dropped.
     func write(_ line: String, notice: @escaping @Sendable (Int) -> String) {
-        let queued = state.withLock { state -> Bool in
+        let first = state.withLock { state -> Bool in
             let size = line.utf8.count
             guard state.bytes + size <= capacity || state.lines.isEmpty else {
                 state.dropped += 1
@@ -53,9 +53,10 @@ final class QueuedLineWriter: Sendable {
             state.lines.append(line)
             state.bytes += size
             state.queued += 1
-            return true
+            return state.lines.count == 1
         }
-        if queued { ready.signal() }
+        // Only the first line of a batch wakes the thread: the others find it awake, or about to take them all.
+        if first { ready.signal() }
     }
 
     /// Waits until every line queued before the call is written, or `deadline` passes.
