@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MemoDiagnostics
 @testable import MemoServer
 import MemoTestSupport
 import Testing
@@ -62,6 +63,37 @@ struct QueuedLineWriterTests {
         #expect(accounted == 2_000)
         #expect(notices > 0 && kept > 0 && kept < 2_000, "\(kept) lines kept, \(notices) notices")
         #expect(lines.last == "after")
+    }
+
+    @Test func theDroppedLinesNoticeIsARecordInTheLogsOwnFormat() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let writer = QueuedLineWriter(fd: ends[1], capacity: 4_096, name: "test-log")
+        defer { writer.stop() }
+        let log = ServerLog.lines(to: writer, format: .json, level: .info)
+        for number in 0..<2_000 {
+            log(.info, "open", [("conn", "\(number)")], "open conn=\(number) " + String(repeating: "x", count: 60))
+        }
+        let read = Recorder<Data>()
+        let done = DispatchSemaphore(value: 0)
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            read.record(FileHandle(fileDescriptor: readEnd).readDataToEndOfFile())
+            done.signal()
+        }
+        #expect(writer.flush(until: .now() + 10))
+        close(ends[1])
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let objects = try String(decoding: read.values.first ?? Data(), as: UTF8.self).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)")
+        }
+        let notices = objects.filter { $0["event"] as? String == "log_dropped" }
+        #expect(!notices.isEmpty)
+        #expect(notices.allSatisfy { $0["level"] as? String == "warn" && Int($0["lines"] as? String ?? "") != nil })
+        let kept = objects.count - notices.count
+        let dropped = notices.reduce(0) { $0 + (Int($1["lines"] as? String ?? "") ?? 0) }
+        #expect(kept + dropped == 2_000)
     }
 
     @Test func flushWaitsForTheLinesQueuedAndGivesUpAtItsDeadlineWhenNobodyReads() throws {
