@@ -12,6 +12,22 @@ struct QueuedLineWriterTests {
         "line \(number) " + String(repeating: "x", count: 90) + "\n"
     }
 
+    /// Everything the pipe's read end gives until its write end is closed: read on a thread of its own while `then`
+    /// runs (it writes the rest and closes the write end), so that the writer is never held by a full pipe.
+    static func drain(_ ends: [Int32], then: () -> Void) -> String {
+        let read = Recorder<Data>()
+        let done = DispatchSemaphore(value: 0)
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            read.record(FileHandle(fileDescriptor: readEnd).readDataToEndOfFile())
+            done.signal()
+        }
+        then()
+        close(ends[1])
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        return String(decoding: read.values.first ?? Data(), as: UTF8.self)
+    }
+
     @Test func linesPastTheCapacityAreDroppedNotWaitedForAndCountedInTheirPlaceOnceTheReaderReads() throws {
         var ends: [Int32] = [0, 0]
         try #require(pipe(&ends) == 0)
@@ -31,19 +47,12 @@ struct QueuedLineWriterTests {
 
         // The reader reads again: every line kept, in order, each run of dropped lines counted in its place, and
         // then what follows.
-        let read = Recorder<Data>()
-        let done = DispatchSemaphore(value: 0)
-        let readEnd = ends[0]
-        Thread.detachNewThread {
-            read.record(FileHandle(fileDescriptor: readEnd).readDataToEndOfFile())
-            done.signal()
+        let text = Self.drain(ends) {
+            #expect(writer.flush(until: .now() + 10))
+            writer.write("after\n") { dropped in "dropped \(dropped)\n" }
+            #expect(writer.flush(until: .now() + 10))
         }
-        #expect(writer.flush(until: .now() + 10))
-        writer.write("after\n") { dropped in "dropped \(dropped)\n" }
-        #expect(writer.flush(until: .now() + 10))
-        close(ends[1])
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        let lines = String(decoding: read.values.first ?? Data(), as: UTF8.self).split(separator: "\n").map(String.init)
+        let lines = text.split(separator: "\n").map(String.init)
 
         var accounted = 0
         var kept = 0
@@ -75,17 +84,8 @@ struct QueuedLineWriterTests {
         for number in 0..<2_000 {
             log(.info, "open", [("conn", "\(number)")], "open conn=\(number) " + String(repeating: "x", count: 60))
         }
-        let read = Recorder<Data>()
-        let done = DispatchSemaphore(value: 0)
-        let readEnd = ends[0]
-        Thread.detachNewThread {
-            read.record(FileHandle(fileDescriptor: readEnd).readDataToEndOfFile())
-            done.signal()
-        }
-        #expect(writer.flush(until: .now() + 10))
-        close(ends[1])
-        #expect(done.wait(timeout: .now() + 10) == .success)
-        let objects = try String(decoding: read.values.first ?? Data(), as: UTF8.self).split(separator: "\n").map {
+        let text = Self.drain(ends) { #expect(writer.flush(until: .now() + 10)) }
+        let objects = try text.split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)")
         }
         let notices = objects.filter { $0["event"] as? String == "log_dropped" }
