@@ -28,6 +28,7 @@ final class QueuedLineWriter: Sendable {
     private let state = Mutex(State())
     private let ready = DispatchSemaphore(value: 0)
     private let progressed = DispatchSemaphore(value: 0)
+    private let ended = DispatchSemaphore(value: 0)
 
     /// The bytes of lines that wait by default: about 7,000 connection lines, several seconds of a busy server.
     static let defaultCapacity = 1 << 20
@@ -70,13 +71,16 @@ final class QueuedLineWriter: Sendable {
         return true
     }
 
-    /// Writes what waits, then ends the thread (the process's own writer is never stopped: tests stop theirs).
+    /// Writes what waits, ends the thread and returns when it has ended: the descriptor may then be closed (the
+    /// process's own writer is never stopped: tests stop theirs).
     func stop() {
         state.withLock { $0.stopping = true }
         ready.signal()
+        ended.wait()
     }
 
     private func run() {
+        defer { ended.signal() }
         while true {
             ready.wait()
             let (lines, dropped, notice, stopping) = state.withLock { state in

@@ -103,8 +103,10 @@ struct QueuedLineWriterTests {
         try #require(pipe(&ends) == 0)
         let writer = QueuedLineWriter(fd: ends[1], name: "test-log")
         defer {
-            writer.stop()
+            // The read end first, so that the writer's blocked write fails (EPIPE); the write end only once its
+            // thread has ended: a number closed under a writer still running is reused by the next pipe made.
             close(ends[0])
+            writer.stop()
             close(ends[1])
         }
         writer.write("first\n") { _ in "" }
