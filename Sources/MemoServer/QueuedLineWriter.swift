@@ -17,7 +17,7 @@ final class QueuedLineWriter: Sendable {
         var dropped = 0
         /// Makes the line that reports `dropped` (the log's format), from the last line dropped.
         var notice: (@Sendable (Int) -> String)?
-        /// Lines taken so far, and lines written (or failed) so far: `flush` waits for the second to reach the first.
+        /// Lines queued so far, and lines written (or failed) so far: `flush` waits for the second to reach the first.
         var queued = 0
         var written = 0
         var stopping = false
