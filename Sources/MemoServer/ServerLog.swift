@@ -29,14 +29,16 @@ public struct ServerLog: Sendable {
 
     /// Lines for `writer`, formatted as `standardError` formats them (tests give a writer on a pipe of their own).
     static func lines(to writer: QueuedLineWriter, format: LogFormat, level: LogLevel) -> ServerLog {
-        ServerLog(records: { record in
+        // Made once here, not with every line: the writer calls it only when lines were dropped.
+        let notice: @Sendable (Int) -> String = { dropped in
+            line(LogRecord(
+                .warn, "log_dropped", [("lines", "\(dropped)")],
+                text: "\(dropped) log lines dropped: standard error was not read while "
+                    + "\(writer.capacity / 1024) KiB of lines waited"), format)
+        }
+        return ServerLog(records: { record in
             guard record.level >= level else { return }
-            writer.write(line(record, format)) { dropped in
-                line(LogRecord(
-                    .warn, "log_dropped", [("lines", "\(dropped)")],
-                    text: "\(dropped) log lines dropped: standard error was not read while "
-                        + "\(writer.capacity / 1024) KiB of lines waited"), format)
-            }
+            writer.write(line(record, format), notice: notice)
         })
     }
 
