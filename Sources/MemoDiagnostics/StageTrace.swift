@@ -63,10 +63,7 @@ public enum StageTrace {
     @inline(__always)
     public static func record(_ stage: Stage, _ revision: UInt64) {
         guard path != nil else { return }
-        let now = monotonicNanos()
-        entries.withLock { entries in
-            if entries.count < capacity { entries.append(Entry(revision: revision, stage: stage, nanos: now)) }
-        }
+        append(stage, revision, nanos: monotonicNanos())
     }
 
     /// Records that `revision` reached `stage` at `time`, taken earlier: its place on CLOCK_MONOTONIC is its
@@ -75,7 +72,10 @@ public enum StageTrace {
     public static func record(_ stage: Stage, _ revision: UInt64, at time: DispatchTime) {
         guard path != nil else { return }
         let ago = DispatchTime.now().uptimeNanoseconds &- time.uptimeNanoseconds
-        let nanos = monotonicNanos() &- ago
+        append(stage, revision, nanos: monotonicNanos() &- ago)
+    }
+
+    private static func append(_ stage: Stage, _ revision: UInt64, nanos: UInt64) {
         entries.withLock { entries in
             if entries.count < capacity { entries.append(Entry(revision: revision, stage: stage, nanos: nanos)) }
         }
