@@ -68,7 +68,7 @@ extension ClientError {
         case .notFound:
             guard let id else { return ClientError.server(code: code, message: message) }
             // A version not kept, or a memo not in the trash: the server's reason follows "memo ID: ".
-            let prefix = "memo \(id.uuidString.lowercased()): "
+            let prefix = "memo \(id.lowercasedString): "
             if message.hasPrefix(prefix) {
                 return MemoError.versionNotFound(id: id, reason: String(message.dropFirst(prefix.count)))
             }

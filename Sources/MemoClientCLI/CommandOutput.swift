@@ -86,7 +86,7 @@ public struct MemoFormatter: Sendable {
 
     /// The first 8 characters of the id.
     public static func shortID(_ id: UUID) -> String {
-        String(id.uuidString.lowercased().prefix(8))
+        String(id.lowercasedString.prefix(8))
     }
 
     /// `2026-11-30 12:26` in the local time zone.
@@ -115,14 +115,14 @@ public struct MemoFormatter: Sendable {
     /// `shortid  local date  first line`, cut to the terminal's width.
     public func line(_ memo: Memo) -> String {
         if style.json { return MemoJSON.object(memo, author: true) }
-        if style.format == .ids { return memo.id.uuidString.lowercased() }
+        if style.format == .ids { return memo.id.lowercasedString }
         if style.format == .wide { return Self.wideLine(memo) }
         if style.human {
             let id = Self.shortID(memo.id), date = Self.localDate(micros: memo.insertMicros)
             return paint(id, "33") + "  " + paint(date, "2") + "  "
                 + humanFirstLine(memo.content, after: id.count + 2 + date.count + 2)
         }
-        return memo.id.uuidString.lowercased() + "\t" + String(memo.revision) + "\t"
+        return memo.id.lowercasedString + "\t" + String(memo.revision) + "\t"
             + Timestamp.iso8601(micros: memo.insertMicros) + "\t" + Self.firstLine(memo.content)
     }
 
@@ -146,7 +146,7 @@ public struct MemoFormatter: Sendable {
             let head = "  " + Self.localDate(micros: entry.deletedMicros) + "  " + entry.deletedBy.description + "  "
             return paint(id, "33") + paint(head, "2") + humanFirstLine(entry.memo.content, after: id.count + head.count)
         }
-        return entry.memo.id.uuidString.lowercased() + "\t" + String(entry.revision) + "\t"
+        return entry.memo.id.lowercasedString + "\t" + String(entry.revision) + "\t"
             + Timestamp.iso8601(micros: entry.deletedMicros) + "\t" + entry.deletedBy.description + "\t"
             + Self.firstLine(entry.memo.content)
     }
@@ -189,7 +189,7 @@ public struct MemoFormatter: Sendable {
             return paint(mark, color) + " " + paint(id, "33") + "  " + paint(date, "2") + "  "
                 + humanFirstLine(memo.content, after: mark.count + 1 + id.count + 2 + date.count + 2)
         }
-        return type + "\t" + memo.id.uuidString.lowercased() + "\t" + String(revision) + "\t"
+        return type + "\t" + memo.id.lowercasedString + "\t" + String(revision) + "\t"
             + Timestamp.iso8601(micros: memo.updateMicros) + "\t" + Self.firstLine(memo.content)
     }
 
@@ -201,7 +201,7 @@ public struct MemoFormatter: Sendable {
         // An explicit -o tsv, ids or wide: the memo as one line of that form, not its content.
         if style.format != nil { return line(memo) + "\n" }
         if !style.human { return memo.content + "\n" }
-        var text = paint("id", "2") + "        " + memo.id.uuidString.lowercased() + "\n"
+        var text = paint("id", "2") + "        " + memo.id.lowercasedString + "\n"
         text += paint("revision", "2") + "  " + String(memo.revision) + "\n"
         text += paint("created", "2") + "   " + Self.localDate(micros: memo.insertMicros) + "\n"
         text += paint("updated", "2") + "   " + Self.localDate(micros: memo.updateMicros) + "\n"

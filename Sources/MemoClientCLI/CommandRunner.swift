@@ -224,7 +224,7 @@ public struct CommandRunner: Sendable {
                     id: id, revision: revision, expectedRevision: ifRevision, timeout: retry.timeLeft)
             } catch MemoError.invalidArgument where revision == nil {
                 throw CommandUsageError(
-                    "memo \(id.uuidString.lowercased()) is not deleted: give --revision R, a version memo-client "
+                    "memo \(id.lowercasedString) is not deleted: give --revision R, a version memo-client "
                         + "log lists")
             }
             out.write(formatter.detail(memo))
@@ -271,10 +271,10 @@ public struct CommandRunner: Sendable {
         if let id = UUID(uuidString: text) { return (id, nil) }
         let prefix = text.lowercased()
         guard !prefix.isEmpty else { throw CommandUsageError("an id cannot be empty") }
-        let matches = try await client.list().memos.filter { $0.id.uuidString.lowercased().hasPrefix(prefix) }
+        let matches = try await client.list().memos.filter { $0.id.lowercasedString.hasPrefix(prefix) }
         guard let first = matches.first else { throw IDLookupError.notFound(text) }
         guard matches.count == 1 else {
-            throw IDLookupError.ambiguous(text, matches: matches.map { $0.id.uuidString.lowercased() })
+            throw IDLookupError.ambiguous(text, matches: matches.map { $0.id.lowercasedString })
         }
         return (first.id, first)
     }

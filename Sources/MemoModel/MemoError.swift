@@ -32,13 +32,13 @@ public enum MemoError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notFound(let id): return "memo \(id.uuidString.lowercased()) not found"
-        case .versionNotFound(let id, let reason): return "memo \(id.uuidString.lowercased()): \(reason)"
+        case .notFound(let id): return "memo \(id.lowercasedString) not found"
+        case .versionNotFound(let id, let reason): return "memo \(id.lowercasedString): \(reason)"
         case .conflict(let id, let expected, let actual):
             if let expected {
-                return "memo \(id.uuidString.lowercased()) is at revision \(actual), not the expected \(expected)"
+                return "memo \(id.lowercasedString) is at revision \(actual), not the expected \(expected)"
             }
-            return "memo \(id.uuidString.lowercased()) already exists with different content (revision \(actual))"
+            return "memo \(id.lowercasedString) already exists with different content (revision \(actual))"
         case .contentTooLarge(let size, let limit): return "content is \(size) bytes, over the limit of \(limit)"
         case .invalidArgument(let message): return "invalid argument: \(message)"
         case .permissionDenied(let message): return "permission denied: \(message)"

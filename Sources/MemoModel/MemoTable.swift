@@ -387,7 +387,7 @@ public struct WritePlanner {
     ) throws(MemoError) -> WriteOutcome {
         if let live = current(id, in: table) {
             guard let wanted else {
-                throw .invalidArgument("memo \(id.uuidString.lowercased()) is not deleted: name the revision to restore")
+                throw .invalidArgument("memo \(id.lowercasedString) is not deleted: name the revision to restore")
             }
             if let expected, expected != live.revision {
                 throw .conflict(id: id, expected: expected, actual: live.revision)

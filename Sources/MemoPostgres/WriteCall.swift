@@ -180,7 +180,7 @@ enum WriteCall {
             return .failure(.notFound(id))
         case .restoreNeedsRevision:
             return .failure(.invalidArgument(
-                "memo \(id.uuidString.lowercased()) is not deleted: name the revision to restore"))
+                "memo \(id.lowercasedString) is not deleted: name the revision to restore"))
         case .versionNotKept:
             return .failure(.versionNotFound(id: id, reason: WritePlanner.notKept(UInt64(rows.integer(row, 6)))))
         case .notInTrash:

@@ -492,14 +492,14 @@ final class SQLiteWriter: @unchecked Sendable {
     /// - Returns: that row's place in the memo's chain of versions.
     private func retirePrevious(of id: UUID, following: Int64) throws(MemoError) -> Link {
         guard let previous = pendingRevisions[UUIDKey(id)] ?? committedRevision(id) else {
-            throw .storage("\(schema.database.path): no row for memo \(id.uuidString.lowercased())")
+            throw .storage("\(schema.database.path): no row for memo \(id.lowercasedString)")
         }
         if previous <= trimmed, let dropped = try returning(drop, Int64(previous), following: nil) {
             return dropped
         }
         // Not dropped: newer than the history, or a kept version (it stays, no longer current).
         guard let retired = try returning(retire, Int64(previous), following: following) else {
-            throw .storage("\(schema.database.path): no current row \(previous) for memo \(id.uuidString.lowercased())")
+            throw .storage("\(schema.database.path): no current row \(previous) for memo \(id.lowercasedString)")
         }
         return retired
     }

@@ -392,14 +392,14 @@ struct ServerSession {
     /// The log line of a write the store refused or failed: `refused` when the request was at fault,
     /// `storage error` when the store was.
     static func refusal(requestID: UInt32, _ target: WriteTarget, _ error: MemoError) -> LogLine {
-        let what = "\(target.verb) id=\(target.id.uuidString.lowercased())"
+        let what = "\(target.verb) id=\(target.id.lowercasedString)"
         let code = ErrorCode(error)
         let storage = code.rawValue >= 500
         return LogLine(
             event: storage ? "storage error" : "refused", detail: "request=\(requestID) \(what): \(code): \(error)",
             name: storage ? "storage_error" : "refused", level: storage ? .error : .info,
             fields: [
-                ("request", "\(requestID)"), ("op", "\(target.verb)"), ("id", target.id.uuidString.lowercased()),
+                ("request", "\(requestID)"), ("op", "\(target.verb)"), ("id", target.id.lowercasedString),
                 ("code", "\(code.rawValue)"), ("reason", "\(error)"),
             ])
     }

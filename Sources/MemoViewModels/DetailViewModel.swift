@@ -197,7 +197,7 @@ public final class DetailViewModel {
     }
 
     /// The file `S` offers: ./memo-<first 8 characters of the id>.txt
-    public var defaultFilePath: String { "./memo-\(memoID.uuidString.lowercased().prefix(8)).txt" }
+    public var defaultFilePath: String { "./memo-\(memoID.lowercasedString.prefix(8)).txt" }
 
     /// Shows the "save to" prompt with the default path selected, so that typing a name replaces it.
     public func beginSave() {

@@ -7,6 +7,6 @@ enum Completion {
     /// The ids in the mirror cache of `server`, newest first; none when there is no cache or it is damaged.
     static func cachedIDs(server: String) -> [String] {
         guard let cached = try? MirrorCache.load(from: MirrorCache.defaultPath(server: server)) else { return [] }
-        return cached.memos.map { $0.id.uuidString.lowercased() }
+        return cached.memos.map { $0.id.lowercasedString }
     }
 }

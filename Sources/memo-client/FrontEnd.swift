@@ -99,7 +99,7 @@ private func keepUnwrittenWrites(_ store: RemoteStore) -> Bool {
     guard let problem = store.flushQueueFiles() else { return true }
     var text = "memo-client: \(problem); the writes not sent to the server follow\n"
     for write in store.queuedWriteList {
-        text += "--- \(write.kind) \(write.memo.id.uuidString.lowercased())\n\(write.memo.content)\n"
+        text += "--- \(write.kind) \(write.memo.id.lowercasedString)\n\(write.memo.content)\n"
     }
     FileHandle.standardError.write(Data(text.utf8))
     return false

@@ -126,7 +126,7 @@ struct CrashCheck {
     mutating func checkWatcher(number: Int, lines: [String]) {
         let parsed = lines.compactMap(WatchLine.init)
         if parsed.count != lines.count { problem("watcher \(number): \(lines.count - parsed.count) unreadable lines") }
-        guard let first = parsed.first, first.type == nil, first.id == seed.id.uuidString.lowercased() else {
+        guard let first = parsed.first, first.type == nil, first.id == seed.id.lowercasedString else {
             missed += Int(head - seed.revision)
             problem("watcher \(number): did not start with the seed memo")
             return
@@ -146,7 +146,7 @@ struct CrashCheck {
             }
             previous = max(previous, line.revision)
             guard let change = change(at: line.revision), change.kind.name == line.type,
-                change.memo.id.uuidString.lowercased() == line.id, change.memo.content == line.content
+                change.memo.id.lowercasedString == line.id, change.memo.content == line.content
             else {
                 mismatched += 1
                 let truth = String(describing: change(at: line.revision))

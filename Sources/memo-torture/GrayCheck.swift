@@ -160,7 +160,7 @@ struct GrayCheck {
             if let change = history[revision] {
                 let id = (memo["id"] as? String) ?? ""
                 let content = (memo["content"] as? String) ?? ""
-                if change.kind.name != type || change.memo.id.uuidString.lowercased() != id
+                if change.kind.name != type || change.memo.id.lowercasedString != id
                     || (type != "deleted" && Array(change.memo.content.utf8) != Array(content.utf8))
                 {
                     watcherMismatches += 1
