@@ -8,7 +8,10 @@ import MemoNet
 /// It runs on an event loop of its own, so that nothing a scraper does (or fails to do) reaches the memo port's
 /// loops except the counters' read, which hops onto each loop as a task. It is small on purpose: GET only, one
 /// request per connection (`Connection: close`), a request of at most 8 KiB, read within 5 seconds, at most
-/// 32 connections at once (more are closed as they come).
+/// 32 connections at once. A connection past those makes room by closing the oldest (`ListenerState.evict`): when
+/// the new one was refused instead, 32 connections that never finished a request held every health check off for
+/// their 5 seconds, and one client reopening them kept `/healthz` failing, so that a supervisor restarted a
+/// server that was fine.
 final class MetricsListener: Sendable {
     static let maxConnections = 32
     static let maxRequestBytes = 8 * 1024
@@ -22,6 +25,18 @@ final class MetricsListener: Sendable {
     final class ListenerState {
         var acceptor: Acceptor?
         var connections: [ObjectIdentifier: MetricsConnection] = [:]
+        /// How many connections were accepted, which numbers them in order.
+        var accepted: UInt64 = 0
+
+        /// Closes the connection that should make room for a new one: the oldest of those still waiting for their
+        /// request (a slow or idle client's), or when every one is being answered, the oldest of those. A scraper's
+        /// or a supervisor's request comes whole in its first packet, so it is answered long before 32 newer
+        /// connections make it the oldest.
+        func evict() {
+            let waiting = connections.values.filter { !$0.answering }
+            let oldest = (waiting.isEmpty ? Array(connections.values) : waiting).min { $0.number < $1.number }
+            oldest?.close()
+        }
     }
 
     /// Binds `address` and starts serving on a new loop.
@@ -43,11 +58,10 @@ final class MetricsListener: Sendable {
                             "metrics: accept failed: \(error.message)")
                     },
                     onAccept: { accepted in
-                        guard state.value.connections.count < Self.maxConnections else {
-                            accepted.socket.close()
-                            return
-                        }
-                        let connection = MetricsConnection(socket: accepted.socket, state: state, shared: shared)
+                        if state.value.connections.count >= Self.maxConnections { state.value.evict() }
+                        state.value.accepted += 1
+                        let connection = MetricsConnection(
+                            socket: accepted.socket, number: state.value.accepted, state: state, shared: shared)
                         connection.start()
                     })
             }
@@ -72,6 +86,8 @@ final class MetricsListener: Sendable {
 
 /// One scraper's connection: reads one request, answers it, closes. Confined to the listener's loop.
 final class MetricsConnection: EventHandler {
+    /// Its place in the order of acceptance (`ListenerState.accepted`).
+    let number: UInt64
     private let socket: TCPSocket
     private let state: LoopBound<MetricsListener.ListenerState>
     private let shared: ServerShared
@@ -81,12 +97,14 @@ final class MetricsConnection: EventHandler {
     private var request: [UInt8] = []
     private var response: [UInt8] = []
     private var written = 0
-    private var answering = false
+    /// The request is in (or refused): the answer is being made or written.
+    private(set) var answering = false
     /// The whole answer is written (and our side shut).
     private var finished = false
     private var closed = false
 
-    init(socket: TCPSocket, state: LoopBound<MetricsListener.ListenerState>, shared: ServerShared) {
+    init(socket: TCPSocket, number: UInt64, state: LoopBound<MetricsListener.ListenerState>, shared: ServerShared) {
+        self.number = number
         self.socket = socket
         self.state = state
         self.shared = shared
