@@ -33,9 +33,9 @@ final class MetricsListener: Sendable {
         /// or a supervisor's request comes whole in its first packet, so it is answered long before 32 newer
         /// connections make it the oldest.
         func evict() {
-            let waiting = connections.values.filter { !$0.answering }
-            let oldest = (waiting.isEmpty ? Array(connections.values) : waiting).min { $0.number < $1.number }
-            oldest?.close()
+            // Waiting before answering, then by age.
+            let rank = { (connection: MetricsConnection) in (connection.answering ? 1 : 0, connection.number) }
+            connections.values.min { rank($0) < rank($1) }?.close()
         }
     }
 
