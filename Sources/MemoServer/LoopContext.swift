@@ -1,5 +1,6 @@
 import MemoDiagnostics
 import MemoNet
+import MemoTLS
 import MemoModel
 import MemoWire
 import Synchronization
@@ -77,8 +78,19 @@ final class LoopContext {
 
     private let counter: SubscriberCount
 
-    init(counter: SubscriberCount) {
+    /// Whether a change's records for this loop's subscribers go to the kernel in one submission (`--sends`).
+    private var batchesSends: Bool
+    /// The batch, opened at the first change that has enough subscribers to share it; nil before, or when the
+    /// kernel refused io_uring (then every record is written by its connection, as with `--sends each`).
+    private var sendBatch: SendBatch?
+    /// The connection of each record in `sendBatch`, by its index there.
+    private var staged: [ServerConnection] = []
+    /// Fewer subscribers than this are written one by one: a batch saves little for them.
+    static let batchThreshold = 4
+
+    init(counter: SubscriberCount, batchesSends: Bool) {
         self.counter = counter
+        self.batchesSends = batchesSends
         plaintext.reserveCapacity(64 * 1024)
     }
 
@@ -159,13 +171,16 @@ final class LoopContext {
         defer { for frame in frames { StageTrace.record(.written, frame.revision) } }
         guard !subscribers.isEmpty else { return }
         var delivered: UInt64 = 0
+        let batch = frames.count == 1 ? openBatch() : nil
         for subscriber in subscribers.values {
             var queued = false
             if frames.count == 1, subscriber.subscriptions.count == 1 {
-                // The usual delivery, one change to one subscription, written at once when nothing waits.
+                // The usual delivery, one change to one subscription, written at once when nothing waits: sealed
+                // into the batch, sent with the other subscribers' records.
                 let (requestID, after) = subscriber.subscriptions[0]
                 guard last.revision > after else { continue }
                 delivered &+= 1
+                if let batch, stage(last, requestID: requestID, of: subscriber.connection, into: batch) { continue }
                 if subscriber.connection.deliver(last, requestID: requestID) { subscriber.connection.flush() }
                 continue
             }
@@ -178,9 +193,49 @@ final class LoopContext {
             }
             if queued { subscriber.connection.flush() }
         }
+        if let batch { submit(batch) }
         // Once per change and loop, not per subscriber: one clock read for the whole batch.
         counters.deliveries &+= delivered
         let now = monotonicNanos()
         for frame in frames { counters.deliveryDelay.observe(nanoseconds: now &- min(now, frame.madeAt)) }
+    }
+
+    /// The loop's send batch, when this change has enough subscribers here to share one (opened the first time).
+    private func openBatch() -> SendBatch? {
+        guard batchesSends, subscribers.count >= Self.batchThreshold else { return nil }
+        if let sendBatch, sendBatch.isWorking { return sendBatch }
+        guard sendBatch == nil, let opened = try? SendBatch() else {
+            // Refused (or failed since): each connection writes its own records from now on.
+            batchesSends = false
+            sendBatch = nil
+            return nil
+        }
+        sendBatch = opened
+        staged.reserveCapacity(1024)
+        return opened
+    }
+
+    /// Seals `frame` for `connection` into `batch`, submitting what `batch` holds first when it is full.
+    /// - Returns: false when the connection delivers it itself instead (see `ServerConnection.stage`).
+    private func stage(_ frame: SharedFrame, requestID: UInt32, of connection: ServerConnection, into batch: SendBatch)
+        -> Bool
+    {
+        let needed = TLSEngine.maxRecordLength
+        if batch.room(atLeast: needed) == nil { submit(batch) }
+        guard let room = batch.room(atLeast: needed),
+              let index = connection.stage(frame, requestID: requestID, into: batch, room: room)
+        else { return false }
+        assert(index == staged.count)
+        staged.append(connection)
+        return true
+    }
+
+    /// Sends what `batch` holds and hands each record's outcome to its connection.
+    private func submit(_ batch: SendBatch) {
+        guard batch.count > 0 else { return }
+        counters.sendBatches &+= 1
+        counters.batchedSends &+= UInt64(batch.count)
+        batch.submit { index, outcome, record in staged[index].sent(record, outcome) }
+        staged.removeAll(keepingCapacity: true)
     }
 }

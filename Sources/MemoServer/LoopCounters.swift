@@ -169,6 +169,9 @@ struct LoopCounters {
     var writes: UInt64 = 0
     /// Changes queued for subscribers, one per subscription.
     var deliveries: UInt64 = 0
+    /// Subscriber records sent in a batch (`--sends batched`), and the batches (one io_uring submission each).
+    var batchedSends: UInt64 = 0
+    var sendBatches: UInt64 = 0
     /// Writes: from handing them to the store to their answer.
     var requestDuration = Histogram()
     /// Changes: from the store applying one to its frame being queued for a loop's subscribers.
@@ -191,6 +194,8 @@ struct LoopCounters {
         for index in result.requests.indices { result.requests[index] &+= b.requests[index] }
         result.writes &+= b.writes
         result.deliveries &+= b.deliveries
+        result.batchedSends &+= b.batchedSends
+        result.sendBatches &+= b.sendBatches
         result.requestDuration = a.requestDuration + b.requestDuration
         result.deliveryDelay = a.deliveryDelay + b.deliveryDelay
         for index in result.handshakes.indices { result.handshakes[index] &+= b.handshakes[index] }

@@ -70,7 +70,8 @@ public final class MemoServer: Sendable {
         boundAddress = try listener.localAddress()
         let subscriberCount = SubscriberCount()
         contexts = group.loops.map { loop in
-            loop.runAndWait { LoopBound(LoopContext(counter: subscriberCount), eventLoop: loop) }
+            loop.runAndWait { LoopBound(
+                LoopContext(counter: subscriberCount, batchesSends: shared.limits.batchedSends), eventLoop: loop) }
         }
         broadcaster = Broadcaster(store: shared.store, contexts: contexts, subscribers: subscriberCount)
         let all = contexts

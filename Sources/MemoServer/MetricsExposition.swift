@@ -22,6 +22,11 @@ enum MetricsExposition {
         }
         out.family("memo_deliveries_total", "counter", "Changes queued for subscribers, one per subscription.")
         out.sample("memo_deliveries_total", [:], Double(counters.deliveries))
+        out.family("memo_batched_sends_total", "counter", "Subscribers' records sent in a batch, one io_uring "
+            + "submission per change and thread (--sends batched); the rest of the deliveries went by send(2).")
+        out.sample("memo_batched_sends_total", [:], Double(counters.batchedSends))
+        out.family("memo_send_batches_total", "counter", "io_uring submissions of subscribers' records.")
+        out.sample("memo_send_batches_total", [:], Double(counters.sendBatches))
         out.family("memo_connections", "gauge", "Open connections by role (handshaking: before TLS and hello "
             + "are done).")
         out.sample("memo_connections", ["role": "read_write"], Double(gauges.readWrite))

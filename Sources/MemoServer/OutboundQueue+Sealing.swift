@@ -75,6 +75,30 @@ extension OutboundQueue {
         return .queued
     }
 
+    /// A subscriber's change for a loop's batched send: when `deliver` would write it at once, it is sealed into
+    /// `buffer` instead, for the batch to send. - Returns: the record's length, or nil when it must go through
+    /// `deliver` (not direct, something waits for the socket, or TLS cannot seal it alone).
+    /// - Throws: `WriteFailure`, whose reason the connection closes with.
+    func stage(
+        _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: FramedTLSTransport,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) throws(WriteFailure) -> Int? {
+        guard direct, isEmpty, transport.isFlushed else { return nil }
+        return try Self.failing {
+            try transport.sealForSending(frame.bytes(for: version), into: buffer, requestID: requestID)
+        }
+    }
+
+    /// What became of a record from `stage` once the batch sent it: written, or blocked with the rest kept in the
+    /// pump (as `deliver` leaves it).
+    /// - Throws: `WriteFailure` for a failed send.
+    func sent(
+        _ record: UnsafeRawBufferPointer, _ outcome: SendBatch.Outcome, through transport: inout FramedTLSTransport
+    ) throws(WriteFailure) -> Delivery {
+        let result = try Self.failing { try transport.sent(record, outcome) }
+        return result == .blocked ? .blocked : .written
+    }
+
     /// Runs a write, its error turned into the connection's close reason.
     private static func failing<T>(_ write: () throws -> T) throws(WriteFailure) -> T {
         do {

@@ -69,6 +69,39 @@ extension ServerConnection {
         return delivery == .queued
     }
 
+    /// Seals one change into `batch` when `deliver` would write it at once (`OutboundQueue.stage`); the loop
+    /// submits the batch and hands each record's outcome to `sent`.
+    /// - Returns: the send's index in `batch`; nil when the change is not staged (the caller delivers it, unless
+    ///   the connection closed or takes no output) or `batch` has no room left (submit, then stage again).
+    func stage(_ frame: SharedFrame, requestID: UInt32, into batch: SendBatch, room: UnsafeMutableRawBufferPointer)
+        -> Int?
+    {
+        guard machine.acceptsOutput, batch.canSend(to: socket) else { return nil }
+        let direct = machine.mayAnswerBufferedFrames && registeredInterest == .readable
+        lastActiveTick = context.value.tick
+        do {
+            guard let length = try outbound.stage(
+                frame, requestID: requestID, direct: direct, through: transport, into: room)
+            else { return nil }
+            return batch.add(socket, length: length)
+        } catch {
+            abort(error.reason)
+            return nil
+        }
+    }
+
+    /// The outcome of a record `stage` put in a batch, once sent: as after `deliver`'s own write.
+    func sent(_ record: UnsafeRawBufferPointer, _ outcome: SendBatch.Outcome) {
+        do {
+            if try outbound.sent(record, outcome, through: &transport) == .blocked {
+                run(machine.writeBlocked())
+                checkOutboundLimit()
+            }
+        } catch {
+            abort(error.reason)
+        }
+    }
+
     /// Runs a write through the loop's buffer; one that fails closes the connection, and gives nil.
     private func writing<T>(_ write: (UnsafeMutableRawBufferPointer) throws -> T) -> T? {
         let ctx = context.value

@@ -18,6 +18,11 @@ public struct ServerLimits: Sendable, Hashable {
     /// Seconds a frame, once begun, may take to arrive whole; a peer that stops mid-frame is closed with 304.
     public var frameTimeout: Double = 30
 
+    /// Whether a change's records for a loop's subscribers go to the kernel in one io_uring submission
+    /// (`--sends batched`, the default) rather than one `send` each (`--sends each`). Where the kernel refuses
+    /// io_uring, every record goes by `send`.
+    public var batchedSends = true
+
     /// The newest protocol version this server agrees to (`WireProtocol.version`); a test sets 1 to serve as a
     /// server older than `list-page` would.
     public var protocolVersion = WireProtocol.version

@@ -434,6 +434,10 @@ public final class TLSEngine: @unchecked Sendable {
         }
     }
 
+    /// The most `sealDirect` writes for one record (a full record's plaintext, its content type and tag, the
+    /// header): a buffer this large takes any record it seals.
+    public static let maxRecordLength = ByteQueue.recordLength(TLSRecordLayer.maxPlaintext)
+
     /// Seals `plaintext` as one record straight into `buffer` when no ciphertext is queued before it, for a caller
     /// that writes `buffer` to the socket itself (a fan-out delivery: one small record, no copy through the
     /// outbound queue). - Returns: the bytes written to `buffer`, or nil when the plaintext must go through

@@ -155,6 +155,25 @@ public struct FramedTLSTransport {
         return try pump.write(UnsafeRawBufferPointer(rebasing: scratch[..<length]), to: socket)
     }
 
+    /// Seals `plaintext` as one record into `buffer` for a caller that sends it elsewhere (`SendBatch`), then
+    /// hands the outcome to `sent`; nil when it must go through `write` instead. Same conditions as `seal`.
+    /// - Returns: the record's length in `buffer`.
+    public func sealForSending(
+        _ plaintext: [UInt8], into buffer: UnsafeMutableRawBufferPointer, requestID: UInt32
+    ) throws -> Int? {
+        try tls.sealDirect(plaintext, into: buffer) { frame in
+            frame.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
+        }
+    }
+
+    /// The outcome of sending a record from `sealForSending`: what the socket refused waits for `flush`.
+    /// - Throws: the send's error.
+    public mutating func sent(
+        _ record: UnsafeRawBufferPointer, _ outcome: Result<TCPSocket.WriteResult, NetError>
+    ) throws(NetError) -> TLSPump.FlushResult {
+        pump.keep(record, after: try outcome.get())
+    }
+
     /// Queues close_notify; `flush` sends it.
     public func closeNotify() {
         tls.shutdown()

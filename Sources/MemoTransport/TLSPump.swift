@@ -58,8 +58,15 @@ public struct TLSPump {
     /// `isEmpty` and the engine holds no ciphertext before these bytes, so that they go out in order.
     public mutating func write(_ bytes: UnsafeRawBufferPointer, to socket: TCPSocket) throws(NetError) -> FlushResult {
         precondition(isEmpty, "TLSPump.write with ciphertext still pending")
+        return keep(bytes, after: try socket.write(bytes))
+    }
+
+    /// Takes the outcome of a write of `bytes` made elsewhere (`SendBatch`), as `write` takes its own: what the
+    /// socket refused is kept for the next `flush`. Same conditions as `write`.
+    public mutating func keep(_ bytes: UnsafeRawBufferPointer, after result: TCPSocket.WriteResult) -> FlushResult {
+        precondition(isEmpty, "TLSPump.keep with ciphertext still pending")
         let written: Int
-        switch try socket.write(bytes) {
+        switch result {
         case .wrote(let count): written = count
         case .wouldBlock: written = 0
         }

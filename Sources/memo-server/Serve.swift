@@ -62,6 +62,12 @@ struct Serve {
             }
             configuration.tlsRecords = choice
         }
+        if let sends = try arguments.option("--sends") {
+            guard sends == "batched" || sends == "each" else {
+                throw UsageError("--sends takes batched or each, not '\(sends)'")
+            }
+            configuration.limits.batchedSends = sends == "batched"
+        }
         if let lifetime = try arguments.integer("--tls-tickets", in: 0...86_400) {
             configuration.sessionTicketLifetime = lifetime == 0 ? nil : lifetime
         }
@@ -134,12 +140,15 @@ struct Serve {
             }
             throw error
         }
+        let sends = !configuration.limits.batchedSends
+            ? "each" : SendBatch.availability.map { "each (io_uring: \($0))" } ?? "batched"
         log(
             .info, "serving",
             [("store", storeName), ("revision", "\(memoStore.revision)"),
-             ("listen", "\(server.boundAddress)"), ("tls_records", configuration.tlsRecords.name)],
+             ("listen", "\(server.boundAddress)"), ("tls_records", configuration.tlsRecords.name),
+             ("sends", sends)],
             "serving \(storeName) at revision \(memoStore.revision); TLS records: \(configuration.tlsRecords.name); "
-                + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no")")
+                + "freed OpenSSL memory wiped: \(freedMemoryWiped ? "yes" : "no"); sends: \(sends)")
         if let metrics = server.metricsAddress {
             log(.info, "metrics", [("listen", "\(metrics)")], "metrics on http://\(metrics) (/metrics, /healthz, /readyz)")
         }

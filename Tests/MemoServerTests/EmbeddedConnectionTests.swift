@@ -30,7 +30,7 @@ final class EmbeddedConnection {
         _ = server.connectionOpened()
         let (socket, peer) = TCPSocket.embedded()
         self.peer = peer
-        let context = LoopBound(LoopContext(counter: SubscriberCount()), eventLoop: loop)
+        let context = LoopBound(LoopContext(counter: SubscriberCount(), batchesSends: true), eventLoop: loop)
         connection = ServerConnection(
             number: 1, socket: socket, peer: try SocketAddress(parsing: "127.0.0.1:1"),
             tls: try TLSEngine(context: trust.context), server: server, context: context, rejected: rejected)

@@ -37,7 +37,8 @@ package struct TestServer {
 
     package init(
         store: any ServingStore = MemoryStore(), limits: ServerLimits = ServerLimits(), log: ServerLog = .silent,
-        records: TLSRecordLayerChoice = .handOff, metrics: Bool = false, sessionTickets: Bool = true
+        records: TLSRecordLayerChoice = .handOff, metrics: Bool = false, sessionTickets: Bool = true,
+        threads: Int? = nil
     ) throws {
         certificates = try TestCertificates()
         self.store = store
@@ -46,6 +47,7 @@ package struct TestServer {
         configuration.tlsRecords = records
         if !sessionTickets { configuration.sessionTicketLifetime = nil }
         if metrics { configuration.metrics = "127.0.0.1:0" }
+        if let threads { configuration.threads = threads }
         server = try MemoServer.start(configuration, store: store, log: log)
     }
 

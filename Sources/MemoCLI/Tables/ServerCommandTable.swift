@@ -157,6 +157,11 @@ public enum ServerCommandTable {
                 help: "who protects TLS 1.3 records after the handshake: the server's own record layer (less "
                     + "memory per connection) or OpenSSL's"),
             OptionSpec(
+                "--sends", .choice(["batched", "each"]), default: "batched", scope: .only(["serve"]),
+                help: "how a change reaches a thread's subscribers: their records handed to the kernel in one "
+                    + "io_uring submission, or one send(2) each (also what batched falls back to where the kernel "
+                    + "refuses io_uring)"),
+            OptionSpec(
                 "--tls-tickets", .value("SECS"), default: "3600", scope: .only(["serve"]),
                 help: "the lifetime of the TLS 1.3 session ticket sent with the answer to hello, from 0 (none: "
                     + "clients cannot resume) to 86400"),
