@@ -7,7 +7,7 @@
 #   start_memo STORE [LD_PRELOAD]
 #                          starts $BIN/memo-server on 127.0.0.1:0 with STORE and the certificates in $CERTS; sets
 #                          MEMO_PID, MEMO_ADDR (from its "listening on" line) and MEMO_LOG (its stdout is
-#                          $MEMO_LOG.out, its stderr $MEMO_LOG.err)
+#                          $MEMO_LOG.out, its stderr $MEMO_LOG.err); MEMO_SERVE_ARGS adds serve flags
 #   stop_pid PID           stops a process and waits for it
 #   start_redis DURABLE    starts redis-server with mutual TLS on a free loopback port with the certificates in
 #                          $CERTS, after bench_workdir; DURABLE=1 turns on appendfsync always, 0 no persistence;
@@ -43,7 +43,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 start_memo() {
     MEMO_LOG="$WORK/memo-$RANDOM"
-    LD_PRELOAD=${2:-} "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "$1" --certs "$CERTS" \
+    # shellcheck disable=SC2086 # MEMO_SERVE_ARGS is a list of flags
+    LD_PRELOAD=${2:-} "$BIN/memo-server" serve --listen 127.0.0.1:0 --store "$1" --certs "$CERTS" ${MEMO_SERVE_ARGS:-} \
         >"$MEMO_LOG.out" 2>"$MEMO_LOG.err" &
     MEMO_PID=$!
     PIDS+=("$MEMO_PID")
