@@ -14,7 +14,9 @@ public final class SendBatch {
     /// The records, back to back: `entries` say where each one is. Lives as long as the batch.
     private let buffer: UnsafeMutableRawBufferPointer
     private var used = 0
-    private var entries: [(socket: TCPSocket, offset: Int, length: Int)] = []
+    /// The queued sends: a descriptor each (no socket object: touching 1,000 of them per change costs cache
+    /// misses), valid until `submit` returns since only the loop closes its sockets.
+    private var entries: [(descriptor: Int32, offset: Int, length: Int)] = []
     /// Each submitted send's result by index, and the completion ring's tokens and results as reaped.
     private var results: [Int32]
     private let tokens: UnsafeMutablePointer<UInt64>
@@ -71,17 +73,13 @@ public final class SendBatch {
         return UnsafeMutableRawBufferPointer(rebasing: buffer[used...])
     }
 
-    /// Whether `add` takes this socket: not an embedded one, nor one closed.
-    public func canSend(to socket: TCPSocket) -> Bool {
-        socket.embedded == nil && socket.fileDescriptor >= 0
-    }
-
-    /// Queues a send to `socket` (one `canSend` takes) of the first `length` bytes of `room`'s buffer.
+    /// Queues a send of the first `length` bytes of `room`'s buffer to a socket's descriptor
+    /// (`TCPSocket.sendDescriptor`), which must stay open until `submit` returns.
     /// - Returns: the send's index in this batch (its `submit` callback's).
-    public func add(_ socket: TCPSocket, length: Int) -> Int {
+    public func add(descriptor: Int32, length: Int) -> Int {
         precondition(entries.count < capacity && used + length <= buffer.count, "SendBatch.add past room")
-        precondition(canSend(to: socket), "SendBatch.add of a socket it cannot send to")
-        entries.append((socket, used, length))
+        precondition(descriptor >= 0, "SendBatch.add of a socket it cannot send to")
+        entries.append((descriptor, used, length))
         used += (length + 15) & ~15
         return entries.count - 1
     }
@@ -102,7 +100,7 @@ public final class SendBatch {
                 completed(index, Self.outcome(results[index]), bytes)
             } else {
                 // Not submitted (no ring, or it failed): one send, as without a batch.
-                completed(index, Result { () throws(NetError) in try entry.socket.write(bytes) }, bytes)
+                completed(index, Self.send(bytes, to: entry.descriptor), bytes)
             }
         }
     }
@@ -113,7 +111,7 @@ public final class SendBatch {
     private func submitRing(_ ring: OpaquePointer) -> Int {
         for (index, entry) in entries.enumerated() {
             let queued = CMemoLinux_ring_send(
-                ring, entry.socket.fileDescriptor, buffer.baseAddress! + entry.offset, UInt32(entry.length),
+                ring, entry.descriptor, buffer.baseAddress! + entry.offset, UInt32(entry.length),
                 UInt64(index))
             precondition(queued == 0, "SendBatch: the submission ring is full")
         }
@@ -136,6 +134,18 @@ public final class SendBatch {
             for index in 0..<submitted where results[index] == Self.unreaped { results[index] = -EIO }
         }
         return submitted
+    }
+
+    /// One `send`, as `TCPSocket.write` makes it.
+    private static func send(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Outcome {
+        Result { () throws(NetError) in
+            switch try Syscall.nonBlocking("send", {
+                Glibc.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            }) {
+            case .wouldBlock: return .wouldBlock
+            case .done(let count): return .wrote(count)
+            }
+        }
     }
 
     /// No completion yet (no send returns it: results are bytes or -errno).

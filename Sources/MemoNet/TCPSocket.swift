@@ -59,6 +59,11 @@ public final class TCPSocket: Sendable {
         descriptor.fd
     }
 
+    /// The descriptor a `SendBatch` sends to; -1 for an embedded socket (its far end is in memory) or once closed.
+    public var sendDescriptor: Int32 {
+        embedded == nil ? descriptor.fd : -1
+    }
+
     /// True once `close()` has run.
     public var isClosed: Bool {
         if let embedded { return embedded.isClosed }

@@ -77,10 +77,11 @@ extension OutboundQueue {
 
     /// A subscriber's change for a loop's batched send: when `deliver` would write it at once, it is sealed into
     /// `buffer` instead, for the batch to send. - Returns: the record's length, or nil when it must go through
-    /// `deliver` (not direct, something waits for the socket, or TLS cannot seal it alone).
+    /// `deliver` (not direct, something waits for the socket, or TLS cannot seal it alone). `transport` is inout
+    /// only so that the connection's is not copied (and its references retained) for the call.
     /// - Throws: `WriteFailure`, whose reason the connection closes with.
     func stage(
-        _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: FramedTLSTransport,
+        _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: inout FramedTLSTransport,
         into buffer: UnsafeMutableRawBufferPointer
     ) throws(WriteFailure) -> Int? {
         guard direct, isEmpty, transport.isFlushed else { return nil }

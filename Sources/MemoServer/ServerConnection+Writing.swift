@@ -76,14 +76,15 @@ extension ServerConnection {
     func stage(_ frame: SharedFrame, requestID: UInt32, into batch: SendBatch, room: UnsafeMutableRawBufferPointer)
         -> Int?
     {
-        guard machine.acceptsOutput, batch.canSend(to: socket) else { return nil }
+        // The descriptor is open while the connection takes output: only `finish` closes it, once closed.
+        guard machine.acceptsOutput, sendDescriptor >= 0 else { return nil }
         let direct = machine.mayAnswerBufferedFrames && registeredInterest == .readable
         lastActiveTick = context.value.tick
         do {
             guard let length = try outbound.stage(
-                frame, requestID: requestID, direct: direct, through: transport, into: room)
+                frame, requestID: requestID, direct: direct, through: &transport, into: room)
             else { return nil }
-            return batch.add(socket, length: length)
+            return batch.add(descriptor: sendDescriptor, length: length)
         } catch {
             abort(error.reason)
             return nil

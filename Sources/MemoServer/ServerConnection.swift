@@ -15,6 +15,9 @@ import MemoWire
 final class ServerConnection: EventHandler {
     var name: ConnectionLogName
     let socket: TCPSocket
+    /// The socket's descriptor for a loop's batched sends (`TCPSocket.sendDescriptor`, -1 when embedded), kept here
+    /// so that a batched delivery does not touch the socket object.
+    let sendDescriptor: Int32
     var transport: FramedTLSTransport
     /// The transport's engine, held here too: a `let`, so a call on it needs no retain, where one through the
     /// `var transport` would (the transport could be replaced during the call). The hot paths call it per request.
@@ -44,6 +47,7 @@ final class ServerConnection: EventHandler {
     ) {
         name = ConnectionLogName(number: number, peer: peer)
         self.socket = socket
+        sendDescriptor = socket.sendDescriptor
         self.tls = tls
         transport = FramedTLSTransport(tls: tls, maxFrameSize: server.limits.maxFrameSize)
         self.server = server
