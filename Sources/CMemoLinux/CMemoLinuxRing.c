@@ -44,8 +44,16 @@ struct CMemoLinux_ring *CMemoLinux_ring_open(unsigned entries, int *error) {
     struct CMemoLinux_ring *ring = calloc(1, sizeof *ring);
     if (!ring) { *error = ENOMEM; return NULL; }
     struct io_uring_params params;
+    // One thread submits (the loop's), and nothing completes by task work it must be interrupted for: the
+    // kernel can skip the locking and signalling for other submitters. Older kernels refuse these flags (EINVAL):
+    // then a plain ring.
     memset(&params, 0, sizeof params);
+    params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL;
     ring->fd = ring_setup(entries, &params);
+    if (ring->fd < 0 && errno == EINVAL) {
+        memset(&params, 0, sizeof params);
+        ring->fd = ring_setup(entries, &params);
+    }
     if (ring->fd < 0) { *error = errno; free(ring); return NULL; }
     ring->entries = params.sq_entries;
     ring->sq_map_size = params.sq_off.array + params.sq_entries * sizeof(unsigned);
