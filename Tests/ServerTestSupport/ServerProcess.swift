@@ -14,12 +14,19 @@ package final class ServerProcess {
     /// - Parameters:
     ///   - environment: the server's environment (nil: the test's own).
     ///   - standardError: where its log goes (nil: a file in `directory`, which `log` reads).
+    ///   - launcher: a program and its arguments that run the server (given its path and arguments last), as a
+    ///     wrapper that restricts it would.
     package init(
         arguments: [String], directory: TemporaryDirectory, environment: [String: String]? = nil,
-        standardError: FileHandle? = nil
+        standardError: FileHandle? = nil, launcher: [String] = []
     ) throws {
-        process.executableURL = URL(fileURLWithPath: builtExecutable("memo-server"))
-        process.arguments = ["serve"] + arguments
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = launcher.dropFirst() + [builtExecutable("memo-server"), "serve"] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: builtExecutable("memo-server"))
+            process.arguments = ["serve"] + arguments
+        }
         if let environment { process.environment = environment }
         let output = Pipe()
         process.standardOutput = output
