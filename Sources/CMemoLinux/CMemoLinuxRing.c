@@ -96,6 +96,8 @@ void CMemoLinux_ring_close(struct CMemoLinux_ring *ring) {
 
 unsigned CMemoLinux_ring_capacity(const struct CMemoLinux_ring *ring) { return ring->entries; }
 
+int CMemoLinux_ring_descriptor(const struct CMemoLinux_ring *ring) { return ring->fd; }
+
 int CMemoLinux_ring_send(struct CMemoLinux_ring *ring, int fd, const void *bytes, unsigned length, uint64_t token) {
     unsigned tail = *ring->sq_tail;  // only this thread writes the tail
     unsigned head = __atomic_load_n(ring->sq_head, __ATOMIC_ACQUIRE);

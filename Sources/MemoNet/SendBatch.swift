@@ -60,6 +60,9 @@ public final class SendBatch {
         completions.deallocate()
     }
 
+    /// The ring's descriptor, -1 once it is closed: a test replaces it to make the ring fail.
+    var ringDescriptor: Int32 { ring.map { CMemoLinux_ring_descriptor($0) } ?? -1 }
+
     /// Sends queued and not yet submitted.
     public var count: Int { entries.count }
 

@@ -123,4 +123,28 @@ struct SendBatchTests {
         pairs[2].0.close()
         #expect(pairs[2].0.sendDescriptor == -1)
     }
+
+    @Test("a ring that fails sends what it holds one send at a time, and stays off")
+    func aFailingRingFallsBackToOneSendEach() throws {
+        let (_, pairs) = try pairs(3)
+        let batch = try SendBatch(sends: 8, bytes: 64 * 1024)
+        // The ring's descriptor now names /dev/null: io_uring_enter fails (EOPNOTSUPP), as for a ring the kernel
+        // no longer serves. (Replaced, not closed: another thread may reuse a closed descriptor's number.)
+        let ring = batch.ringDescriptor
+        let null = open("/dev/null", O_RDWR)
+        #expect(ring >= 0 && null >= 0)
+        #expect(dup2(null, ring) == ring)
+        close(null)
+        for round in 0..<2 {
+            let records = pairs.indices.map { netPattern(count: 200 + $0, seed: $0 + 10 * round) }
+            for (index, (writer, _)) in pairs.enumerated() { _ = try add(records[index], to: writer, in: batch) }
+            var outcomes: [SendBatch.Outcome] = []
+            batch.submit { _, outcome, _ in outcomes.append(outcome) }
+            #expect(outcomes.map { try? $0.get() } == records.map { .wrote($0.count) })
+            #expect(!batch.isWorking, "the ring stays off after it failed")
+            for (index, (_, reader)) in pairs.enumerated() {
+                #expect(try read(records[index].count, from: reader) == records[index])
+            }
+        }
+    }
 }

@@ -34,6 +34,8 @@ struct CMemoLinux_ring *CMemoLinux_ring_open(unsigned entries, int *error);
 void CMemoLinux_ring_close(struct CMemoLinux_ring *ring);
 /// How many sends may be queued before a submission.
 unsigned CMemoLinux_ring_capacity(const struct CMemoLinux_ring *ring);
+/// The ring's own descriptor (for a test that breaks the ring).
+int CMemoLinux_ring_descriptor(const struct CMemoLinux_ring *ring);
 /// Queues send(fd, bytes, length, MSG_NOSIGNAL | MSG_DONTWAIT) with `token` for its completion; -1 when full.
 int CMemoLinux_ring_send(struct CMemoLinux_ring *ring, int fd, const void *bytes, unsigned length, uint64_t token);
 /// Submits what is queued: the number submitted, or -errno.
