@@ -71,8 +71,9 @@ extension ServerConnection {
 
     /// Seals one change into `batch` when `deliver` would write it at once (`OutboundQueue.stage`); the loop
     /// submits the batch and hands each record's outcome to `sent`.
-    /// - Returns: the send's index in `batch`; nil when the change is not staged (the caller delivers it, unless
-    ///   the connection closed or takes no output) or `batch` has no room left (submit, then stage again).
+    /// - Returns: the send's index in `batch`; nil when the change is not staged: not direct, something waits for
+    ///   the socket, TLS cannot seal it alone or `room` is too small (the caller `deliver`s it, which queues it),
+    ///   or the connection takes no output or closed on a failed seal (`deliver` then does nothing).
     func stage(_ frame: SharedFrame, requestID: UInt32, into batch: SendBatch, room: UnsafeMutableRawBufferPointer)
         -> Int?
     {
