@@ -103,7 +103,7 @@ public final class SendBatch {
                 completed(index, Self.outcome(results[index]), bytes)
             } else {
                 // Not submitted (no ring, or it failed): one send, as without a batch.
-                completed(index, Self.send(bytes, to: entry.descriptor), bytes)
+                completed(index, Result { () throws(NetError) in try TCPSocket.send(bytes, on: entry.descriptor) }, bytes)
             }
         }
     }
@@ -137,18 +137,6 @@ public final class SendBatch {
             for index in 0..<submitted where results[index] == Self.unreaped { results[index] = -EIO }
         }
         return submitted
-    }
-
-    /// One `send`, as `TCPSocket.write` makes it.
-    private static func send(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Outcome {
-        Result { () throws(NetError) in
-            switch try Syscall.nonBlocking("send", {
-                Glibc.send(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
-            }) {
-            case .wouldBlock: return .wouldBlock
-            case .done(let count): return .wrote(count)
-            }
-        }
     }
 
     /// No completion yet (no send returns it: results are bytes or -errno).

@@ -89,8 +89,13 @@ public final class TCPSocket: Sendable {
         if let embedded { return try embedded.socketWrite(buffer) }
         let fd = try descriptor.require("send")
         guard buffer.count > 0 else { return .wrote(0) }
+        return try Self.send(buffer, on: fd)
+    }
+
+    /// One non-blocking `send` without SIGPIPE on a descriptor (`write`'s, and `SendBatch`'s when it has no ring).
+    static func send(_ buffer: UnsafeRawBufferPointer, on fd: Int32) throws(NetError) -> WriteResult {
         let flags = Int32(MSG_NOSIGNAL)
-        switch try Syscall.nonBlocking("send", { send(fd, buffer.baseAddress, buffer.count, flags) }) {
+        switch try Syscall.nonBlocking("send", { Glibc.send(fd, buffer.baseAddress, buffer.count, flags) }) {
         case .wouldBlock: return .wouldBlock
         case .done(let count): return .wrote(count)
         }

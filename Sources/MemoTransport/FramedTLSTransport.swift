@@ -147,21 +147,19 @@ public struct FramedTLSTransport {
     public mutating func seal(
         _ plaintext: [UInt8], to socket: TCPSocket, scratch: UnsafeMutableRawBufferPointer, requestID: UInt32? = nil
     ) throws -> TLSPump.FlushResult? {
-        let sealed = try tls.sealDirect(plaintext, into: scratch) { frame in
-            guard let requestID else { return }
-            frame.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
-        }
-        guard let length = sealed else { return nil }
+        guard let length = try sealForSending(plaintext, into: scratch, requestID: requestID) else { return nil }
         return try pump.write(UnsafeRawBufferPointer(rebasing: scratch[..<length]), to: socket)
     }
 
-    /// Seals `plaintext` as one record into `buffer` for a caller that sends it elsewhere (`SendBatch`), then
-    /// hands the outcome to `sent`; nil when it must go through `write` instead. Same conditions as `seal`.
+    /// Seals `plaintext` as one record into `buffer` for a caller that sends it elsewhere (`SendBatch`, or `seal`
+    /// itself), then hands the outcome to `sent`; nil when it must go through `write` instead. Same conditions and
+    /// `requestID` as `seal`.
     /// - Returns: the record's length in `buffer`.
     public func sealForSending(
-        _ plaintext: [UInt8], into buffer: UnsafeMutableRawBufferPointer, requestID: UInt32
+        _ plaintext: [UInt8], into buffer: UnsafeMutableRawBufferPointer, requestID: UInt32?
     ) throws -> Int? {
         try tls.sealDirect(plaintext, into: buffer) { frame in
+            guard let requestID else { return }
             frame.storeBytes(of: requestID.bigEndian, toByteOffset: WireProtocol.requestIDOffset, as: UInt32.self)
         }
     }
