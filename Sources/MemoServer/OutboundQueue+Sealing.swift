@@ -66,7 +66,7 @@ extension OutboundQueue {
         _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: inout FramedTLSTransport,
         to socket: TCPSocket, scratch: UnsafeMutableRawBufferPointer
     ) throws(WriteFailure) -> Delivery {
-        if direct, isEmpty, transport.isFlushed, let written = try Self.failing({
+        if mayWriteAtOnce(direct: direct, flushed: transport.isFlushed), let written = try Self.failing({
             try transport.seal(frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID)
         }) {
             return written == .blocked ? .blocked : .written
@@ -84,7 +84,7 @@ extension OutboundQueue {
         _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: inout FramedTLSTransport,
         into buffer: UnsafeMutableRawBufferPointer
     ) throws(WriteFailure) -> Int? {
-        guard direct, isEmpty, transport.isFlushed else { return nil }
+        guard mayWriteAtOnce(direct: direct, flushed: transport.isFlushed) else { return nil }
         return try Self.failing {
             try transport.sealForSending(frame.bytes(for: version), into: buffer, requestID: requestID)
         }
@@ -98,6 +98,11 @@ extension OutboundQueue {
     ) throws(WriteFailure) -> Delivery {
         let result = try Self.failing { try transport.sent(record, outcome) }
         return result == .blocked ? .blocked : .written
+    }
+
+    /// Whether a change may skip the queue: the connection writes at once and nothing waits for its socket.
+    private func mayWriteAtOnce(direct: Bool, flushed: Bool) -> Bool {
+        direct && isEmpty && flushed
     }
 
     /// Runs a write, its error turned into the connection's close reason.

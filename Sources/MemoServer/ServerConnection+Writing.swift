@@ -59,7 +59,7 @@ extension ServerConnection {
     /// - Returns: whether it was queued (the caller flushes).
     func deliver(_ frame: SharedFrame, requestID: UInt32) -> Bool {
         guard machine.acceptsOutput else { return true }  // lingering: nowhere to send it
-        let direct = machine.mayAnswerBufferedFrames && registeredInterest == .readable
+        let direct = writesAtOnce
         guard let delivery = writing({ scratch in
             try outbound.deliver(
                 frame, requestID: requestID, direct: direct, through: &transport, to: socket, scratch: scratch)
@@ -68,6 +68,10 @@ extension ServerConnection {
         if delivery != .written { checkOutboundLimit() }  // what waits counts toward the slow-consumer limit
         return delivery == .queued
     }
+
+    /// Whether the flush after a write would change nothing (serving, reading not paused, watched for reading
+    /// only), so that a change may be written at once rather than queued (`deliver`, `stage`).
+    private var writesAtOnce: Bool { machine.mayAnswerBufferedFrames && registeredInterest == .readable }
 
     /// Seals one change into `batch` when `deliver` would write it at once (`OutboundQueue.stage`); the loop
     /// submits the batch and hands each record's outcome to `sent`.
@@ -79,7 +83,7 @@ extension ServerConnection {
     {
         // The descriptor is open while the connection takes output: only `finish` closes it, once closed.
         guard machine.acceptsOutput, sendDescriptor >= 0 else { return nil }
-        let direct = machine.mayAnswerBufferedFrames && registeredInterest == .readable
+        let direct = writesAtOnce
         lastActiveTick = context.value.tick
         do {
             guard let length = try outbound.stage(
