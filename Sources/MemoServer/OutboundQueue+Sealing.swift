@@ -153,6 +153,8 @@ extension OutboundQueue {
         listsSent += fill(&writer, upTo: 64 * 1024)
         if let written = try transport.seal(writer.bytes, to: socket, scratch: scratch) { return written }
         try transport.write(writer.bytes)
-        return .drained
+        // Flushed now, not by the next round: that round would find TLS holding records with the pump empty, as
+        // after a ticket, and seal another round's frames behind them before offering the socket any.
+        return try transport.flush(to: socket, scratch: scratch)
     }
 }

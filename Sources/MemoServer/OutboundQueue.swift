@@ -78,6 +78,35 @@ struct ChunkStream {
     }
 }
 
+/// Encodes a resumed subscription's missed changes as the peer reads them, a round's worth at a time, so that a long
+/// catch-up never sits whole in a connection's buffer: queued at once, it counted toward the slow-consumer limit
+/// before the socket was offered a byte of it, and a subscriber that had missed more than the limit was dropped on
+/// every resume.
+struct ChangeStream {
+    let requestID: UInt32
+    let changes: [Change]
+    /// The connection's protocol version (from 3, memos carry their authors).
+    let version: UInt16
+    private var next = 0
+
+    init(requestID: UInt32, changes: [Change], version: UInt16) {
+        self.requestID = requestID
+        self.changes = changes
+        self.version = version
+    }
+
+    var finished: Bool { next == changes.count }
+
+    /// Appends the next changes' frames to `writer`, at least one, until it holds `limit` bytes or none is left.
+    mutating func produce(into writer: inout WireWriter, upTo limit: Int) {
+        while next < changes.count {
+            Message.change(changes[next]).encode(into: &writer, requestID: requestID, version: version)
+            next += 1
+            if writer.bytes.count >= limit { return }
+        }
+    }
+}
+
 /// What a connection still has to send, in order.
 ///
 /// Small frames (pongs, acknowledgements, errors) are copied into one contiguous tail instead of each keeping its
@@ -88,6 +117,7 @@ struct OutboundQueue {
         case frame([UInt8])
         case change(SharedFrame, requestID: UInt32)
         case stream(ChunkStream)
+        case changes(ChangeStream)
     }
 
     private var items = FIFO<Item>()
@@ -96,7 +126,8 @@ struct OutboundQueue {
     /// Small frames appended after every item, in order; `tailOffset` bytes of it are already sent.
     private var tail: [UInt8] = []
     private var tailOffset = 0
-    /// Bytes of whole frames waiting (streams count only once a chunk is made), each with what holding it costs.
+    /// Bytes of whole frames waiting (streams count only once a chunk or change is made), each with what holding it
+    /// costs.
     private(set) var queuedBytes = 0
 
     /// Frames up to this size go into the tail.
@@ -127,7 +158,7 @@ struct OutboundQueue {
             return
         case .frame(let bytes): queuedBytes += bytes.count + Self.arrayOverhead + Self.itemOverhead
         case .change(let frame, _): queuedBytes += frame.bytes(for: version).count + Self.itemOverhead
-        case .stream: queuedBytes += Self.itemOverhead
+        case .stream, .changes: queuedBytes += Self.itemOverhead
         }
         moveTailToItems()
         items.append(item)
@@ -244,6 +275,14 @@ struct OutboundQueue {
                     items.removeFirst()
                 } else {
                     items.replaceFirst(.stream(stream))
+                }
+            case .changes(var stream):
+                stream.produce(into: &writer, upTo: limit)
+                if stream.finished {
+                    queuedBytes -= Self.itemOverhead
+                    items.removeFirst()
+                } else {
+                    items.replaceFirst(.changes(stream))
                 }
             }
         }

@@ -5,7 +5,7 @@ import MemoWire
 /// value, so each way a `subscribe` begins is tested with a store and no connection.
 ///
 /// From the start: the whole list as `snapshot` chunks, streamed as the peer reads them; from a revision: `subscribed`
-/// with the head, then each change after the revision; from a revision the store no longer keeps: `history-gone`
+/// with the head, then each change after the revision, encoded as the peer reads them; from a revision the store no longer keeps: `history-gone`
 /// (or the store's error), and no subscription. Memos and changes are encoded as the connection's protocol `version`
 /// writes them.
 struct SubscriptionStart {
@@ -26,8 +26,10 @@ struct SubscriptionStart {
             do throws(MemoError) {
                 let (current, changes) = try store.changes(after: revision)
                 head = current
-                items = [.frame(Message.subscribed(head: current).frame(requestID: requestID))]
-                    + changes.map { .frame(Message.change($0).frame(requestID: requestID, version: version)) }
+                let subscribed = OutboundQueue.Item.frame(Message.subscribed(head: current).frame(requestID: requestID))
+                items = changes.isEmpty ? [subscribed] : [
+                    subscribed, .changes(ChangeStream(requestID: requestID, changes: changes, version: version)),
+                ]
             } catch {
                 head = nil
                 let refusal = if case .historyGone(let requested, let oldest) = error {

@@ -3,6 +3,7 @@ import MemoModel
 import MemoNet
 import MemoStore
 import MemoTLS
+import MemoTransport
 import MemoTestSupport
 import MemoWire
 import TLSTestSupport
@@ -206,6 +207,45 @@ final class EmbeddedConnection {
                 id: UUID(), content: "change 4", insertMicros: 1, updateMicros: 1, revision: 4)))])
             embedded.client.feed(embedded.peer.read())
             #expect(try embedded.receivedFrames().map(\.requestID) == [7])
+        }
+    }
+
+    /// A watcher that missed more than `--max-outbound` of changes resumes: its catch-up is encoded as it reads, so
+    /// the limit counts what its socket refused, not what was queued before the socket was offered any. (Queued
+    /// whole, the catch-up dropped it as a slow consumer on every resume, and it never caught up.)
+    @Test func aResumeThatMissedMoreThanTheOutboundLimitCatchesUpWithTheChangesAfterItInOrder() async throws {
+        let store = MemoryStore()
+        for index in 1...300 {
+            _ = try await store.create(
+                content: "\(index) " + String(repeating: "m", count: 1000), id: nil, insertDate: nil)
+        }
+        try withTemporaryDirectory { directory in
+            var limits = ServerLimits()
+            limits.maxOutboundBytes = 128 * 1024
+            let embedded = try EmbeddedConnection(
+                fixture: try TLSFixture(directory: directory), limits: limits, store: store)
+            try embedded.handshake()
+            try embedded.hello()
+            // The peer's window is shut while it resumes from revision 0 (300 KB behind), and a new change comes.
+            embedded.peer.sendWindow = 0
+            try embedded.send(Message.subscribe(after: 0).frame(requestID: 7))
+            #expect(embedded.connection.phase == .open)
+            embedded.connection.context.value.deliver([SharedFrame(change: Change(revision: 301, kind: .created, memo: Memo(
+                id: UUID(), content: "301", insertMicros: 1, updateMicros: 1, revision: 301)))])
+            #expect(embedded.connection.phase == .open)
+            #expect(embedded.connection.outboundBytes < limits.maxOutboundBytes)
+            embedded.peer.sendWindow = Int.max
+            embedded.exchange()
+            let received = try embedded.receivedFrames()
+            #expect(received.first?.message == .subscribed(head: 300))
+            let revisions = received.dropFirst().map { frame -> UInt64 in
+                guard frame.requestID == 7, case .change(let change) = frame.message,
+                      change.memo.content.hasPrefix("\(change.revision)") else { return 0 }
+                return change.revision
+            }
+            #expect(revisions == Array(1...301))
+            #expect(embedded.connection.phase == .open)
+            #expect(embedded.connection.outboundBytes == 0)
         }
     }
 

@@ -139,6 +139,46 @@ import Testing
         return store
     }
 
+    /// The frames `items` make once queued and written, as a connection's flush writes them.
+    private static func frames(of items: [OutboundQueue.Item], version: UInt16) throws -> [Frame] {
+        var queue = OutboundQueue()
+        queue.version = version
+        for item in items { queue.append(item) }
+        var writer = WireWriter(capacity: 0)
+        queue.fill(&writer, upTo: .max)
+        #expect(queue.isEmpty && queue.heldBytes == 0)
+        var decoder = FrameDecoder()
+        decoder.append(writer.bytes)
+        var frames: [Frame] = []
+        while let frame = try decoder.next() { frames.append(frame) }
+        return frames
+    }
+
+    @Test func aLongCatchUpIsEncodedAsThePeerReadsItNotQueuedWhole() async throws {
+        let store = MemoryStore()
+        for _ in 0..<100 { _ = try await store.create(content: String(repeating: "m", count: 1000), id: nil, insertDate: nil) }
+        let start = SubscriptionStart(.after(0), requestID: 9, store: store, maxFrameSize: 4096, version: 3)
+        var queue = OutboundQueue()
+        queue.version = 3
+        for item in start.items { queue.append(item) }
+        // 100 KB of changes, and the queue holds the subscribed frame and one stream's slot.
+        #expect(queue.heldBytes < 1024)
+        var writer = WireWriter(capacity: 0)
+        queue.fill(&writer, upTo: 16 * 1024)
+        // One round's worth: at least the limit, at most one change over it.
+        #expect(writer.bytes.count >= 16 * 1024 && writer.bytes.count < 18 * 1024)
+        #expect(!queue.isEmpty)
+        queue.fill(&writer, upTo: .max)
+        #expect(queue.isEmpty && queue.heldBytes == 0)
+        var decoder = FrameDecoder()
+        decoder.append(writer.bytes)
+        var revisions: [UInt64] = []
+        while let frame = try decoder.next() {
+            if case .change(let change) = try Message(frame: frame, version: 3) { revisions.append(change.revision) }
+        }
+        #expect(revisions == Array(1...100))
+    }
+
     @Test func aSubscriptionFromTheStartStreamsTheSnapshotAndDeliversAfterItsRevision() async throws {
         let start = SubscriptionStart(
             .snapshot, requestID: 9, store: try await store(revisions: 3), maxFrameSize: 4096, version: 2)
@@ -153,11 +193,9 @@ import Testing
         let start = SubscriptionStart(
             .after(1), requestID: 9, store: try await store(revisions: 3), maxFrameSize: 4096, version: 2)
         #expect(start.head == 3)
-        let messages = try start.items.map { item in
-            guard case .frame(let bytes) = item else { throw Failure("not a frame: \(item)") }
-            var decoder = FrameDecoder()
-            decoder.append(bytes)
-            let frame = try #require(try decoder.next())
+        // The changes are one stream, encoded as the queue is written.
+        #expect(start.items.count == 2)
+        let messages = try Self.frames(of: start.items, version: 2).map { frame in
             #expect(frame.requestID == 9)
             return try Message(frame: frame)
         }
@@ -172,12 +210,9 @@ import Testing
         guard case .stream(let stream) = snapshot.items.first else { throw Failure("no stream: \(snapshot.items)") }
         #expect(stream.version == 3)
         let resumed = SubscriptionStart(.after(1), requestID: 9, store: store, maxFrameSize: 4096, version: 3)
-        let revisions = try resumed.items.dropFirst().map { item -> UInt64 in
-            guard case .frame(let bytes) = item else { throw Failure("not a frame: \(item)") }
-            var decoder = FrameDecoder()
-            decoder.append(bytes)
+        let revisions = try Self.frames(of: resumed.items, version: 3).dropFirst().map { frame -> UInt64 in
             // A version 2 frame has no author fields: decoded as version 3 it is short.
-            let message = try Message(frame: try #require(try decoder.next()), version: 3)
+            let message = try Message(frame: frame, version: 3)
             guard case .change(let change) = message else { throw Failure("not a change: \(message)") }
             return change.revision
         }
