@@ -234,7 +234,13 @@ struct PostgresPreparedTests {
         try withExtendedLifetime(holder) { try cluster.restartFast() }
         #expect(pollUntil { !answer.values.isEmpty })
         let reply = try #require(answer.values.first)
-        guard case .error(.outcomeUnknown, _) = reply else {
+        switch reply {
+        case .error(.outcomeUnknown, _): break
+        case .memo(let memo) where memo.id == id:
+            // Also truthful: the fast shutdown ended the holder's session first, and the waiting write took the
+            // lock and committed before its own session was ended (a race inside PostgreSQL's shutdown).
+            #expect(try Self.rows(servers, id) == 1)
+        default:
             Issue.record("a create whose connection was cut after it was sent was answered \(reply)")
             return
         }
