@@ -111,7 +111,9 @@ let package = Package(
         // it writes. What a connection needs to load certificates and lists stays in MemoTLS.
         .target(name: "MemoPKI", dependencies: ["MemoTLS", "COpenSSL", "MemoSystem"]),
         // Linux calls Glibc's module leaves out, and wrappers for the GNU ones (its C file alone sets _GNU_SOURCE).
-        .target(name: "CMemoLinux"),
+        // DWARF 4: valgrind 3.19 (Debian 12) gives up on this target's DWARF 5 ("Possibly corrupted debuginfo"), and
+        // bench/instructions.sh runs memo-server under callgrind.
+        .target(name: "CMemoLinux", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         .target(name: "MemoNet", dependencies: ["CMemoLinux"], swiftSettings: hotPathSettings),
         .target(name: "MemoCLI"),
         // Bytes between a non-blocking socket and TLS, shared by the server, the probe and the client.
