@@ -115,7 +115,15 @@ public final class MemoServer: Sendable {
                         return
                     }
                     let target = contexts[Int(number % UInt64(contexts.count))]
-                    let rejected = open > limits.maxConnections
+                    // At the limit, the oldest connection that has not said hello within `evictableAfter` (one
+                    // that stalls its handshake to hold a place) is closed to make room; with none, this one is
+                    // told the server is full.
+                    var overLimit = open > limits.maxConnections
+                    if overLimit, let oldest = shared.oldestUnestablished() {
+                        oldest.eventLoop.execute { oldest.value.evictToMakeRoom() }
+                        overLimit = false
+                    }
+                    let rejected = overLimit
                     let handoff = Handoff(engine)
                     target.eventLoop.execute {
                         ServerConnection(

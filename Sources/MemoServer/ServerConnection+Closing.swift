@@ -81,6 +81,7 @@ extension ServerConnection {
         census.keysDiscarded(stillHeld: tls.holdsKeyMaterial)
         #endif
         context.value.removeAll(of: self, closedWith: machine.closeReason)
+        server.established(name.number)
         outbound.removeAll()
         server.log(name.record(.closed(reason: machine.closeReason)))
         server.connectionClosed()

@@ -77,7 +77,15 @@ final class ServerConnection: EventHandler {
             return
         }
         context.value.add(self)
+        // Until hello, a server at its limit may close it to make room (`evictToMakeRoom`).
+        if !machine.rejected { server.unestablished(name.number, LoopBound(self, eventLoop: loop)) }
         arm(.handshake)
+    }
+
+    /// Closes this connection to make room for a newer one, when it is still before hello: the server is at its
+    /// connection limit and this is the oldest connection that has not said hello (`ServerShared.oldestUnestablished`).
+    func evictToMakeRoom() {
+        run(machine.evictedToMakeRoom(tlsComplete: tls.isHandshakeComplete))
     }
 
     // MARK: Reading
@@ -246,7 +254,9 @@ final class ServerConnection: EventHandler {
             // A handshake begun before a reload was verified against the previous list.
             closeIfRevoked(nil)
         case .arm(let deadline): arm(deadline)
-        case .cancel(let deadline): timers.cancel(deadline)
+        case .cancel(let deadline):
+            timers.cancel(deadline)
+            if deadline == .handshake { server.established(name.number) }  // hello answered: no longer evictable
         case .startClosing: startClosing()
         case .sendAndClose(let notice):
             if notice.dropQueued { server.log(name.slowConsumer(limit: server.limits.maxOutboundBytes)) }

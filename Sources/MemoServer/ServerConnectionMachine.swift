@@ -226,6 +226,19 @@ struct ServerConnectionMachine {
             reason: reason, goingAway: false))
     }
 
+    /// The server is at its connection limit and this connection, still before hello, is the oldest such: it is
+    /// closed to make room for a newer one. With TLS up the peer is told why; without it, closed at once.
+    mutating func evictedToMakeRoom(tlsComplete: Bool) -> Action {
+        guard phase == .handshaking else { return .none }
+        let reason = "too many connections: closed before hello to make room for a newer connection"
+        guard tlsComplete else { return close(reason) }
+        return .sendAndClose(Notice(
+            code: .tooManyConnections,
+            message: "the server is at its limit of \(limits.maxConnections) connections and this connection had "
+                + "not sent hello; closed to make room",
+            reason: reason, goingAway: true))
+    }
+
     // MARK: Writing
 
     /// A store answered a write: whether its answer can still be sent.

@@ -15,6 +15,9 @@ public struct ServerLimits: Sendable, Hashable {
     public var maxConnections = 16_384
     /// Seconds a connection has to finish TLS and `hello`.
     public var handshakeTimeout: Double = 10
+    /// Seconds after which a connection still before `hello` may be closed to make room for a new one when the
+    /// server is at `maxConnections` (the oldest such connection goes first); younger ones are left to finish.
+    public var evictableAfter: Double = 1
     /// Seconds a frame, once begun, may take to arrive whole; a peer that stops mid-frame is closed with 304.
     public var frameTimeout: Double = 30
 

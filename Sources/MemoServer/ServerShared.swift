@@ -17,6 +17,8 @@ final class ServerShared: Sendable {
     /// Every loop's context, set once the loops are made: what `status` and `/metrics` read.
     let loopContexts = Mutex<[LoopBound<LoopContext>]>([])
     private let open = Mutex<(count: Int, drained: DispatchSemaphore?)>((0, nil))
+    /// Connections accepted and not yet past `hello`, oldest first: what a full server closes to make room.
+    private let unestablished = Mutex(Unestablished<LoopBound<ServerConnection>>())
     #if DEBUG
     /// Connection objects not yet freed (debug builds): a test checks that a closed connection goes away.
     let connectionObjects = Atomic<Int>(0)
@@ -51,6 +53,25 @@ final class ServerShared: Sendable {
 
     var connectionCount: Int { open.withLock { $0.count } }
 
+    /// Counts `connection` (number `number`, started now) as before `hello` until `established(_:)`.
+    func unestablished(_ number: UInt64, _ connection: LoopBound<ServerConnection>) {
+        let now = monotonicNanos()
+        unestablished.withLock { $0.add(number, connection, startedAt: now) }
+    }
+
+    /// Connection `number` said hello or closed. Call on its loop: the reference given back is dropped here,
+    /// after the lock.
+    func established(_ number: UInt64) {
+        _ = unestablished.withLock { $0.remove(number) }
+    }
+
+    /// Takes the oldest connection still before `hello`, when it has waited at least `limits.evictableAfter`: the
+    /// one a full server closes to make room for a new connection. Nil when there is none that old.
+    func oldestUnestablished() -> LoopBound<ServerConnection>? {
+        let cutoff = monotonicNanos() &- UInt64(max(0, limits.evictableAfter) * 1e9)
+        return unestablished.withLock { $0.takeOldest(startedBy: cutoff) }
+    }
+
     /// Waits until no connection is open, or the timeout passes. - Returns: whether all closed.
     func waitForNoConnections(timeout: Double) -> Bool {
         let semaphore = DispatchSemaphore(value: 0)
@@ -61,5 +82,42 @@ final class ServerShared: Sendable {
         }
         if already { return true }
         return semaphore.wait(timeout: .now() + timeout) == .success
+    }
+}
+
+/// Connections before `hello` by number (numbers are given in the order connections are accepted), each with the
+/// time it started: the oldest is the one a full server closes to make room (`ServerShared.oldestUnestablished`).
+struct Unestablished<Connection> {
+    private var order = FIFO<UInt64>()
+    private var waiting: [UInt64: (connection: Connection, startedAt: UInt64)] = [:]
+
+    /// Numbers held in the queue: those waiting, and those behind the oldest that have left since.
+    var queued: Int { order.count }
+    var count: Int { waiting.count }
+
+    mutating func add(_ number: UInt64, _ connection: Connection, startedAt: UInt64) {
+        order.append(number)
+        waiting[number] = (connection, startedAt)
+    }
+
+    /// Forgets `number` (it said hello or closed). - Returns: its connection, if it was waiting.
+    mutating func remove(_ number: UInt64) -> Connection? {
+        defer { dropLeft() }
+        return waiting.removeValue(forKey: number)?.connection
+    }
+
+    /// Takes the oldest connection waiting, when it started at or before `cutoff`.
+    mutating func takeOldest(startedBy cutoff: UInt64) -> Connection? {
+        dropLeft()
+        guard let number = order.first, let entry = waiting[number], entry.startedAt <= cutoff else { return nil }
+        waiting[number] = nil
+        dropLeft()
+        return entry.connection
+    }
+
+    /// Numbers that left go from the front of the queue, so that it holds about as many as wait (and a stalled
+    /// connection's followers until it goes), not every connection ever accepted.
+    private mutating func dropLeft() {
+        while let first = order.first, waiting[first] == nil { order.removeFirst() }
     }
 }

@@ -3,7 +3,6 @@ import MemoModel
 import MemoNet
 import MemoStore
 import MemoTLS
-import MemoTransport
 import MemoTestSupport
 import MemoWire
 import TLSTestSupport

@@ -131,6 +131,33 @@ import Testing
         #expect(OffLoopRead.fitted(small, maxFrameSize: 2048) == small)
     }
 
+    // MARK: Unestablished
+
+    @Test func connectionsBeforeHelloGiveTheOldestOnceOldEnoughAndTheQueueHoldsAboutThoseWaiting() {
+        var queue = Unestablished<String>()
+        // Steady traffic: each says hello soon after it is accepted; nothing accumulates.
+        for number in 1...10_000 {
+            queue.add(UInt64(number), "c\(number)", startedAt: UInt64(number))
+            #expect(queue.remove(UInt64(number)) == "c\(number)")
+        }
+        #expect(queue.count == 0 && queue.queued == 0)
+        // One stalls: those behind it stay queued until it goes, then leave with it.
+        for number in 10_001...10_100 { queue.add(UInt64(number), "c\(number)", startedAt: UInt64(number)) }
+        for number in 10_002...10_100 { _ = queue.remove(UInt64(number)) }
+        #expect(queue.count == 1 && queue.queued == 100)
+        #expect(queue.takeOldest(startedBy: 10_000) == nil)  // not old enough
+        #expect(queue.takeOldest(startedBy: 10_001) == "c10001")
+        #expect(queue.count == 0 && queue.queued == 0)
+        #expect(queue.takeOldest(startedBy: .max) == nil)
+        // The oldest still waiting is taken first; one taken or gone is not given again.
+        for number in 10_101...10_103 { queue.add(UInt64(number), "c\(number)", startedAt: 0) }
+        _ = queue.remove(10_101)
+        #expect(queue.takeOldest(startedBy: .max) == "c10102")
+        #expect(queue.remove(10_102) == nil)
+        #expect(queue.takeOldest(startedBy: .max) == "c10103")
+        #expect(queue.queued == 0)
+    }
+
     // MARK: SubscriptionStart
 
     private func store(revisions: Int) async throws -> MemoryStore {

@@ -243,6 +243,52 @@ struct ServerHostileTests {
         expectStillServed(server, second)
     }
 
+    /// A full server closes the oldest connection that has not said hello (a bare TCP connection, then one with TLS
+    /// up and no hello) to make room for a new one, so peers that stall their handshakes cannot hold every place
+    /// until the handshake deadline. Connections past hello are never closed for it; with none before hello left, a
+    /// newcomer is told the server is full.
+    @Test func aFullServerClosesTheOldestConnectionBeforeHelloToMakeRoom() throws {
+        var limits = ServerLimits()
+        limits.maxConnections = 3
+        limits.evictableAfter = 0
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let first = try server.connect()
+        let silent = try TCPSocket.connect(to: server.address, timeout: .seconds(5))
+        #expect(pollUntil { server.server.connectionCount == 2 })
+        let noHello = try server.connect(hello: false)
+        #expect(server.server.connectionCount == 3)
+        let tooMany: (Message) -> Bool = { if case .goingAway(.tooManyConnections, _) = $0 { true } else { false } }
+
+        let second = try server.connect()
+        #expect(try waitForClose(silent))
+        expectStillServed(server, second)
+        let third = try server.connect()
+        #expect(try noHello.readUntilClosed().contains(where: tooMany))
+        expectStillServed(server, third)
+
+        let fourth = try server.connect(hello: false)
+        #expect(try fourth.readUntilClosed().contains(where: tooMany))
+        for client in [first, second, third] { expectStillServed(server, client) }
+    }
+
+    /// A connection before hello is closed for room only once it has waited `evictableAfter`: a newcomer does not
+    /// take the place of a handshake that has just begun.
+    @Test func aFullServerLeavesAYoungHandshakeToFinish() throws {
+        var limits = ServerLimits()
+        limits.maxConnections = 1
+        limits.evictableAfter = 600
+        let server = try TestServer(limits: limits)
+        defer { server.stop() }
+        let noHello = try server.connect(hello: false)
+        let newcomer = try server.connect(hello: false)
+        #expect(try newcomer.readUntilClosed().contains {
+            if case .goingAway(.tooManyConnections, _) = $0 { true } else { false }
+        })
+        try noHello.hello()
+        #expect(try noHello.request(.ping(nonce: 7)) == .pong(nonce: 7))
+    }
+
     @Test func reusingTheIdOfAnOpenSubscriptionIsRefused() throws {
         let server = try TestServer()
         defer { server.stop() }

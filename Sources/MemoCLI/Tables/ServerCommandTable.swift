@@ -113,7 +113,8 @@ public enum ServerCommandTable {
                     + "under taskset, at most 64; given: 1 to 256)"),
             OptionSpec(
                 "--max-connections", .value("N"), default: "16384", scope: .only(["serve"]),
-                help: "connections served at once; more are refused with going-away 302"),
+                help: "connections served at once; at the limit the oldest connection still without hello after 1 s is "
+                    + "closed to make room, else the new one is refused with going-away 302"),
             OptionSpec(
                 "--max-frame", .value("BYTES"), default: "1048576", scope: .only(["serve"]),
                 help: "largest frame accepted or sent"),
