@@ -100,16 +100,17 @@ public struct ChangeHistory: Sendable {
         return taken
     }
 
-    /// Every change after `revision`, oldest first.
+    /// The changes after `revision`, oldest first: every one, or the first `limit`.
     /// - Throws: `MemoError.historyGone` when `revision` is older than the history holds or newer than `head`.
-    public func changes(after revision: UInt64) throws(MemoError) -> [Change] {
+    public func changes(after revision: UInt64, limit: Int = .max) throws(MemoError) -> [Change] {
         guard revision >= oldestResumable, revision <= head else {
             throw .historyGone(requested: revision, oldestAvailable: oldestResumable)
         }
-        let wanted = Int(head - revision)
+        let after = Int(head - revision)
+        let wanted = min(after, max(0, limit))
         var result: [Change] = []
         result.reserveCapacity(wanted)
-        for offset in (ring.count - wanted)..<ring.count {
+        for offset in (ring.count - after)..<(ring.count - after + wanted) {
             result.append(ring[(start + offset) % ring.count])
         }
         return result

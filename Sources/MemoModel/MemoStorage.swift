@@ -106,9 +106,17 @@ public protocol ChangeFeed: Sendable {
     /// and must not call the store.
     func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription
 
+    /// The changes after `revision` (every one, or the first `limit`) and the store's head, read at one instant.
+    /// - Throws: `historyGone` when the history no longer holds them (or `revision` is ahead of the store).
+    func changes(after revision: UInt64, limit: Int) throws(MemoError) -> (head: UInt64, changes: [Change])
+}
+
+extension ChangeFeed {
     /// Every change after `revision` and the revision they lead to, read at one instant.
     /// - Throws: `historyGone` when the history no longer holds them (or `revision` is ahead of the store).
-    func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change])
+    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+        try changes(after: revision, limit: .max)
+    }
 }
 
 /// What the server needs of a store: the storage protocol and the change feed, plus a callback form of writes

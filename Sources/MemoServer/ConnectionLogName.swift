@@ -27,6 +27,15 @@ struct ConnectionLogName {
     }
 
     /// A slow consumer's queue is dropped (see `ServerConnectionMachine.slowConsumer`).
+    /// A subscriber whose catch-up the history overtook (`ServerConnectionMachine.catchUpOvertaken`).
+    func catchUpOvertaken() -> LogRecord {
+        LogRecord(
+            .warn, "slow_consumer",
+            [("conn", "\(number)"), ("peer", "\(peer)"), ("cn", commonName), ("catch_up", "overtaken")],
+            text: "slow consumer conn=\(number) peer=\(peer) cn=\(commonName): the history let go of changes its "
+                + "catch-up had not sent; dropping what is queued and sending going-away")
+    }
+
     func slowConsumer(limit: Int) -> LogRecord {
         LogRecord(
             .warn, "slow_consumer",

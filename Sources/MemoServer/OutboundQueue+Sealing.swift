@@ -142,7 +142,7 @@ extension OutboundQueue {
             try transport.write(writer.bytes)
         }
         guard try transport.flush(to: socket, scratch: scratch) == .drained else { return .blocked }
-        guard !isEmpty, handshakeComplete else { return nil }
+        guard !isEmpty, handshakeComplete, !catchUpLost else { return nil }
         if let (frame, requestID) = soleChange,
            let written = try transport.seal(
                frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID) {

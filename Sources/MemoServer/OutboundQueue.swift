@@ -78,31 +78,60 @@ struct ChunkStream {
     }
 }
 
-/// Encodes a resumed subscription's missed changes as the peer reads them, a round's worth at a time, so that a long
-/// catch-up never sits whole in a connection's buffer: queued at once, it counted toward the slow-consumer limit
-/// before the socket was offered a byte of it, and a subscriber that had missed more than the limit was dropped on
-/// every resume.
+/// A resumed subscription's missed changes, read from the store's history and encoded as the peer reads them, a
+/// round's worth at a time. Queued whole, the catch-up counted toward the slow-consumer limit before the socket was
+/// offered a byte of it, and a subscriber that had missed more than the limit was dropped on every resume. Read
+/// from the history as it goes, it holds no copy of the changes either: a peer that resumes many subscriptions and
+/// does not read holds a stream each, not the changes.
+///
+/// The history keeps the last changes only: one it lets go of before it is sent ends the stream as `lost` (the
+/// connection then drops the peer as a slow consumer, which resumes and is answered `history-gone`). No change after
+/// it is ever sent: there would be a gap.
 struct ChangeStream {
     let requestID: UInt32
-    let changes: [Change]
+    let store: any ChangeFeed
     /// The connection's protocol version (from 3, memos carry their authors).
     let version: UInt16
-    private var next = 0
+    /// The last revision sent; the stream ends at `until`, the head its `subscribed` named (later changes are
+    /// delivered to the subscription as they are made).
+    private(set) var sent: UInt64
+    let until: UInt64
+    /// The history let go of the next change before it was sent.
+    private(set) var lost = false
 
-    init(requestID: UInt32, changes: [Change], version: UInt16) {
+    /// Changes read from the history at a time (one lock each).
+    static let batch = 32
+
+    init(requestID: UInt32, store: any ChangeFeed, version: UInt16, after: UInt64, until: UInt64) {
         self.requestID = requestID
-        self.changes = changes
+        self.store = store
         self.version = version
+        sent = after
+        self.until = until
     }
 
-    var finished: Bool { next == changes.count }
+    var finished: Bool { sent >= until }
 
-    /// Appends the next changes' frames to `writer`, at least one, until it holds `limit` bytes or none is left.
+    /// Appends the next changes' frames to `writer`, at least one, until it holds `limit` bytes or none is left;
+    /// nothing once `lost`.
     mutating func produce(into writer: inout WireWriter, upTo limit: Int) {
-        while next < changes.count {
-            Message.change(changes[next]).encode(into: &writer, requestID: requestID, version: version)
-            next += 1
-            if writer.bytes.count >= limit { return }
+        while !lost, sent < until {
+            let changes: [Change]
+            do throws(MemoError) {
+                changes = try store.changes(after: sent, limit: Int(min(until - sent, UInt64(Self.batch)))).changes
+            } catch {
+                lost = true  // historyGone (or a closed store): what comes after cannot be sent without a gap
+                return
+            }
+            guard !changes.isEmpty else {
+                lost = true
+                return
+            }
+            for change in changes {
+                Message.change(change).encode(into: &writer, requestID: requestID, version: version)
+                sent = change.revision
+                if writer.bytes.count >= limit { return }
+            }
         }
     }
 }
@@ -129,6 +158,9 @@ struct OutboundQueue {
     /// Bytes of whole frames waiting (streams count only once a chunk or change is made), each with what holding it
     /// costs.
     private(set) var queuedBytes = 0
+    /// A resumed subscription's catch-up lost changes the history let go of before they were sent (`ChangeStream`):
+    /// nothing more is written, and the connection drops the peer as a slow consumer.
+    private(set) var catchUpLost = false
 
     /// Frames up to this size go into the tail.
     static let smallFrame = 4096
@@ -247,6 +279,7 @@ struct OutboundQueue {
         tail = []
         tailOffset = 0
         queuedBytes = 0
+        catchUpLost = false
     }
 
     /// Moves frames into `writer` until it holds about `limit` bytes or the queue is empty.
@@ -278,6 +311,11 @@ struct OutboundQueue {
                 }
             case .changes(var stream):
                 stream.produce(into: &writer, upTo: limit)
+                if stream.lost {
+                    // Nothing behind it may go: the connection drops the peer (`catchUpLost`).
+                    catchUpLost = true
+                    return listsFinished
+                }
                 if stream.finished {
                     queuedBytes -= Self.itemOverhead
                     items.removeFirst()

@@ -48,6 +48,7 @@ extension ServerConnection {
                 writer: &context.value.writer, listsSent: &listsSent)
         }) else { return }
         if listsSent > 0 { session?.listsSent(listsSent) }
+        if outbound.catchUpLost { return run(machine.catchUpOvertaken()) }
         if blocked { return run(machine.writeBlocked()) }
         run(machine.drained(
             pendingWrites: session?.hasPendingWrites == true, tlsComplete: tls.isHandshakeComplete,

@@ -259,7 +259,10 @@ final class ServerConnection: EventHandler {
             if deadline == .handshake { server.established(name.number) }  // hello answered: no longer evictable
         case .startClosing: startClosing()
         case .sendAndClose(let notice):
-            if notice.dropQueued { server.log(name.slowConsumer(limit: server.limits.maxOutboundBytes)) }
+            if notice.dropQueued {
+                server.log(notice.catchUpOvertaken
+                    ? name.catchUpOvertaken() : name.slowConsumer(limit: server.limits.maxOutboundBytes))
+            }
             outbound.append(notice, acceptsOutput: machine.acceptsOutput)
             run(machine.beginClosing(notice.reason))
         case .sendCloseNotify:

@@ -34,6 +34,8 @@ struct ServerConnectionMachine {
         var goingAway: Bool
         /// Drop everything queued first (a slow consumer: the client resumes from its revision), and log why.
         var dropQueued = false
+        /// The slow consumer's catch-up was overtaken by the history (`catchUpOvertaken`), not over the limit.
+        var catchUpOvertaken = false
 
         /// The frame that says it, with request id 0.
         var frame: [UInt8] {
@@ -266,6 +268,19 @@ struct ServerConnectionMachine {
                 + "reconnect and resume from your last revision",
             reason: "slow consumer: outbound buffer over \(limits.maxOutboundBytes) bytes", goingAway: true,
             dropQueued: true))
+    }
+
+    /// A resumed subscription's catch-up lost changes the history let go of before they were sent: the peer did not
+    /// take them fast enough. Dropped as a slow consumer (going-away 301) with everything queued; it resumes from its
+    /// revision and is answered `history-gone`.
+    func catchUpOvertaken() -> Action {
+        guard isServing else { return .none }
+        return .sendAndClose(Notice(
+            code: .slowConsumer,
+            message: "the changes this connection was catching up on were let go of before they were sent; "
+                + "reconnect and resume from your last revision",
+            reason: "slow consumer: its catch-up was overtaken by the history", goingAway: true, dropQueued: true,
+            catchUpOvertaken: true))
     }
 
     /// The socket refused more bytes.

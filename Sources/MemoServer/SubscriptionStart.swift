@@ -5,9 +5,9 @@ import MemoWire
 /// value, so each way a `subscribe` begins is tested with a store and no connection.
 ///
 /// From the start: the whole list as `snapshot` chunks, streamed as the peer reads them; from a revision: `subscribed`
-/// with the head, then each change after the revision, encoded as the peer reads them; from a revision the store no longer keeps: `history-gone`
-/// (or the store's error), and no subscription. Memos and changes are encoded as the connection's protocol `version`
-/// writes them.
+/// with the head, then each change after the revision up to it, read from the history and encoded as the peer reads
+/// them (`ChangeStream`); from a revision the store no longer keeps: `history-gone` (or the store's error), and no
+/// subscription. Memos and changes are encoded as the connection's protocol `version` writes them.
 struct SubscriptionStart {
     /// The revision deliveries start after; nil when the subscription was refused (`items` says why).
     let head: UInt64?
@@ -24,11 +24,14 @@ struct SubscriptionStart {
                 version: version))]
         case .after(let revision):
             do throws(MemoError) {
-                let (current, changes) = try store.changes(after: revision)
+                // Only whether the history holds them, and the head: the changes are read as the peer takes them.
+                let current = try store.changes(after: revision, limit: 0).head
                 head = current
                 let subscribed = OutboundQueue.Item.frame(Message.subscribed(head: current).frame(requestID: requestID))
-                items = changes.isEmpty ? [subscribed] : [
-                    subscribed, .changes(ChangeStream(requestID: requestID, changes: changes, version: version)),
+                items = current == revision ? [subscribed] : [
+                    subscribed,
+                    .changes(ChangeStream(
+                        requestID: requestID, store: store, version: version, after: revision, until: current)),
                 ]
             } catch {
                 head = nil

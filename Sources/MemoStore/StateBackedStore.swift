@@ -48,8 +48,8 @@ extension StateBackedStore {
         storeState.page(after: cursor, limit: limit)
     }
 
-    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
-        try storeState.changes(after: revision)
+    public func changes(after revision: UInt64, limit: Int) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+        try storeState.changes(after: revision, limit: limit)
     }
 
     public func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {

@@ -305,11 +305,13 @@ public final class StoreState: Sendable {
         }
     }
 
-    /// See `ChangeFeed.changes(after:)`.
-    public func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+    /// See `ChangeFeed.changes(after:limit:)`.
+    public func changes(after revision: UInt64, limit: Int = .max) throws(MemoError)
+        -> (head: UInt64, changes: [Change])
+    {
         try inner.withLock { inner throws(MemoError) -> (head: UInt64, changes: [Change]) in
             if inner.closed { throw .closed }
-            return (inner.table.revision, try inner.history.changes(after: revision))
+            return (inner.table.revision, try inner.history.changes(after: revision, limit: limit))
         }
     }
 

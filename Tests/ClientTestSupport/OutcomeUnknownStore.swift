@@ -76,8 +76,8 @@ package final class OutcomeUnknownStore: ServingStore {
     package func observeChanges(_ handler: @escaping @Sendable (Change) -> Void) -> Subscription {
         inner.observeChanges(handler)
     }
-    package func changes(after revision: UInt64) throws(MemoError) -> (head: UInt64, changes: [Change]) {
-        try inner.changes(after: revision)
+    package func changes(after revision: UInt64, limit: Int) throws(MemoError) -> (head: UInt64, changes: [Change]) {
+        try inner.changes(after: revision, limit: limit)
     }
     package func create(content: String, id: UUID?, insertDate: Date?) async throws -> Memo {
         try await perform(.create(id: id ?? UUID(), content: content, insertMicros: insertDate?.unixMicros))

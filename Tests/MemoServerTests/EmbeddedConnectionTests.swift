@@ -248,6 +248,46 @@ final class EmbeddedConnection {
         }
     }
 
+    /// The history lets go of changes a resumed subscription's catch-up has not sent yet (its peer reads too
+    /// slowly): the peer gets the changes sent before the gap, none after it, and going-away 301, to resume (and be
+    /// answered history-gone).
+    @Test func aCatchUpTheHistoryOvertakesEndsInASlowConsumerDropWithNoChangeAfterTheGap() throws {
+        let store = MemoryStore(historyCapacity: 100)
+        func create(_ count: Int) {
+            for _ in 0..<count {
+                store.submit([.create(id: UUID(), content: String(repeating: "m", count: 4000), insertMicros: nil)]) {
+                    _ in
+                }
+            }
+        }
+        create(100)
+        try withTemporaryDirectory { directory in
+            let embedded = try EmbeddedConnection(fixture: try TLSFixture(directory: directory), store: store)
+            try embedded.handshake()
+            try embedded.hello()
+            // The window is shut: the catch-up's first round (64 KiB, 16 changes) is sealed and waits.
+            embedded.peer.sendWindow = 0
+            try embedded.send(Message.subscribe(after: 0).frame(requestID: 7))
+            #expect(embedded.connection.phase == .open)
+            // 60 more changes: the history (100) no longer holds revisions 1 to 60.
+            create(60)
+            embedded.peer.sendWindow = Int.max
+            embedded.exchange()
+            let received = try embedded.received()
+            #expect(received.first == .subscribed(head: 100))
+            let revisions = received.compactMap { message -> UInt64? in
+                if case .change(let change) = message { change.revision } else { nil }
+            }
+            #expect(!revisions.isEmpty && revisions.count < 60)
+            #expect(revisions == Array(1...UInt64(max(1, revisions.count))))
+            #expect(received.last == .goingAway(
+                code: .slowConsumer,
+                message: "the changes this connection was catching up on were let go of before they were sent; "
+                    + "reconnect and resume from your last revision"))
+            #expect(embedded.connection.phase != .open)
+        }
+    }
+
     @Test func aPeerThatStopsReadingIsDroppedAsASlowConsumerAfterTheRecordsAlreadySealed() throws {
         try withTemporaryDirectory { directory in
             var limits = ServerLimits()

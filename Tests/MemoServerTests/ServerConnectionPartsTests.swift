@@ -278,6 +278,11 @@ import Testing
         #expect(slow.text == "slow consumer conn=7 peer=127.0.0.1:4000 cn=alice: over 1024 bytes queued; dropping "
             + "them and sending going-away")
         #expect(slow.fields.last.map { "\($0.0)=\($0.1)" } == "queued_limit=1024")
+        let overtaken = name.catchUpOvertaken()
+        #expect(overtaken.level == .warn && overtaken.event == "slow_consumer")
+        #expect(overtaken.text == "slow consumer conn=7 peer=127.0.0.1:4000 cn=alice: the history let go of changes "
+            + "its catch-up had not sent; dropping what is queued and sending going-away")
+        #expect(overtaken.fields.last.map { "\($0.0)=\($0.1)" } == "catch_up=overtaken")
         #expect(name.record(.opened(readOnly: false, tls: nil)).text.hasSuffix(" role=read-write tls=?"))
     }
 

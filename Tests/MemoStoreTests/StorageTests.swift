@@ -176,6 +176,26 @@ struct StorageTests {
         #expect(future.values == [.historyGone(requested: 99, oldestAvailable: 3)])
     }
 
+    /// What a resumed subscription's catch-up reads as the peer takes it (`ChangeStream`): a few changes at a time,
+    /// with the head; only the head, to check a revision can be resumed from.
+    @Test(arguments: StoreKind.allCases)
+    func changesAfterARevisionComeAllOrTheFirstFewWithTheHead(kind: StoreKind) async throws {
+        let handle = try kind.make(historyCapacity: 3)
+        defer { handle.store.close() }
+        let store = handle.store
+        for i in 1...5 { _ = try await store.createMemo(content: "m\(i)") }
+        #expect(try store.changes(after: 2).changes.map(\.revision) == [3, 4, 5])
+        let first = try store.changes(after: 2, limit: 2)
+        #expect(first.head == 5 && first.changes.map(\.revision) == [3, 4])
+        let headOnly = try store.changes(after: 2, limit: 0)
+        #expect(headOnly.head == 5 && headOnly.changes.isEmpty)
+        #expect(try store.changes(after: 4, limit: 10).changes.map(\.revision) == [5])
+        #expect(try store.changes(after: 5, limit: 10).changes.isEmpty)
+        #expect(throws: MemoError.historyGone(requested: 1, oldestAvailable: 2)) {
+            try store.changes(after: 1, limit: 0)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases)
     func concurrentWritersGetContiguousUniqueRevisions(kind: StoreKind) async throws {
         let handle = try kind.make()
