@@ -223,7 +223,7 @@ final class LoopContext {
         let needed = TLSEngine.maxRecordLength
         if batch.room(atLeast: needed) == nil { submit(batch) }
         guard let room = batch.room(atLeast: needed),
-              let index = connection.stage(frame, requestID: requestID, into: batch, room: room)
+              let index = connection.stage(frame, requestID: requestID, into: batch, room: room, tick: tick)
         else { return false }
         assert(index == staged.count)
         staged.append(connection)
@@ -235,7 +235,12 @@ final class LoopContext {
         guard batch.count > 0 else { return }
         counters.sendBatches &+= 1
         counters.batchedSends &+= UInt64(batch.count)
-        batch.submit { index, outcome, record in staged[index].sent(record, outcome) }
+        do {
+            // Read from a local array: it keeps every connection alive through the submission, so none is retained
+            // again for its call (through the property, the compiler must assume a call could change it).
+            let connections = staged
+            batch.submit { index, outcome, record in connections[index].sent(record, outcome) }
+        }
         staged.removeAll(keepingCapacity: true)
     }
 }

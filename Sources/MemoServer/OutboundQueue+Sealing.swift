@@ -67,7 +67,9 @@ extension OutboundQueue {
         to socket: TCPSocket, scratch: UnsafeMutableRawBufferPointer
     ) throws(WriteFailure) -> Delivery {
         if mayWriteAtOnce(direct: direct, flushed: transport.isFlushed), let written = try Self.failing({
-            try transport.seal(frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID)
+            try frame.withBytes(for: version) {
+                try transport.seal($0, to: socket, scratch: scratch, requestID: requestID)
+            }
         }) {
             return written == .blocked ? .blocked : .written
         }
@@ -79,21 +81,24 @@ extension OutboundQueue {
     /// `buffer` instead, for the batch to send. - Returns: the record's length, or nil when it must go through
     /// `deliver` (not direct, something waits for the socket, or TLS cannot seal it alone). `transport` is inout
     /// only so that the connection's is not copied (and its references retained) for the call.
+    /// `mutating` though it changes nothing: called on a connection's queue in place, where a non-mutating call
+    /// would copy the queue (retaining its arrays) for the call.
     /// - Throws: `WriteFailure`, whose reason the connection closes with.
-    func stage(
+    mutating func stage(
         _ frame: SharedFrame, requestID: UInt32, direct: Bool, through transport: inout FramedTLSTransport,
         into buffer: UnsafeMutableRawBufferPointer
     ) throws(WriteFailure) -> Int? {
         guard mayWriteAtOnce(direct: direct, flushed: transport.isFlushed) else { return nil }
         return try Self.failing {
-            try transport.sealForSending(frame.bytes(for: version), into: buffer, requestID: requestID)
+            try frame.withBytes(for: version) { try transport.sealForSending($0, into: buffer, requestID: requestID) }
         }
     }
 
     /// What became of a record from `stage` once the batch sent it: written, or blocked with the rest kept in the
     /// pump (as `deliver` leaves it).
+    /// `mutating` for the same reason as `stage`.
     /// - Throws: `WriteFailure` for a failed send.
-    func sent(
+    mutating func sent(
         _ record: UnsafeRawBufferPointer, _ outcome: SendBatch.Outcome, through transport: inout FramedTLSTransport
     ) throws(WriteFailure) -> Delivery {
         let result = try Self.failing { try transport.sent(record, outcome) }
@@ -144,8 +149,9 @@ extension OutboundQueue {
         guard try transport.flush(to: socket, scratch: scratch) == .drained else { return .blocked }
         guard !isEmpty, handshakeComplete, !catchUpLost else { return nil }
         if let (frame, requestID) = soleChange,
-           let written = try transport.seal(
-               frame.bytes(for: version), to: socket, scratch: scratch, requestID: requestID) {
+           let written = try frame.withBytes(for: version, {
+               try transport.seal($0, to: socket, scratch: scratch, requestID: requestID)
+           }) {
             removeSoleChange(frame)
             return written
         }

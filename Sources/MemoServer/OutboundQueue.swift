@@ -18,9 +18,12 @@ final class SharedFrame: Sendable {
         madeAt = monotonicNanos()
     }
 
-    /// The frame as protocol `version` writes it.
-    func bytes(for version: UInt16) -> [UInt8] {
-        version >= WireProtocol.authorsVersion ? authoredBytes : bytes
+    /// Runs `body` with the frame as protocol `version` writes it, lent rather than returned: a function returning
+    /// it gave each caller its own reference (a retain and a release per subscriber).
+    @inline(__always)
+    func withBytes<R>(for version: UInt16, _ body: ([UInt8]) throws -> R) rethrows -> R {
+        if version >= WireProtocol.authorsVersion { return try body(authoredBytes) }
+        return try body(bytes)
     }
 }
 
@@ -189,7 +192,7 @@ struct OutboundQueue {
             queuedBytes += bytes.count
             return
         case .frame(let bytes): queuedBytes += bytes.count + Self.arrayOverhead + Self.itemOverhead
-        case .change(let frame, _): queuedBytes += frame.bytes(for: version).count + Self.itemOverhead
+        case .change(let frame, _): queuedBytes += frame.withBytes(for: version) { $0.count } + Self.itemOverhead
         case .stream, .changes: queuedBytes += Self.itemOverhead
         }
         moveTailToItems()
@@ -260,7 +263,7 @@ struct OutboundQueue {
     /// Removes the change `soleChange` gave, once it is sent.
     mutating func removeSoleChange(_ frame: SharedFrame) {
         assert(soleChange?.frame === frame, "removeSoleChange without the change soleChange gave")
-        queuedBytes -= frame.bytes(for: version).count + Self.itemOverhead
+        queuedBytes -= frame.withBytes(for: version) { $0.count } + Self.itemOverhead
         items.removeFirst()
     }
 
@@ -295,10 +298,12 @@ struct OutboundQueue {
                 items.removeFirst()
             case .change(let frame, let requestID):
                 let start = writer.bytes.count
-                let bytes = frame.bytes(for: version)
-                writer.bytes.append(contentsOf: bytes)
+                let count = frame.withBytes(for: version) { bytes in
+                    writer.bytes.append(contentsOf: bytes)
+                    return bytes.count
+                }
                 writer.patchU32(requestID, at: start + WireProtocol.requestIDOffset)
-                queuedBytes -= bytes.count + Self.itemOverhead
+                queuedBytes -= count + Self.itemOverhead
                 items.removeFirst()
             case .stream(var stream):
                 stream.produce(into: &writer)

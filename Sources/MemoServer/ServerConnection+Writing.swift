@@ -79,13 +79,15 @@ extension ServerConnection {
     /// - Returns: the send's index in `batch`; nil when the change is not staged: not direct, something waits for
     ///   the socket, TLS cannot seal it alone or `room` is too small (the caller `deliver`s it, which queues it),
     ///   or the connection takes no output or closed on a failed seal (`deliver` then does nothing).
-    func stage(_ frame: SharedFrame, requestID: UInt32, into batch: SendBatch, room: UnsafeMutableRawBufferPointer)
-        -> Int?
-    {
+    /// - Parameter tick: the loop's tick (`LoopContext.tick`), given by the loop rather than read through `context`.
+    func stage(
+        _ frame: SharedFrame, requestID: UInt32, into batch: SendBatch, room: UnsafeMutableRawBufferPointer,
+        tick: UInt64
+    ) -> Int? {
         // The descriptor is open while the connection takes output: only `finish` closes it, once closed.
         guard machine.acceptsOutput, sendDescriptor >= 0 else { return nil }
         let direct = writesAtOnce
-        lastActiveTick = context.value.tick
+        lastActiveTick = tick
         do {
             guard let length = try outbound.stage(
                 frame, requestID: requestID, direct: direct, through: &transport, into: room)
