@@ -26,7 +26,6 @@ struct ConnectionLogName {
             text: "close conn=\(number) peer=\(peer) reason=\"cannot register: \(error)\"")
     }
 
-    /// A slow consumer's queue is dropped (see `ServerConnectionMachine.slowConsumer`).
     /// A subscriber whose catch-up the history overtook (`ServerConnectionMachine.catchUpOvertaken`).
     func catchUpOvertaken() -> LogRecord {
         LogRecord(
@@ -36,6 +35,7 @@ struct ConnectionLogName {
                 + "catch-up had not sent; dropping what is queued and sending going-away")
     }
 
+    /// A slow consumer's queue is dropped (see `ServerConnectionMachine.slowConsumer`).
     func slowConsumer(limit: Int) -> LogRecord {
         LogRecord(
             .warn, "slow_consumer",

@@ -81,7 +81,7 @@ extension ServerConnection {
         census.keysDiscarded(stillHeld: tls.holdsKeyMaterial)
         #endif
         context.value.removeAll(of: self, closedWith: machine.closeReason)
-        server.established(name.number)
+        if !machine.helloDone { server.established(name.number) }  // past hello, it was forgotten then
         outbound.removeAll()
         server.log(name.record(.closed(reason: machine.closeReason)))
         server.connectionClosed()

@@ -220,25 +220,27 @@ struct ServerConnectionMachine {
 
     /// The handshake deadline passed: with TLS up the peer is told (hello missing); without it, closed at once.
     mutating func handshakeDeadlinePassed(tlsComplete: Bool) -> Action {
-        guard phase == .handshaking else { return .none }
-        let reason = "handshake not finished within \(limits.handshakeTimeout) s"
-        guard tlsComplete else { return close(reason) }
-        return .sendAndClose(Notice(
+        endBeforeHello(tlsComplete: tlsComplete, Notice(
             code: .handshakeTimeout, message: "hello was not sent within \(limits.handshakeTimeout) seconds",
-            reason: reason, goingAway: false))
+            reason: "handshake not finished within \(limits.handshakeTimeout) s", goingAway: false))
     }
 
     /// The server is at its connection limit and this connection, still before hello, is the oldest such: it is
     /// closed to make room for a newer one. With TLS up the peer is told why; without it, closed at once.
     mutating func evictedToMakeRoom(tlsComplete: Bool) -> Action {
-        guard phase == .handshaking else { return .none }
-        let reason = "too many connections: closed before hello to make room for a newer connection"
-        guard tlsComplete else { return close(reason) }
-        return .sendAndClose(Notice(
+        endBeforeHello(tlsComplete: tlsComplete, Notice(
             code: .tooManyConnections,
             message: "the server is at its limit of \(limits.maxConnections) connections and this connection had "
                 + "not sent hello; closed to make room",
-            reason: reason, goingAway: true))
+            reason: "too many connections: closed before hello to make room for a newer connection", goingAway: true))
+    }
+
+    /// Ends a connection still before hello: closed at once while TLS is not up, else after `notice` tells the peer
+    /// why; nothing once hello is done.
+    private mutating func endBeforeHello(tlsComplete: Bool, _ notice: Notice) -> Action {
+        guard phase == .handshaking else { return .none }
+        guard tlsComplete else { return close(notice.reason) }
+        return .sendAndClose(notice)
     }
 
     // MARK: Writing
